@@ -1,0 +1,15 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ratelab",
+		Short:         "Load-test and size distributed rate limiters on Redis Cluster",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newClusterCmd())
+	return root
+}

@@ -1,0 +1,57 @@
+package limiter
+
+import (
+	"context"
+	"time"
+)
+
+// Request is one rate-limit decision to make.
+type Request struct {
+	Tenant, Endpoint string
+	// Cost is the number of tokens the request takes; 1 for an ordinary request.
+	Cost int64
+	// Now is the gateway's clock. It may be skewed on purpose in a scenario; the Redis
+	// algorithms clamp it so that a key's stored time never goes backwards.
+	Now time.Time
+}
+
+// Source says where a decision was made.
+type Source uint8
+
+const (
+	// Central: decided by the shared store (Redis) for this request.
+	Central Source = iota
+	// Lease: decided locally from tokens leased in advance from the central store.
+	Lease
+	// Local: decided by an in-process limiter with no shared state.
+	Local
+	// FailOpen: the store failed and the endpoint's policy let the request through.
+	FailOpen
+	// FailClosed: the store failed and the endpoint's policy denied the request.
+	FailClosed
+)
+
+var sourceNames = [...]string{"central", "lease", "local", "fail-open", "fail-closed"}
+
+func (s Source) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "unknown"
+}
+
+// Decision is the answer to a Request.
+type Decision struct {
+	Allowed   bool
+	Remaining int64
+	// RetryAfter is how long until the request could be allowed; 0 when allowed.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the bucket is full again.
+	ResetAfter time.Duration
+	Source     Source
+}
+
+// Limiter decides whether a request may pass.
+type Limiter interface {
+	Allow(ctx context.Context, r Request) (Decision, error)
+}
