@@ -1,0 +1,287 @@
+package scenarios
+
+import (
+	"fmt"
+	"sync"
+
+	"ratelab/limiter"
+)
+
+// Verdict is what the overspend envelope says about one observed decision.
+type Verdict uint8
+
+const (
+	// Conforming: allowed, and the exact bucket had the tokens (they are debited).
+	Conforming Verdict = iota
+	// Overspend: allowed although the exact bucket lacked the tokens (not debited).
+	Overspend
+	// FalseDeny: denied although the exact bucket had the tokens — availability lost (not debited).
+	FalseDeny
+	// Denied: denied, and rightly so: the exact bucket lacked the tokens.
+	Denied
+)
+
+var verdictNames = [...]string{"conforming", "overspend", "false-deny", "denied"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// OverspendTotals are the checker's counters summed over all keys.
+type OverspendTotals struct {
+	Allowed, Denied int64
+	// OverspendRequests counts allowed requests the exact bucket could not pay for.
+	OverspendRequests int64
+	// FalseDenies counts denied requests the exact bucket could have paid for.
+	FalseDenies int64
+	// Unknown counts decisions whose outcome the caller never learnt (a client-side timeout:
+	// the script may or may not have run). See ObserveUnknown.
+	Unknown int64
+	// OverspendTokens is the summed cost of the overspending requests. Their whole cost is beyond
+	// the envelope: the exact bucket is not debited for them, so Allowed tokens = conforming tokens
+	// (never more than the policy permits) + OverspendTokens.
+	OverspendTokens int64
+	// ByCause counts overspending requests by the Source.String() of their decision (central,
+	// lease, local, fail-open, ...). Never nil; sources with no overspend are absent.
+	ByCause map[string]int64
+}
+
+const (
+	// overspendShardCount locks: key k is guarded by shard k mod 256. Adjacent keys (one tenant's
+	// endpoints) land in different shards, so a hot tenant does not serialize on one mutex.
+	overspendShardCount = 256
+	// overspendCauseSlots counts overspend per Source; sources >= 15 share the last slot.
+	overspendCauseSlots = 16
+	// overspendMaxClasses is how many distinct policies are cached. Class ids are uint16:
+	// 0 = not looked up yet, 1..65534 = cached policy id+1, overspendUncached = call the func.
+	overspendMaxClasses = 1<<16 - 2
+	overspendUncached   = 1<<16 - 1
+	overspendChunk      = 256 // policies per table chunk
+)
+
+// overspendShard is one lock and the counters of the keys it guards: 8 + 5*8 + 16*8 = 176 bytes,
+// padded to 192 (three cache lines) so neighbouring shards' counters do not false-share.
+type overspendShard struct {
+	mu                                                        sync.Mutex
+	allowed, denied, overRequests, falseDenies, over, unknown int64
+	byCause                                                   [overspendCauseSlots]int64
+	_                                                         [8]byte
+}
+
+// OverspendChecker is the overspend envelope: for each key a virtual exact token bucket, started
+// full, that sees the observed requests in the order Observe is called for that key and judges each
+// against the key's policy. It refills with limiter.BucketPolicy.Refill — the arithmetic of the Lua
+// script and of the in-memory twin, time in Unix ms, a clock that never goes backwards — so a
+// correct central limiter whose decisions are observed in its own order scores exactly zero
+// overspend and zero false denies. Reordering between the limiter and Observe (requests in
+// flight together) is the only source of a residue.
+//
+// Memory: 26 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
+// (see ObserveUnknown) and a 2-byte policy class — plus ~80 KB fixed (256 padded lock shards, the
+// policy table and its index). The policy func is called once per
+// key, at its first observation; distinct policies are deduplicated into a table of up to 65534
+// classes (a key beyond that calls the func on every observation instead). A policy is therefore
+// fixed per key for the checker's lifetime.
+//
+// Safe for concurrent use: Observe takes the key's shard lock and allocates nothing after a key's
+// first observation.
+type OverspendChecker struct {
+	policy func(key int) limiter.BucketPolicy
+	states []limiter.BucketState // per key; LastMs == 0: not observed yet (bucket full)
+	credit []float64             // per key; tokens debited for unknown outcomes, refundable
+	class  []uint16              // per key; see overspendMaxClasses
+	shards [overspendShardCount]overspendShard
+
+	// The policy table. Entry i lives at chunks[i/256][i%256]. It grows under polMu; an entry is
+	// written before any key's class points at it, and that class is read under the key's shard
+	// lock after it was written under the same lock, so readers need no lock. Chunks never move,
+	// so a reader never sees a slice header being replaced.
+	polMu  sync.Mutex
+	polIdx map[limiter.BucketPolicy]uint16
+	nPol   int
+	chunks [(overspendMaxClasses + overspendChunk - 1) / overspendChunk]*[overspendChunk]limiter.BucketPolicy
+}
+
+// NewOverspendChecker returns a checker for keys dense indices 0..keys-1 (the engine maps
+// tenant x endpoint to one index). policy gives a key's bucket policy; it must return a policy
+// that passes BucketPolicy.Validate (the spec validates it), must not call back into the
+// checker, and may be called from any goroutine. NewOverspendChecker panics on keys < 0 or a nil
+// policy: both are wiring errors.
+func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *OverspendChecker {
+	if keys < 0 {
+		panic(fmt.Sprintf("scenarios: NewOverspendChecker keys %d: must be >= 0 (tenants x endpoints)", keys))
+	}
+	if policy == nil {
+		panic("scenarios: NewOverspendChecker policy is nil: pass a func returning each key's limiter.BucketPolicy")
+	}
+	return &OverspendChecker{
+		policy: policy,
+		states: make([]limiter.BucketState, keys),
+		credit: make([]float64, keys),
+		class:  make([]uint16, keys),
+		polIdx: make(map[limiter.BucketPolicy]uint16),
+	}
+}
+
+// Keys is the number of keys the checker was sized for.
+func (c *OverspendChecker) Keys() int { return len(c.states) }
+
+// Observe judges one decision on key at nowMs (Unix milliseconds, > 0) for cost tokens (>= 0) and
+// returns the verdict. The key's exact bucket first refills to nowMs — a nowMs older than the
+// key's latest observation refills nothing and does not move its clock back — then:
+//
+//	allowed, tokens >= cost  -> Conforming, tokens -= cost
+//	allowed, tokens <  cost  -> Overspend  (counted with its cost and src; not debited)
+//	denied,  tokens >= cost  -> FalseDeny  (not debited)
+//	denied,  tokens <  cost  -> Denied
+//
+// Observe panics on a key outside [0, Keys()) or a negative cost. It allocates nothing except at a
+// key's first observation when its policy is new to the table.
+func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed bool, src limiter.Source) Verdict {
+	if uint(key) >= uint(len(c.states)) || cost < 0 {
+		c.badObserve(key, cost)
+	}
+	sh := &c.shards[key%overspendShardCount]
+	sh.mu.Lock()
+	st := c.refill(key, nowMs)
+	need := float64(cost) // exact: costs are far below 2^53
+	if allowed && st.Tokens < need && c.credit[key] > 0 {
+		// The limiter had tokens the envelope lacks: an unknown outcome debited here did not
+		// happen in the limiter after all. Give its tokens back before judging.
+		r := min(c.credit[key], need-st.Tokens)
+		st.Tokens += r
+		c.credit[key] -= r
+	}
+	var v Verdict
+	switch {
+	case allowed && st.Tokens >= need:
+		st.Tokens -= need
+		sh.allowed++
+		v = Conforming
+	case allowed:
+		sh.allowed++
+		sh.overRequests++
+		sh.over += cost
+		sh.byCause[min(int(src), overspendCauseSlots-1)]++
+		v = Overspend
+	case st.Tokens >= need:
+		sh.denied++
+		sh.falseDenies++
+		v = FalseDeny
+	default:
+		sh.denied++
+		v = Denied
+	}
+	c.states[key] = st
+	sh.mu.Unlock()
+	return v
+}
+
+// ObserveUnknown records a decision whose outcome the caller never learnt — typically a
+// client-side timeout, after which the script may well have run and debited the bucket. The
+// envelope assumes it did (debiting what tokens it has, up to cost), so the limiter's later
+// denials are not miscounted as false denies; and it remembers the debit as refundable credit,
+// so if a later allowed request shows the limiter still had those tokens, they are given back
+// before anything counts as overspend. The credit lapses once the bucket is full again.
+func (c *OverspendChecker) ObserveUnknown(key int, nowMs int64, cost int64) {
+	if uint(key) >= uint(len(c.states)) || cost < 0 {
+		c.badObserve(key, cost)
+	}
+	sh := &c.shards[key%overspendShardCount]
+	sh.mu.Lock()
+	st := c.refill(key, nowMs)
+	d := min(st.Tokens, float64(cost))
+	st.Tokens -= d
+	c.credit[key] += d
+	c.states[key] = st
+	sh.unknown++
+	sh.mu.Unlock()
+}
+
+// refill brings key's bucket to nowMs and drops its credit once the bucket is full (an unknown
+// outcome can no longer make any difference). The caller holds key's shard lock.
+func (c *OverspendChecker) refill(key int, nowMs int64) limiter.BucketState {
+	p := c.policyOf(key)
+	st := p.Refill(c.states[key], nowMs)
+	if st.Tokens >= float64(p.Burst) {
+		c.credit[key] = 0
+	}
+	return st
+}
+
+// badObserve reports a misuse of Observe; kept out of line so Observe stays small.
+//
+//go:noinline
+func (c *OverspendChecker) badObserve(key int, cost int64) {
+	if cost < 0 {
+		panic(fmt.Sprintf("scenarios: OverspendChecker.Observe cost %d on key %d: must be >= 0 tokens", cost, key))
+	}
+	panic(fmt.Sprintf("scenarios: OverspendChecker.Observe key %d: out of range [0, %d); size the checker with NewOverspendChecker(keys > %d)",
+		key, len(c.states), key))
+}
+
+// policyOf returns key's policy, resolving and caching its class at the first observation.
+// The caller holds key's shard lock.
+func (c *OverspendChecker) policyOf(key int) limiter.BucketPolicy {
+	switch id := c.class[key]; id {
+	case 0:
+		p := c.policy(key)
+		c.class[key] = c.classOf(p)
+		return p
+	case overspendUncached:
+		return c.policy(key)
+	default:
+		i := int(id - 1)
+		return c.chunks[i/overspendChunk][i%overspendChunk]
+	}
+}
+
+// classOf returns p's class id, adding p to the table if it is new and there is room.
+func (c *OverspendChecker) classOf(p limiter.BucketPolicy) uint16 {
+	c.polMu.Lock()
+	defer c.polMu.Unlock()
+	if i, ok := c.polIdx[p]; ok {
+		return i + 1
+	}
+	if c.nPol == overspendMaxClasses {
+		return overspendUncached
+	}
+	i := c.nPol
+	if c.chunks[i/overspendChunk] == nil {
+		c.chunks[i/overspendChunk] = new([overspendChunk]limiter.BucketPolicy)
+	}
+	c.chunks[i/overspendChunk][i%overspendChunk] = p
+	c.polIdx[p] = uint16(i)
+	c.nPol++
+	return uint16(i) + 1
+}
+
+// Totals sums the counters of all keys. It may run concurrently with Observe; each shard is read
+// under its lock, so the totals are consistent per shard (not a global snapshot).
+func (c *OverspendChecker) Totals() OverspendTotals {
+	t := OverspendTotals{ByCause: make(map[string]int64)}
+	var byCause [overspendCauseSlots]int64
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		t.Allowed += sh.allowed
+		t.Denied += sh.denied
+		t.OverspendRequests += sh.overRequests
+		t.FalseDenies += sh.falseDenies
+		t.OverspendTokens += sh.over
+		t.Unknown += sh.unknown
+		for j, n := range sh.byCause {
+			byCause[j] += n
+		}
+		sh.mu.Unlock()
+	}
+	for j, n := range byCause {
+		if n > 0 {
+			t.ByCause[limiter.Source(j).String()] += n
+		}
+	}
+	return t
+}
