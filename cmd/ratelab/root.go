@@ -10,6 +10,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newClusterCmd())
+	root.AddCommand(newRunCmd(), newScenariosCmd(), newReportCmd(), newClusterCmd())
 	return root
 }

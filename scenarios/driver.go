@@ -1,0 +1,254 @@
+package scenarios
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/results"
+	"ratelab/workload"
+)
+
+// maxScheduleLag is how far behind its schedule the dispatcher may fall before it stops sending
+// stale requests and counts them as dropped by the generator instead.
+const maxScheduleLag = time.Second
+
+// maxFinalizeLag is how long after its end a second waits for in-flight decisions before its row
+// is written anyway; decisions finishing later still count in the totals.
+const maxFinalizeLag = (ringSeconds - 3) * time.Second
+
+// job is one scheduled request: 16 bytes through the channel.
+type job struct {
+	off    time.Duration // intended start, from the run's base time
+	tenant uint32
+	ep     uint16
+}
+
+// driver is one run's open-loop machinery: a dispatcher that follows the pacer, a pool of workers
+// that make decisions, and a collector that writes one row per second as the run goes.
+type driver struct {
+	spec      *Spec
+	lim       limiter.Limiter
+	checker   *OverspendChecker
+	tenants   []string
+	endpoints []string
+	redirects *redirects // nil without Redis
+	central   bool       // decisions go to Redis: count them as central ops
+
+	seconds int
+	base    time.Time
+
+	jobs     chan job
+	inflight atomic.Int64
+	// Per second of the schedule. The dispatcher writes offered/sent/dropped; workers decrement pending.
+	offered, sent, dropped, behind, pending []atomic.Int64
+	dispatchSec                             atomic.Int64 // every second before it is fully dispatched
+	finalized                               atomic.Int64 // last second written out
+	lag                                     *results.Histogram
+	shards                                  []*workerRec
+	keyCounts                               []atomic.Int64
+	interrupted                             atomic.Bool
+	elapsed                                 atomic.Int64 // schedule time covered (ns); set before dispatchSec reaches seconds
+}
+
+func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenants, endpoints []string, r *redirects, central bool) *driver {
+	secs := int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
+	nShards := min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0))
+	d := &driver{
+		spec: spec, lim: lim, checker: checker, tenants: tenants, endpoints: endpoints,
+		redirects: r, central: central, seconds: secs,
+		jobs:      make(chan job, spec.Load.MaxInflight),
+		offered:   make([]atomic.Int64, secs),
+		sent:      make([]atomic.Int64, secs),
+		dropped:   make([]atomic.Int64, secs),
+		behind:    make([]atomic.Int64, secs),
+		pending:   make([]atomic.Int64, secs),
+		lag:       results.NewHistogram(),
+		shards:    make([]*workerRec, nShards),
+		keyCounts: make([]atomic.Int64, len(tenants)*len(endpoints)),
+	}
+	for i := range d.shards {
+		d.shards[i] = newWorkerRec()
+	}
+	d.finalized.Store(-1)
+	return d
+}
+
+// run drives the whole schedule. ctx cancels the schedule (the run is then marked interrupted);
+// decisions already sent finish, bounded by the limiter's timeout. emit receives every second.
+func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload.Stream, emit func(sec int, s *secStats)) {
+	d.base = time.Now()
+	var workers sync.WaitGroup
+	for i := 0; i < d.spec.Load.Concurrency; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			d.work(d.shards[i%len(d.shards)])
+		}()
+	}
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		d.collect(emit)
+	}()
+	d.dispatch(ctx, pacer, stream)
+	close(d.jobs)
+	workers.Wait()
+	<-collected
+}
+
+// dispatch follows the pacer on a locked OS thread (see preciseSleep): each request gets its
+// intended start time before anything else happens to it.
+func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *workload.Stream) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	maxIn := int64(d.spec.Load.MaxInflight)
+	done := ctx.Done()
+	stop := func(off time.Duration) {
+		d.interrupted.Store(true)
+		d.elapsed.Store(int64(off))
+		d.dispatchSec.Store(int64(d.seconds))
+	}
+	cur := 0
+	now := time.Since(d.base)
+	for n := 0; ; n++ {
+		off, ok := pacer.Next()
+		if !ok {
+			break
+		}
+		sec := int(off / time.Second)
+		if sec >= d.seconds {
+			break
+		}
+		if sec != cur {
+			d.dispatchSec.Store(int64(sec))
+			cur = sec
+		}
+		if off > now {
+			now = time.Since(d.base)
+			if wait := off - now; wait > 0 {
+				// Check for cancellation only when idle: it costs a channel poll.
+				select {
+				case <-done:
+					stop(off)
+					return
+				default:
+				}
+				preciseSleep(wait)
+				now = time.Since(d.base)
+			}
+		}
+		d.offered[sec].Add(1)
+		// Draw for every scheduled request, sent or not, so the key sequence depends only on the seed.
+		t, ep := stream.Next()
+		late := now - off
+		if late > maxScheduleLag {
+			d.behind[sec].Add(1)
+			d.dropped[sec].Add(1)
+			continue
+		}
+		if d.inflight.Load() >= maxIn {
+			d.dropped[sec].Add(1)
+			continue
+		}
+		d.lag.Record(max(late, 0))
+		d.inflight.Add(1)
+		d.pending[sec].Add(1)
+		d.sent[sec].Add(1)
+		d.jobs <- job{off: off, tenant: uint32(t), ep: uint16(ep)}
+		if n&1023 == 1023 {
+			select {
+			case <-done:
+				stop(off)
+				return
+			default:
+			}
+		}
+	}
+	d.elapsed.Store(int64(time.Duration(d.seconds) * time.Second))
+	d.dispatchSec.Store(int64(d.seconds))
+}
+
+// work makes decisions until the job channel closes. Decisions use their own context: an
+// interrupt stops the schedule, not the requests already sent (they are bounded by the limiter's
+// timeout), so what was measured is kept.
+func (d *driver) work(rec *workerRec) {
+	tag := &reqTag{}
+	ctx := context.WithValue(context.Background(), tagKey{}, tag)
+	nEp := len(d.endpoints)
+	var o outcome
+	for j := range d.jobs {
+		sec := int(j.off / time.Second)
+		tag.sec = sec
+		now := time.Now()
+		dec, err := d.lim.Allow(ctx, limiter.Request{
+			Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: 1, Now: now,
+		})
+		o = outcome{sec: sec, latency: time.Since(d.base) - j.off, dec: dec, err: err, cost: 1}
+		key := int(j.tenant)*nEp + int(j.ep)
+		if err != nil {
+			o.errKind = limiter.ClassifyError(err)
+			if o.errKind == limiter.KindTimeout {
+				// The script may have run after the client gave up.
+				d.checker.ObserveUnknown(key, now.UnixMilli(), 1)
+			}
+		} else {
+			o.verdict = d.checker.Observe(key, now.UnixMilli(), 1, dec.Allowed, dec.Source)
+		}
+		d.keyCounts[key].Add(1)
+		rec.record(&o, &d.finalized)
+		d.pending[sec].Add(-1)
+		d.inflight.Add(-1)
+	}
+}
+
+// collect writes each second once it is fully dispatched and its decisions are done (or it has
+// waited maxFinalizeLag), in order, until every second is written.
+func (d *driver) collect(emit func(sec int, s *secStats)) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	acc := &secStats{hist: results.NewHistogram()}
+	for {
+		limit := d.seconds
+		if d.dispatchSec.Load() >= int64(d.seconds) {
+			// The schedule is over; an interrupted one covered only part of the run.
+			limit = int((time.Duration(d.elapsed.Load()) + time.Second - 1) / time.Second)
+		}
+		next := int(d.finalized.Load()) + 1
+		for next < limit {
+			dispatched := d.dispatchSec.Load() > int64(next)
+			if !dispatched {
+				break
+			}
+			overdue := time.Since(d.base) > time.Duration(next+1)*time.Second+maxFinalizeLag
+			if d.pending[next].Load() > 0 && !overdue {
+				break
+			}
+			// Publish first: a worker that takes its shard lock after this sees the second as
+			// written and books into the late bucket instead of a slot no one will read.
+			d.finalized.Store(int64(next))
+			acc.reset(next)
+			for _, w := range d.shards {
+				w.harvest(next, acc)
+			}
+			emit(next, acc)
+			next++
+		}
+		if next >= limit && d.dispatchSec.Load() >= int64(d.seconds) {
+			return
+		}
+		<-tick.C
+	}
+}
+
+// late returns what finished after its second had been written.
+func (d *driver) late() *secStats {
+	acc := &secStats{hist: results.NewHistogram()}
+	for _, w := range d.shards {
+		w.harvestLate(acc)
+	}
+	return acc
+}

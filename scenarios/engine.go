@@ -1,0 +1,293 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/limiter"
+	"ratelab/lua"
+	"ratelab/results"
+	"ratelab/scenarios/cluster"
+	"ratelab/workload"
+)
+
+// RunOptions are the knobs of one run that are not part of the scenario.
+type RunOptions struct {
+	// Out is the run directory; default out/<scenario>-<yyyymmdd-hhmmss>.
+	Out string
+	// Version is ratelab's version, recorded in the summary.
+	Version string
+	// StateFile locates the cluster started by `ratelab cluster up` (provider "running");
+	// default cluster.DefaultStateFile().
+	StateFile string
+	// Logf receives progress messages; nil is silent.
+	Logf func(format string, args ...any)
+	// OnInterval is called with every per-second row as it is written.
+	OnInterval func(results.Interval)
+}
+
+// Result is what a run leaves: its directory and its summary.
+type Result struct {
+	Dir     string
+	Summary *results.Summary
+}
+
+// Run executes one scenario: it starts (or attaches to) the cluster the limiter needs, drives the
+// open-loop schedule, writes timeseries.csv as the run goes, and at the end summary.json,
+// latency.hdr.json and scenario.yaml. Cancelling ctx stops the schedule early: the decisions
+// already sent finish, and everything measured is written with interrupted: true. Local Redis
+// nodes are stopped before Run returns.
+func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err error) {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	started := time.Now()
+	dir := opts.Out
+	if dir == "" {
+		dir = filepath.Join("out", spec.Name+"-"+started.Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, results.ScenarioFile), spec.YAML()); err != nil {
+		return nil, err
+	}
+
+	sum := results.NewSummary(spec.Name, int64(spec.Seed), started)
+	sum.Environment = results.Environment{
+		Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: opts.Version, Mode: spec.Limiter.Kind,
+	}
+	policy := limiter.BucketPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}
+
+	var (
+		lim    limiter.Limiter
+		client *redis.ClusterClient
+		redir  *redirects
+		secs   = int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
+	)
+	switch spec.Limiter.Kind {
+	case "noop":
+		lim = limiter.Noop{}
+		sum.Environment.Provider = "none"
+	case "memory":
+		tb, err := limiter.NewTokenBucket(policy)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		lim = tb
+		sum.Environment.Provider = "none"
+		sum.Environment.Mode = "local"
+	default:
+		cl, err := openCluster(ctx, spec, opts, logf)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := cl.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("stopping the cluster: %w", cerr)
+			}
+		}()
+		sum.Environment.Provider = spec.Cluster.Provider
+		sum.Environment.RedisVersion = cl.RedisVersion()
+		sum.Environment.Primaries = len(cl.Primaries())
+		sum.Environment.Replicas = len(cl.Nodes()) - len(cl.Primaries())
+		sum.Environment.Mode = "central"
+		redir = newRedirects(secs)
+		client = newClusterClient(cl.Addrs(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, redir)
+		defer client.Close()
+		if err := preloadScript(ctx, client); err != nil {
+			return nil, err
+		}
+		rb, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		lim = rb
+	}
+
+	keys, mix, names, err := traffic(spec)
+	if err != nil {
+		return nil, err
+	}
+	pacer, err := newPacer(spec)
+	if err != nil {
+		return nil, err
+	}
+	tenants := tenantNames(spec.Tenants.Count)
+	checker := NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
+	d := newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+
+	tsFile, err := os.Create(filepath.Join(dir, results.TimeseriesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer tsFile.Close()
+	tsw, err := results.NewTimeseriesWriter(tsFile)
+	if err != nil {
+		return nil, err
+	}
+	total := &secStats{hist: results.NewHistogram()}
+	var writeErr error
+	var central int64
+	var offered, sent, dropped, behind int64
+	emit := func(sec int, s *secStats) {
+		iv := d.interval(sec, s)
+		offered += iv.Offered
+		sent += iv.Sent
+		dropped += iv.Dropped
+		behind += d.behind[sec].Load()
+		central += iv.CentralOps
+		total.add(s)
+		if err := tsw.Write(iv); err != nil && writeErr == nil {
+			writeErr = err
+		}
+		if opts.OnInterval != nil {
+			opts.OnInterval(iv)
+		}
+	}
+	logf("running %s: %.0f requests/s offered for %s (%s limiter, %d workers, max in flight %d)",
+		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
+	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), emit)
+	ran := time.Duration(d.elapsed.Load())
+	total.add(d.late())
+
+	sum.Interrupted = d.interrupted.Load()
+	sum.DurationS = ran.Seconds()
+	fillSummary(sum, spec, d, total, ran, offered, sent, dropped, behind)
+	if client != nil {
+		fillCentral(ctx, sum, client, redir, d, tenants, names, ran)
+	} else {
+		sum.HotKeys = hotKeys(d, tenants, names, nil)
+	}
+	if writeErr != nil {
+		return &Result{Dir: dir, Summary: sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, writeErr)
+	}
+	if err := writeRunFiles(dir, sum, total.hist); err != nil {
+		return &Result{Dir: dir, Summary: sum}, err
+	}
+	return &Result{Dir: dir, Summary: sum}, nil
+}
+
+func writeRunFiles(dir string, sum *results.Summary, h *results.Histogram) error {
+	f, err := os.Create(filepath.Join(dir, results.HistogramFile))
+	if err != nil {
+		return err
+	}
+	if _, err := h.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", results.HistogramFile, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return results.WriteSummary(filepath.Join(dir, results.SummaryFile), sum)
+}
+
+// openCluster starts a local cluster or attaches to the one `ratelab cluster up` left running.
+func openCluster(ctx context.Context, spec *Spec, opts RunOptions, logf func(string, ...any)) (*cluster.Local, error) {
+	if spec.Cluster.Provider == "running" {
+		state := opts.StateFile
+		if state == "" {
+			state = cluster.DefaultStateFile()
+		}
+		cl, err := cluster.Attach(ctx, state)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.provider running: %w (start one with `ratelab cluster up`)", err)
+		}
+		return cl, nil
+	}
+	logf("starting a local Redis Cluster: %d primaries x %d replicas", spec.Cluster.Primaries, *spec.Cluster.Replicas)
+	cl, err := cluster.StartLocal(ctx, cluster.Options{
+		Primaries:   spec.Cluster.Primaries,
+		Replicas:    *spec.Cluster.Replicas,
+		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
+		Logf:        logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts
+// in the run mean what they say (a flush, a restart or a promoted replica), not a cold cache.
+func preloadScript(ctx context.Context, c *redis.ClusterClient) error {
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.ScriptLoad(ctx, lua.TokenBucket).Err()
+	})
+	if err != nil {
+		return fmt.Errorf("loading the token-bucket script on the primaries: %w", err)
+	}
+	return nil
+}
+
+// traffic builds the key distribution and endpoint mix a spec describes.
+func traffic(spec *Spec) (workload.KeyDist, *workload.Mix, []string, error) {
+	keys, err := keyDist(spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := make([]string, len(spec.Endpoints))
+	weights := make([]float64, len(spec.Endpoints))
+	for i, e := range spec.Endpoints {
+		names[i], weights[i] = e.Name, e.Weight
+	}
+	mix, err := workload.NewMix(names, weights)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("endpoints: %w", err)
+	}
+	return keys, mix, names, nil
+}
+
+func keyDist(spec *Spec) (workload.KeyDist, error) {
+	n := uint64(spec.Tenants.Count)
+	var (
+		k   workload.KeyDist
+		err error
+	)
+	switch spec.Tenants.Distribution {
+	case "uniform":
+		k, err = workload.NewUniform(n)
+	case "hotspot":
+		k, err = workload.NewHotspot(n, uint64(spec.Tenants.HotKeys), spec.Tenants.HotShare)
+	default:
+		k, err = workload.NewZipf(n, spec.Tenants.Theta)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	return k, nil
+}
+
+func newPacer(spec *Spec) (workload.Pacer, error) {
+	var (
+		p   workload.Pacer
+		err error
+	)
+	if spec.Load.Pacer == "poisson" {
+		p, err = workload.NewPoisson(spec.Load.Rate, time.Duration(spec.Duration), spec.Seed)
+	} else {
+		p, err = workload.NewConstant(spec.Load.Rate, time.Duration(spec.Duration))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return p, nil
+}
+
+// tenantNames names tenants by Zipf rank: tenant-0 is the hottest.
+func tenantNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "tenant-" + strconv.Itoa(i)
+	}
+	return out
+}

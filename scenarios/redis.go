@@ -1,0 +1,136 @@
+package scenarios
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/limiter"
+)
+
+// tagKey carries a decision's second (a *reqTag) from the worker through go-redis to the per-node
+// hooks, so redirects are attributed to the second of the request that suffered them.
+type tagKey struct{}
+
+// reqTag is owned by one worker and rewritten before each decision. Hooks run in the caller's
+// goroutine for plain (non-pipelined) commands, so reading it there is race-free.
+type reqTag struct{ sec int }
+
+// nodeStats counts what one node's client saw.
+type nodeStats struct {
+	addr                      string
+	ops, moved, ask, noscript atomic.Int64
+}
+
+// redirects counts MOVED, ASK and NOSCRIPT replies per node and per second. go-redis follows
+// redirects inside the ClusterClient and the limiter answers NOSCRIPT with EVAL, so neither reaches
+// the caller as an error; hooks on the per-node clients (OnNewNode) see both (a hook on the
+// cluster client would not see redirects).
+type redirects struct {
+	mu                   sync.Mutex
+	nodes                map[string]*nodeStats
+	moved, ask, noscript []atomic.Int64 // per second of the run
+}
+
+func newRedirects(seconds int) *redirects {
+	return &redirects{
+		nodes:    map[string]*nodeStats{},
+		moved:    make([]atomic.Int64, seconds),
+		ask:      make([]atomic.Int64, seconds),
+		noscript: make([]atomic.Int64, seconds),
+	}
+}
+
+func (r *redirects) node(addr string) *nodeStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.nodes[addr]
+	if n == nil {
+		n = &nodeStats{addr: addr}
+		r.nodes[addr] = n
+	}
+	return n
+}
+
+// snapshot returns the per-node counters sorted by address.
+func (r *redirects) snapshot() []*nodeStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*nodeStats, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
+}
+
+// nodeHook is installed on every per-node client.
+type nodeHook struct {
+	r *redirects
+	n *nodeStats
+}
+
+func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.n.ops.Add(1)
+		if err == nil {
+			return nil
+		}
+		var node *atomic.Int64
+		var perSec []atomic.Int64
+		switch limiter.ClassifyError(err) {
+		case limiter.KindMoved:
+			node, perSec = &h.n.moved, h.r.moved
+		case limiter.KindAsk:
+			node, perSec = &h.n.ask, h.r.ask
+		case limiter.KindNoScript:
+			node, perSec = &h.n.noscript, h.r.noscript
+		default:
+			return err
+		}
+		node.Add(1)
+		if t, ok := ctx.Value(tagKey{}).(*reqTag); ok && t.sec >= 0 && t.sec < len(perSec) {
+			perSec[t.sec].Add(1)
+		}
+		return err
+	}
+}
+
+func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.n.ops.Add(int64(len(cmds)))
+		return err
+	}
+}
+
+// newClusterClient builds the client the limiter uses, with the settings an outage needs:
+// no hidden retries (MaxRetries -1: go-redis would otherwise retry and multiply latency during an
+// outage), context deadlines honoured (ContextTimeoutEnabled), short socket timeouts, a pool large
+// enough for the workers, and redirect-counting hooks on every node client.
+func newClusterClient(addrs []string, timeout time.Duration, workers int, r *redirects) *redis.ClusterClient {
+	perNode := max(workers, 10)
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 addrs,
+		MaxRetries:            -1,
+		MaxRedirects:          3,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		ReadTimeout:           max(timeout, 10*time.Millisecond),
+		WriteTimeout:          max(timeout, 10*time.Millisecond),
+		PoolSize:              perNode,
+		MinIdleConns:          0,
+		PoolTimeout:           timeout,
+	})
+	c.OnNewNode(func(n *redis.Client) {
+		n.AddHook(nodeHook{r: r, n: r.node(n.Options().Addr)})
+	})
+	return c
+}

@@ -1,0 +1,305 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults for fields a scenario may leave out.
+const (
+	DefaultDuration    = 30 * time.Second
+	DefaultSeed        = 1
+	DefaultMaxInflight = 8192
+	DefaultConcurrency = 256
+	DefaultTimeout     = 50 * time.Millisecond
+	DefaultPrimaries   = 3
+	DefaultReplicas    = 1
+	DefaultNodeTimeout = time.Second
+)
+
+// Duration is a time.Duration written in YAML as a Go duration string ("30s", "250ms").
+type Duration time.Duration
+
+// UnmarshalYAML accepts a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as 30s or 250ms, got %q", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration; write it like 30s, 1m30s or 250ms", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Spec is one scenario: who sends what at which rate, against which limiter and cluster.
+type Spec struct {
+	// Name identifies the scenario in outputs. Required.
+	Name string `yaml:"name"`
+	// Description is one or two sentences for `ratelab scenarios list`.
+	Description string `yaml:"description,omitempty"`
+	// Duration of the measured run. Default 30s.
+	Duration Duration `yaml:"duration,omitempty"`
+	// Seed makes the request stream reproducible. Default 1.
+	Seed      uint64     `yaml:"seed,omitempty"`
+	Load      Load       `yaml:"load"`
+	Tenants   Tenants    `yaml:"tenants"`
+	Endpoints []Endpoint `yaml:"endpoints"`
+	Policy    Policy     `yaml:"policy"`
+	Limiter   LimiterCfg `yaml:"limiter,omitempty"`
+	Cluster   ClusterCfg `yaml:"cluster,omitempty"`
+}
+
+// Load is the offered load. The generator is open loop: the schedule does not wait for answers.
+type Load struct {
+	// Rate is the offered rate in requests per second. Required, > 0.
+	Rate float64 `yaml:"rate"`
+	// Pacer is the arrival process: constant (default) or poisson.
+	Pacer string `yaml:"pacer,omitempty"`
+	// MaxInflight bounds requests scheduled but not yet answered; beyond it a request is counted as
+	// dropped by the generator. Default 8192.
+	MaxInflight int `yaml:"max_inflight,omitempty"`
+	// Concurrency is the number of worker goroutines making decisions. Default 256 (0 = default).
+	Concurrency int `yaml:"concurrency,omitempty"`
+}
+
+// Tenants is the key population and its skew.
+type Tenants struct {
+	// Count of tenants. Required, >= 1.
+	Count int `yaml:"count"`
+	// Distribution: zipf (default), uniform or hotspot.
+	Distribution string `yaml:"distribution,omitempty"`
+	// Theta is the Zipf exponent (> 0; 0.99 is the classic skew). Default 0.99.
+	Theta float64 `yaml:"theta,omitempty"`
+	// HotShare is, for hotspot, the share of traffic sent to the HotKeys hottest tenants.
+	HotShare float64 `yaml:"hot_share,omitempty"`
+	// HotKeys is, for hotspot, how many tenants are hot.
+	HotKeys int `yaml:"hot_keys,omitempty"`
+}
+
+// Endpoint is one API endpoint and its share of traffic.
+type Endpoint struct {
+	Name   string  `yaml:"name"`
+	Weight float64 `yaml:"weight"`
+}
+
+// Policy is the limit per tenant and endpoint.
+type Policy struct {
+	// Rate in tokens (requests) per second. Required, > 0.
+	Rate float64 `yaml:"rate"`
+	// Burst is the bucket capacity in tokens. Required, >= 1.
+	Burst int64 `yaml:"burst"`
+}
+
+// LimiterCfg picks the limiter under test.
+type LimiterCfg struct {
+	// Kind: token-bucket (Lua on Redis Cluster, default), memory (the in-process twin) or noop
+	// (allows everything: measures the generator itself).
+	Kind string `yaml:"kind,omitempty"`
+	// Timeout of one decision. Default 50ms.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// ClusterCfg is the Redis Cluster the limiter runs on.
+type ClusterCfg struct {
+	// Provider: local (redis-server child processes, default) or running (the cluster started by
+	// `ratelab cluster up`).
+	Provider string `yaml:"provider,omitempty"`
+	// Primaries, default 3 (0 or absent means the default).
+	Primaries int `yaml:"primaries,omitempty"`
+	// Replicas per primary, default 1 (0 is allowed: no failover possible).
+	Replicas *int `yaml:"replicas,omitempty"`
+	// NodeTimeout is cluster-node-timeout. Default 1s.
+	NodeTimeout Duration `yaml:"node_timeout,omitempty"`
+}
+
+// Parse decodes a scenario strictly (unknown fields are errors), applies defaults and validates it.
+// name is used in error messages (a file name or "builtin:hot-tenant").
+func Parse(name string, data []byte) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &s, nil
+}
+
+// LoadFile reads and parses a scenario file.
+func LoadFile(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// ApplyDefaults fills every field left empty with its documented default.
+func (s *Spec) ApplyDefaults() {
+	if s.Duration == 0 {
+		s.Duration = Duration(DefaultDuration)
+	}
+	if s.Seed == 0 {
+		s.Seed = DefaultSeed
+	}
+	if s.Load.Pacer == "" {
+		s.Load.Pacer = "constant"
+	}
+	if s.Load.MaxInflight == 0 {
+		s.Load.MaxInflight = DefaultMaxInflight
+	}
+	if s.Load.Concurrency == 0 {
+		s.Load.Concurrency = DefaultConcurrency
+	}
+	if s.Tenants.Distribution == "" {
+		s.Tenants.Distribution = "zipf"
+	}
+	if s.Tenants.Distribution == "zipf" && s.Tenants.Theta == 0 {
+		s.Tenants.Theta = 0.99
+	}
+	if len(s.Endpoints) == 0 {
+		s.Endpoints = []Endpoint{{Name: "default", Weight: 1}}
+	}
+	if s.Limiter.Kind == "" {
+		s.Limiter.Kind = "token-bucket"
+	}
+	if s.Limiter.Timeout == 0 {
+		s.Limiter.Timeout = Duration(DefaultTimeout)
+	}
+	if s.Cluster.Provider == "" {
+		s.Cluster.Provider = "local"
+	}
+	if s.Cluster.Primaries == 0 {
+		s.Cluster.Primaries = DefaultPrimaries
+	}
+	if s.Cluster.Replicas == nil {
+		r := DefaultReplicas
+		s.Cluster.Replicas = &r
+	}
+	if s.Cluster.NodeTimeout == 0 {
+		s.Cluster.NodeTimeout = Duration(DefaultNodeTimeout)
+	}
+}
+
+// NeedsCluster reports whether the limiter under test talks to Redis.
+func (s *Spec) NeedsCluster() bool { return s.Limiter.Kind == "token-bucket" }
+
+// Validate reports every problem at once, each with its field path, the value and the fix.
+func (s *Spec) Validate() error {
+	var errs []error
+	bad := func(field string, value any, fix string) {
+		errs = append(errs, fmt.Errorf("%s: %v: %s", field, value, fix))
+	}
+	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+	if strings.TrimSpace(s.Name) == "" {
+		bad("name", `""`, "give the scenario a name")
+	}
+	if s.Duration < 0 || (s.Duration > 0 && time.Duration(s.Duration) < time.Second) {
+		bad("duration", time.Duration(s.Duration), "must be at least 1s")
+	}
+	if !finitePos(s.Load.Rate) {
+		bad("load.rate", s.Load.Rate, "must be > 0 requests per second")
+	} else if s.Load.Rate > 10_000_000 {
+		bad("load.rate", s.Load.Rate, "at most 10,000,000 requests per second per generator; use more generators")
+	}
+	switch s.Load.Pacer {
+	case "constant", "poisson":
+	default:
+		bad("load.pacer", fmt.Sprintf("%q", s.Load.Pacer), "use constant or poisson")
+	}
+	if s.Load.MaxInflight < 1 || s.Load.MaxInflight > 1_000_000 {
+		bad("load.max_inflight", s.Load.MaxInflight, "must be between 1 and 1,000,000")
+	}
+	if s.Load.Concurrency < 1 || s.Load.Concurrency > 100_000 {
+		bad("load.concurrency", s.Load.Concurrency, "must be between 1 and 100,000")
+	} else if s.Load.Concurrency > s.Load.MaxInflight && s.Load.MaxInflight >= 1 {
+		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must not exceed load.max_inflight (%d)", s.Load.MaxInflight))
+	}
+	if s.Tenants.Count < 1 || s.Tenants.Count > 100_000_000 {
+		bad("tenants.count", s.Tenants.Count, "must be between 1 and 100,000,000")
+	}
+	switch s.Tenants.Distribution {
+	case "zipf":
+		if !finitePos(s.Tenants.Theta) || s.Tenants.Theta > 10 {
+			bad("tenants.theta", s.Tenants.Theta, "must be > 0 and <= 10 (0.99 is the classic skew)")
+		}
+	case "uniform":
+	case "hotspot":
+		if !(s.Tenants.HotShare > 0 && s.Tenants.HotShare <= 1) {
+			bad("tenants.hot_share", s.Tenants.HotShare, "must be in (0, 1]")
+		}
+		if s.Tenants.HotKeys < 1 || s.Tenants.HotKeys > s.Tenants.Count {
+			bad("tenants.hot_keys", s.Tenants.HotKeys, fmt.Sprintf("must be between 1 and tenants.count (%d)", s.Tenants.Count))
+		}
+	default:
+		bad("tenants.distribution", fmt.Sprintf("%q", s.Tenants.Distribution), "use zipf, uniform or hotspot")
+	}
+	seen := map[string]bool{}
+	for i, e := range s.Endpoints {
+		f := fmt.Sprintf("endpoints[%d]", i)
+		if e.Name == "" || strings.ContainsAny(e.Name, "{} \t\n") {
+			bad(f+".name", fmt.Sprintf("%q", e.Name), "must be non-empty without spaces or braces (it becomes part of a Redis key)")
+		} else if seen[e.Name] {
+			bad(f+".name", fmt.Sprintf("%q", e.Name), "is listed twice; endpoint names must be unique")
+		}
+		seen[e.Name] = true
+		if !finitePos(e.Weight) {
+			bad(f+".weight", e.Weight, "must be > 0")
+		}
+	}
+	if !finitePos(s.Policy.Rate) {
+		bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
+	}
+	if s.Policy.Burst < 1 {
+		bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
+	}
+	switch s.Limiter.Kind {
+	case "token-bucket", "memory", "noop":
+	default:
+		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, memory or noop")
+	}
+	if t := time.Duration(s.Limiter.Timeout); t < time.Millisecond || t > 10*time.Second {
+		bad("limiter.timeout", t, "must be between 1ms and 10s")
+	}
+	switch s.Cluster.Provider {
+	case "local", "running":
+	default:
+		bad("cluster.provider", fmt.Sprintf("%q", s.Cluster.Provider), "use local or running")
+	}
+	if s.Cluster.Primaries < 1 || s.Cluster.Primaries > 64 {
+		bad("cluster.primaries", s.Cluster.Primaries, "must be between 1 and 64")
+	}
+	if r := s.Cluster.Replicas; r != nil && (*r < 0 || *r > 4) {
+		bad("cluster.replicas", *r, "must be between 0 and 4")
+	}
+	if t := time.Duration(s.Cluster.NodeTimeout); t < 100*time.Millisecond || t > time.Minute {
+		bad("cluster.node_timeout", t, "must be between 100ms and 1m")
+	}
+	return errors.Join(errs...)
+}
+
+// YAML returns the resolved spec (defaults applied) as YAML.
+func (s *Spec) YAML() []byte {
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		// A Spec holds only plain fields; Marshal cannot fail on it.
+		panic(err)
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const validYAML = `
+name: t
+duration: 2s
+load: {rate: 1000}
+tenants: {count: 10}
+policy: {rate: 10, burst: 20}
+`
+
+func TestBuiltinsParse(t *testing.T) {
+	t.Parallel()
+	names := BuiltinNames()
+	for _, want := range []string{"generator", "hot-tenant", "smoke"} {
+		if !strings.Contains(strings.Join(names, ","), want) {
+			t.Errorf("BuiltinNames() = %v, want it to include %q", names, want)
+		}
+	}
+	for _, n := range names {
+		s, err := Builtin(n)
+		if err != nil {
+			t.Errorf("Builtin(%q): %v", n, err)
+			continue
+		}
+		if s.Name != n {
+			t.Errorf("Builtin(%q).Name = %q, want the file name", n, s.Name)
+		}
+		// The resolved YAML parses back to the same spec.
+		again, err := Parse("resolved", s.YAML())
+		if err != nil {
+			t.Errorf("re-parse of resolved %q: %v", n, err)
+		} else if string(again.YAML()) != string(s.YAML()) {
+			t.Errorf("resolved %q does not round-trip:\n%s\nvs\n%s", n, s.YAML(), again.YAML())
+		}
+	}
+}
+
+func TestHotTenantIsTheIssuesScenario(t *testing.T) {
+	t.Parallel()
+	s, err := Builtin("hot-tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tenants.Count != 10000 || s.Tenants.Distribution != "zipf" || s.Tenants.Theta != 0.99 ||
+		len(s.Endpoints) != 3 || s.Policy.Rate != 100 || s.Policy.Burst != 200 || s.Load.Rate != 100000 {
+		t.Errorf("hot-tenant = %+v, want 10,000 Zipf(0.99) tenants, 3 endpoints, 100 rps burst 200, 100,000 offered", s)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("x.yaml", []byte(validYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(s.Duration); got != 2*time.Second {
+		t.Errorf("duration = %v", got)
+	}
+	if s.Load.Pacer != "constant" || s.Load.MaxInflight != DefaultMaxInflight || s.Load.Concurrency != DefaultConcurrency ||
+		s.Tenants.Distribution != "zipf" || s.Tenants.Theta != 0.99 || s.Limiter.Kind != "token-bucket" ||
+		s.Cluster.Provider != "local" || s.Cluster.Primaries != 3 || *s.Cluster.Replicas != 1 || len(s.Endpoints) != 1 {
+		t.Errorf("defaults not applied: %+v", s)
+	}
+	zero, err := Parse("x.yaml", []byte(validYAML+"cluster: {replicas: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *zero.Cluster.Replicas != 0 {
+		t.Errorf("replicas: 0 became %d; an explicit 0 must stay 0", *zero.Cluster.Replicas)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want []string // every substring must appear
+	}{
+		{"unknown field", validYAML + "bogus: 1\n", []string{"x.yaml", "line 7", "field bogus not found"}},
+		{"unknown nested field", strings.Replace(validYAML, "{rate: 1000}", "{rate: 1000, rps: 5}", 1), []string{"field rps not found"}},
+		{"bad duration", strings.Replace(validYAML, "2s", "2 parsecs", 1), []string{"line 3", "not a duration"}},
+		{"short duration", strings.Replace(validYAML, "2s", "10ms", 1), []string{"duration: 10ms: must be at least 1s"}},
+		{"no name", strings.Replace(validYAML, "name: t", "name: ''", 1), []string{"name:", "give the scenario a name"}},
+		{"zero rate", strings.Replace(validYAML, "{rate: 1000}", "{rate: 0}", 1), []string{"load.rate: 0: must be > 0"}},
+		{"negative rate", strings.Replace(validYAML, "{rate: 1000}", "{rate: -5}", 1), []string{"load.rate: -5"}},
+		{"pacer", strings.Replace(validYAML, "{rate: 1000}", "{rate: 1000, pacer: bursty}", 1), []string{`load.pacer: "bursty": use constant or poisson`}},
+		{"inflight", strings.Replace(validYAML, "{rate: 1000}", "{rate: 1000, max_inflight: -1}", 1), []string{"load.max_inflight: -1"}},
+		{"concurrency above inflight", strings.Replace(validYAML, "{rate: 1000}", "{rate: 1000, max_inflight: 10, concurrency: 20}", 1), []string{"load.concurrency: 20: must not exceed load.max_inflight (10)"}},
+		{"tenants", strings.Replace(validYAML, "{count: 10}", "{count: 0}", 1), []string{"tenants.count: 0"}},
+		{"theta", strings.Replace(validYAML, "{count: 10}", "{count: 10, theta: -1}", 1), []string{"tenants.theta: -1"}},
+		{"distribution", strings.Replace(validYAML, "{count: 10}", "{count: 10, distribution: pareto}", 1), []string{`tenants.distribution: "pareto"`}},
+		{"hotspot", strings.Replace(validYAML, "{count: 10}", "{count: 10, distribution: hotspot, hot_share: 2, hot_keys: 11}", 1), []string{"tenants.hot_share: 2", "tenants.hot_keys: 11: must be between 1 and tenants.count (10)"}},
+		{"policy", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 0, burst: 0}", 1), []string{"policy.rate: 0", "policy.burst: 0"}},
+		{"endpoint", validYAML + "endpoints: [{name: 'a b', weight: 1}, {name: x, weight: 0}, {name: x, weight: 1}]\n", []string{`endpoints[0].name: "a b"`, "endpoints[1].weight: 0", `endpoints[2].name: "x": is listed twice`}},
+		{"limiter", validYAML + "limiter: {kind: leaky, timeout: 1h}\n", []string{`limiter.kind: "leaky"`, "limiter.timeout: 1h0m0s"}},
+		{"cluster", validYAML + "cluster: {provider: cloud, primaries: -1, replicas: 9, node_timeout: 1ms}\n", []string{`cluster.provider: "cloud"`, "cluster.primaries: -1", "cluster.replicas: 9", "cluster.node_timeout: 1ms"}},
+		{"wrong type", strings.Replace(validYAML, "{count: 10}", "{count: many}", 1), []string{"line 5", "many"}},
+		{"not yaml", "name: [", []string{"x.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("x.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	if _, err := Resolve("smoke"); err != nil {
+		t.Errorf("Resolve(smoke): %v", err)
+	}
+	_, err := Resolve("no-such")
+	if err == nil || !strings.Contains(err.Error(), "hot-tenant") {
+		t.Errorf("Resolve(no-such) = %v, want an error listing the built-ins", err)
+	}
+	_, err = Resolve("missing/file.yaml")
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("Resolve(missing file) = %v, want not found", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validYAML))
+	for _, n := range BuiltinNames() {
+		data, _ := BuiltinYAML(n)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz", data)
+		if err != nil {
+			return
+		}
+		// Anything accepted is valid and survives a round trip.
+		if err := s.Validate(); err != nil {
+			t.Fatalf("Parse accepted an invalid spec: %v", err)
+		}
+		if _, err := Parse("again", s.YAML()); err != nil {
+			t.Fatalf("resolved spec does not parse: %v\n%s", err, s.YAML())
+		}
+	})
+}
