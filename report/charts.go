@@ -1,0 +1,213 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+
+	"ratelab/results"
+)
+
+// Chart file stems, written as <stem>.png and <stem>.svg.
+const (
+	LatencyChart    = "latency"
+	ThroughputChart = "throughput"
+	OverspendChart  = "overspend"
+	RedirectsChart  = "redirects"
+	HDRChart        = "latency_hdr"
+)
+
+const timeLabel = "time since start (s)"
+
+// latencyChart plots p50, p99 and p99.9 per second on a log y axis. Seconds with no samples
+// have latency 0; a log axis cannot show 0, so those points are dropped (a gap is honest: the
+// second completed nothing).
+func latencyChart(rows []results.Interval) (*chart, error) {
+	title := "Latency per second (ms, log scale)"
+	lo, hi := math.Inf(1), math.Inf(-1)
+	series := []struct {
+		name string
+		get  func(results.Interval) float64
+	}{
+		{seriesP50, func(r results.Interval) float64 { return r.P50Ms }},
+		{seriesP99, func(r results.Interval) float64 { return r.P99Ms }},
+		{seriesP999, func(r results.Interval) float64 { return r.P999Ms }},
+	}
+	xys := make([]plotter.XYs, len(series))
+	for i, s := range series {
+		for _, r := range rows {
+			if v := s.get(r); v > 0 {
+				xys[i] = append(xys[i], plotter.XY{X: r.TS, Y: v})
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if lo > hi {
+		title += noData
+	}
+	p := newPlot(title, timeLabel, "latency (ms)")
+	for i, s := range series {
+		if err := addSeries(p, s.name, xys[i]); err != nil {
+			return nil, err
+		}
+	}
+	setTimeAxis(p, rows)
+	setLogY(p, lo, hi)
+	return &chart{name: LatencyChart, caption: "Latency percentiles per second, measured from each " +
+		"request's intended start (ms, log scale).", plot: p}, nil
+}
+
+// throughputChart plots what was offered, sent, allowed, denied and dropped in each second.
+// Rows are one second long, so a count per row is a rate in requests per second.
+func throughputChart(rows []results.Interval) (*chart, error) {
+	title := "Throughput (requests/s)"
+	if len(rows) == 0 {
+		title += noData
+	}
+	p := newPlot(title, timeLabel, "requests/s")
+	series := []struct {
+		name string
+		get  func(results.Interval) int64
+	}{
+		{seriesOffered, func(r results.Interval) int64 { return r.Offered }},
+		{seriesSent, func(r results.Interval) int64 { return r.Sent }},
+		{seriesAllowed, func(r results.Interval) int64 { return r.Allowed }},
+		{seriesDenied, func(r results.Interval) int64 { return r.Denied }},
+		{seriesDropped, func(r results.Interval) int64 { return r.Dropped }},
+	}
+	for _, s := range series {
+		xys := make(plotter.XYs, len(rows))
+		for i, r := range rows {
+			xys[i] = plotter.XY{X: r.TS, Y: float64(s.get(r))}
+		}
+		if err := addSeries(p, s.name, xys); err != nil {
+			return nil, err
+		}
+	}
+	setTimeAxis(p, rows)
+	p.Y.Min = 0
+	if len(rows) == 0 {
+		p.Y.Max = 1
+	}
+	return &chart{name: ThroughputChart, caption: "Requests per second: offered by the pacer, sent by " +
+		"the generator, and the decisions' outcomes; dropped = not sent because max_inflight was reached.",
+		plot: p}, nil
+}
+
+// redirectsChart plots, per second, the redirects the cluster answered (MOVED, ASK) and the
+// store errors by kind. Kinds that stayed at 0 for the whole run are left out, so the legend
+// lists only what happened.
+func redirectsChart(rows []results.Interval) (*chart, error) {
+	series := []struct {
+		name string
+		get  func(results.Interval) int64
+	}{
+		{seriesMoved, func(r results.Interval) int64 { return r.Moved }},
+		{seriesAsk, func(r results.Interval) int64 { return r.Ask }},
+		{seriesTryAgain, func(r results.Interval) int64 { return r.TryAgain }},
+		{seriesClusterDown, func(r results.Interval) int64 { return r.ClusterDown }},
+		{seriesNoScript, func(r results.Interval) int64 { return r.NoScript }},
+		{seriesTimeout, func(r results.Interval) int64 { return r.Timeout }},
+		{seriesConn, func(r results.Interval) int64 { return r.Conn }},
+	}
+	p := newPlot("Redirects and errors (per second)", timeLabel, "count/s")
+	var top int64
+	for _, s := range series {
+		xys := make(plotter.XYs, len(rows))
+		var peak int64
+		for i, r := range rows {
+			v := s.get(r)
+			xys[i] = plotter.XY{X: r.TS, Y: float64(v)}
+			peak = max(peak, v)
+		}
+		if peak == 0 {
+			continue
+		}
+		top = max(top, peak)
+		if err := addSeries(p, s.name, xys); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case len(rows) == 0:
+		p.Title.Text += noData
+	case top == 0:
+		p.Title.Text += " (none)"
+	}
+	setTimeAxis(p, rows)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, float64(top)*1.05)
+	return &chart{name: RedirectsChart, caption: "MOVED and ASK redirects (counted on the per-node " +
+		"clients) and store errors by kind, per second. Kinds that stayed at 0 are left out.", plot: p}, nil
+}
+
+// overspendChart plots the cumulative number of overspend requests: the count at x is every
+// overspend request up to the end of second x. A horizontal line shows the theoretical bound
+// (in tokens, which equals requests when every request costs 1 token) when the run has one.
+func overspendChart(rows []results.Interval, boundTokens float64) (*chart, error) {
+	title := "Cumulative overspend (requests beyond the envelope)"
+	if len(rows) == 0 {
+		title += noData
+	}
+	p := newPlot(title, timeLabel, "overspend (requests)")
+	var xys plotter.XYs
+	if len(rows) > 0 {
+		xys = append(xys, plotter.XY{X: rows[0].TS, Y: 0})
+	}
+	var sum int64
+	for _, r := range rows {
+		sum += r.Overspend
+		xys = append(xys, plotter.XY{X: r.TS + 1, Y: float64(sum)})
+	}
+	if err := addSeries(p, seriesOverspend, xys); err != nil {
+		return nil, err
+	}
+	setTimeAxis(p, rows)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, float64(sum)*1.1)
+	if boundTokens > 0 {
+		bound := plotter.XYs{{X: p.X.Min, Y: boundTokens}, {X: p.X.Max, Y: boundTokens}}
+		l, err := plotter.NewLine(bound)
+		if err != nil {
+			return nil, fmt.Errorf("series %s: %w", seriesBound, err)
+		}
+		l.LineStyle = lineStyle(seriesBound)
+		p.Add(l)
+		p.Legend.Add(seriesBound, l)
+		p.Title.Text += ", bound " + fmtFloat(boundTokens) + " tokens"
+		p.Y.Max = math.Max(p.Y.Max, boundTokens*1.1)
+	}
+	return &chart{name: OverspendChart, caption: "Cumulative overspend: allowed requests the exact " +
+		"token bucket had no tokens for. The dashed line is the theoretical bound, when one applies.",
+		plot: p}, nil
+}
+
+// hdrChart plots latency by percentile the way HdrHistogram's plotter does: x = 1/(1-p) on a log
+// axis, labelled with percentiles (90%, 99%, 99.9%...), so each decade of the tail gets equal room.
+// The 100th percentile (x infinite) is left out; the maximum is in the summary table.
+func hdrChart(h *results.Histogram) (*chart, error) {
+	title := "Latency by percentile (ms)"
+	var xys plotter.XYs
+	maxX, maxMs := 10.0, 0.0
+	for _, pt := range h.Percentiles() {
+		if pt.Percentile >= 100 {
+			continue
+		}
+		x := 100 / (100 - pt.Percentile)
+		xys = append(xys, plotter.XY{X: x, Y: pt.Ms})
+		maxX, maxMs = math.Max(maxX, x), math.Max(maxMs, pt.Ms)
+	}
+	if len(xys) == 0 {
+		title += noData
+	}
+	p := newPlot(title, "percentile", "latency (ms)")
+	if err := addSeries(p, seriesLatency, xys); err != nil {
+		return nil, err
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = decades(1, maxX)
+	p.X.Tick.Marker = percentileTicks(p.X.Max)
+	p.Y.Min, p.Y.Max = 0, math.Max(maxMs*1.05, 1)
+	return &chart{name: HDRChart, caption: "Latency by percentile over the whole run (HDR histogram, " +
+		"3 significant digits).", plot: p}, nil
+}

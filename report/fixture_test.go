@@ -1,0 +1,130 @@
+package report
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"ratelab/results"
+)
+
+// fixture describes a synthetic run directory built from a seeded generator.
+type fixture struct {
+	seed     uint64
+	rows     int  // per-second rows in timeseries.csv
+	zeros    bool // every row all zeros (an idle run)
+	noHist   bool // leave out latency.hdr.json
+	noYAML   bool // leave out scenario.yaml
+	limited  bool // the generator could not keep up
+	truncate int  // cut this many bytes off the end of timeseries.csv
+}
+
+const fixtureYAML = `name: hot-tenant <demo>
+seed: 1
+duration: 20s
+rate: 2000
+keys:
+  distribution: zipf
+  theta: 1.1
+`
+
+// write creates the run in dir and returns its summary.
+func (f fixture) write(t testing.TB, dir string) *results.Summary {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(f.seed, f.seed^0x9e3779b97f4a7c15))
+	hist := results.NewHistogram()
+	var csv bytes.Buffer
+	w, err := results.NewTimeseriesWriter(&csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := results.NewSummary("hot-tenant <demo>", int64(f.seed), time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	for i := range f.rows {
+		iv := results.Interval{TS: float64(i)}
+		if !f.zeros {
+			sec := results.NewHistogram()
+			n := 200 + rng.IntN(100)
+			for range n {
+				d := time.Duration(rng.ExpFloat64() * float64(800*time.Microsecond))
+				if i == f.rows/2 && rng.IntN(10) == 0 { // a stall in the middle of the run
+					d += 40 * time.Millisecond
+				}
+				sec.Record(d)
+			}
+			hist.Merge(sec)
+			offered := int64(n) + rng.Int64N(20)
+			dropped := offered - int64(n)
+			allowed := int64(n) * 7 / 10
+			iv = results.Interval{
+				TS: float64(i), Offered: offered, Sent: int64(n), Dropped: dropped, Allowed: allowed,
+				Denied: int64(n) - allowed - 2, Errors: 2, Timeout: 1, Moved: rng.Int64N(3),
+				P50Ms: sec.QuantileMs(50), P99Ms: sec.QuantileMs(99), P999Ms: sec.QuantileMs(99.9),
+				Overspend: rng.Int64N(3), CentralOps: int64(n), MaxMs: sec.MaxMs(),
+			}
+		}
+		if err := w.Write(iv); err != nil {
+			t.Fatal(err)
+		}
+		s.Load.Decisions += iv.Sent
+		s.Load.Sent += iv.Sent
+		s.Load.Dropped += iv.Dropped
+		s.Outcomes.Allowed += iv.Allowed
+		s.Outcomes.Denied += iv.Denied
+		s.Outcomes.Errors += iv.Errors
+		s.Errors.Timeout += iv.Timeout
+		s.Errors.Moved += iv.Moved
+		s.Overspend.Requests += iv.Overspend
+		s.Central.Ops += iv.CentralOps
+	}
+	d := float64(max(f.rows, 1))
+	s.DurationS = float64(f.rows)
+	s.Environment = results.Environment{RedisVersion: "7.0.15", Provider: "local", Primaries: 3, Replicas: 1,
+		Cores: 2, Go: "go1.26", Ratelab: "test", Mode: "central"}
+	s.Load.OfferedRPS = float64(s.Load.Sent+s.Load.Dropped) / d
+	s.Load.AchievedRPS = float64(s.Load.Sent) / d
+	s.Load.MaxInflight, s.Load.Concurrency = 256, 64
+	if f.limited {
+		s.Load.GeneratorLimited = true
+		s.Load.Note = "achieved < offered: requests dropped at max_inflight"
+	}
+	s.LatencyMs = results.Latency{P50: hist.QuantileMs(50), P90: hist.QuantileMs(90), P99: hist.QuantileMs(99),
+		P999: hist.QuantileMs(99.9), Max: hist.MaxMs()}
+	s.Overspend.Tokens = s.Overspend.Requests
+	s.Overspend.Ratio = results.Ratio(s.Overspend.Requests, s.Outcomes.Allowed)
+	s.Overspend.BoundTokens = 40
+	s.Overspend.ByCause = map[string]int64{"failover": s.Overspend.Requests - 3, "clock-skew": 3}
+	s.Central.OpsPerS = float64(s.Central.Ops) / d
+	s.HotKeys = []results.HotKey{{Key: "rl:{t1}:search|v2", Share: 0.31, Node: "127.0.0.1:7001"},
+		{Key: "rl:{t7}:*", Share: 0.12, Node: "127.0.0.1:7002"}}
+	s.Faults = []results.Fault{{AtS: 10, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 11.2}}
+	s.SLO = results.SLO{Pass: false, Checks: []results.Check{
+		{Name: "p99_ms <=", Limit: 5, Value: s.LatencyMs.P99, Pass: s.LatencyMs.P99 <= 5},
+		{Name: "overspend.ratio <=", Limit: 0.001, Value: s.Overspend.Ratio, Pass: false},
+	}}
+	if err := results.WriteSummary(filepath.Join(dir, results.SummaryFile), s); err != nil {
+		t.Fatal(err)
+	}
+	data := csv.Bytes()
+	data = data[:len(data)-f.truncate]
+	if err := os.WriteFile(filepath.Join(dir, results.TimeseriesFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !f.noHist {
+		var buf bytes.Buffer
+		if _, err := hist.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, results.HistogramFile), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.noYAML {
+		if err := os.WriteFile(filepath.Join(dir, results.ScenarioFile), []byte(fixtureYAML), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Number formats shared by the HTML and Markdown reports. They depend only on their input, so
+// the reports are byte-for-byte reproducible (the golden tests rely on it).
+
+// fmtInt formats a count with thousands separators: 1119280 -> "1,119,280".
+func fmtInt(v int64) string {
+	s := strconv.FormatInt(v, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// fmtFixed formats v with prec decimals and thousands separators: (18500.5, 1) -> "18,500.5".
+func fmtFixed(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil { // beyond int64: leave it unseparated
+		return s
+	}
+	out := fmtInt(n)
+	if n == 0 && strings.HasPrefix(whole, "-") {
+		out = "-0"
+	}
+	if hasFrac {
+		out += "." + frac
+	}
+	return out
+}
+
+// fmtRate formats a rate in requests or operations per second, to 0.1/s.
+func fmtRate(v float64) string { return fmtFixed(v, 1) }
+
+// fmtMs formats a latency in milliseconds to the microsecond, the histogram's unit.
+func fmtMs(v float64) string { return fmtFixed(v, 3) }
+
+// fmtPct formats a ratio as a percentage with 4 decimals: 0.0013333 -> "0.1333%".
+func fmtPct(ratio float64) string { return strconv.FormatFloat(ratio*100, 'f', 4, 64) + "%" }
+
+// fmtShare formats a share of a whole as a percentage with 2 decimals: 0.31 -> "31.00%".
+func fmtShare(ratio float64) string { return strconv.FormatFloat(ratio*100, 'f', 2, 64) + "%" }
+
+// fmtFloat formats a value of unknown scale (SLO limits and values, bounds): whole numbers with
+// separators, others with 6 significant digits.
+func fmtFloat(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmtInt(int64(v))
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
+// fmtSeconds formats a duration given in seconds to the millisecond, trailing zeros trimmed:
+// 60.5 -> "60.5 s".
+func fmtSeconds(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " s"
+}
+
+// fmtTime formats the run's start in UTC, to the second.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}

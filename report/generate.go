@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	htmltemplate "html/template"
+	"path/filepath"
+	"strings"
+	texttemplate "text/template"
+
+	"ratelab/results"
+)
+
+// Report file names, written into the run directory.
+const (
+	// HTMLFile is the self-contained report: charts as inline SVG, CSS inline, no network.
+	HTMLFile = "report.html"
+	// MarkdownFile is the short report for CI job summaries; its images link to the PNGs.
+	MarkdownFile = "report.md"
+)
+
+//go:embed templates/report.html.tmpl templates/report.md.tmpl
+var templateFS embed.FS
+
+// funcs are the number formats the templates use (format.go).
+var funcs = map[string]any{
+	"int":     fmtInt,
+	"rate":    fmtRate,
+	"ms":      fmtMs,
+	"pct":     fmtPct,
+	"share":   fmtShare,
+	"float":   fmtFloat,
+	"seconds": fmtSeconds,
+	"time":    fmtTime,
+	"md":      mdEscape,
+	"mdcode":  mdCode,
+}
+
+var (
+	htmlTemplate = htmltemplate.Must(htmltemplate.New("report.html.tmpl").Funcs(funcs).
+			ParseFS(templateFS, "templates/report.html.tmpl"))
+	mdTemplate = texttemplate.Must(texttemplate.New("report.md.tmpl").Funcs(funcs).
+			ParseFS(templateFS, "templates/report.md.tmpl"))
+)
+
+// Generate reads the run in dir (summary.json, timeseries.csv, and scenario.yaml and
+// latency.hdr.json when present) and writes into dir the charts latency, throughput, redirects and
+// overspend (and latency_hdr when the histogram exists), each as .png and .svg, then report.html and
+// report.md. It fails only when summary.json cannot be read or an output cannot be written; a
+// truncated or missing timeseries, or an unreadable histogram, becomes a warning in the report.
+// Every output is written atomically (temporary file and rename).
+func Generate(dir string) error { return generate(dir, chartFormats) }
+
+// chartFormats are the files written per chart.
+var chartFormats = []string{"png", "svg"}
+
+// generate is Generate writing the charts in the given formats (tests of degenerate inputs skip
+// the slow PNG rasterizer: plot.Draw, where a bad axis panics, is the same for every format).
+func generate(dir string, formats []string) error {
+	r, err := loadRun(dir)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", dir, err)
+	}
+	charts, err := buildCharts(r)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", dir, err)
+	}
+	for _, c := range charts {
+		if err := c.save(dir, formats); err != nil {
+			return fmt.Errorf("report %s: %w", dir, err)
+		}
+	}
+	v := newView(r, charts)
+	var html, md bytes.Buffer
+	if err := htmlTemplate.Execute(&html, v); err != nil {
+		return fmt.Errorf("report %s: %s: %w", dir, HTMLFile, err)
+	}
+	if err := mdTemplate.Execute(&md, v); err != nil {
+		return fmt.Errorf("report %s: %s: %w", dir, MarkdownFile, err)
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// buildCharts builds the report's figures in display order.
+func buildCharts(r *run) ([]*chart, error) {
+	builders := []func() (*chart, error){
+		func() (*chart, error) { return latencyChart(r.rows) },
+		func() (*chart, error) { return throughputChart(r.rows) },
+		func() (*chart, error) { return redirectsChart(r.rows) },
+		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.BoundTokens) },
+	}
+	if r.hist != nil {
+		builders = append(builders, func() (*chart, error) { return hdrChart(r.hist) })
+	}
+	charts := make([]*chart, 0, len(builders))
+	for _, b := range builders {
+		c, err := b()
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, c)
+	}
+	return charts, nil
+}
+
+// mdEscape makes text safe inside a Markdown table cell or paragraph: it escapes the characters
+// that start markup or end a cell, and folds line breaks into spaces.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "'", "[", `\[`, "]", `\]`, "<", "&lt;", ">", "&gt;",
+	"\r\n", " ", "\n", " ", "\r", " ",
+)
+
+func mdEscape(s string) string { return mdEscaper.Replace(s) }
+
+// mdCode makes text safe inside a Markdown code span in a table cell: backslash escapes do not
+// work in code spans, except GitHub's "\|" for a pipe in a table.
+var mdCodeEscaper = strings.NewReplacer("`", "'", "|", `\|`, "\r\n", " ", "\n", " ", "\r", " ")
+
+func mdCode(s string) string { return mdCodeEscaper.Replace(s) }

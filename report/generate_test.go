@@ -1,0 +1,283 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"image/png"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ratelab/results"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// generateFixture builds the fixture in a temp dir, runs Generate and returns the dir.
+func generateFixture(t *testing.T, f fixture) string {
+	t.Helper()
+	dir := t.TempDir()
+	f.write(t, dir)
+	if err := Generate(dir); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	return dir
+}
+
+func read(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestGenerate runs Generate once on a seeded run and checks its outputs: the reports against
+// golden files, every chart file, and that report.html is self-contained.
+func TestGenerate(t *testing.T) {
+	t.Parallel()
+	dir := generateFixture(t, fixture{seed: 1, rows: 20, limited: true})
+	t.Run("golden", func(t *testing.T) {
+		t.Parallel()
+		for _, name := range []string{MarkdownFile, HTMLFile} {
+			have := read(t, dir, name)
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, have, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update creates it)", err)
+			}
+			if !bytes.Equal(have, want) {
+				t.Errorf("%s differs from %s (go test -update rewrites it; diff them before committing)", name, golden)
+			}
+		}
+	})
+	t.Run("charts", func(t *testing.T) {
+		t.Parallel()
+		checkCharts(t, dir)
+	})
+	t.Run("self-contained", func(t *testing.T) {
+		t.Parallel()
+		checkSelfContained(t, string(read(t, dir, HTMLFile)))
+	})
+}
+
+// checkCharts checks every chart file: the SVG is well-formed XML naming its series, the PNG
+// decodes at the chart size.
+func checkCharts(t *testing.T, dir string) {
+	tests := []struct {
+		name   string
+		series []string
+	}{
+		{LatencyChart, []string{seriesP50, seriesP99, seriesP999, "latency (ms)", "time since start (s)"}},
+		{ThroughputChart, []string{seriesOffered, seriesSent, seriesAllowed, seriesDenied, seriesDropped, "requests/s"}},
+		{RedirectsChart, []string{seriesMoved, seriesTimeout, "count/s"}},
+		{OverspendChart, []string{seriesOverspend, seriesBound, "bound 40 tokens", "overspend (requests)"}},
+		{HDRChart, []string{seriesLatency, "99.9%", "percentile"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svg := read(t, dir, tt.name+".svg")
+			text := svgText(t, svg)
+			for _, s := range tt.series {
+				if !strings.Contains(text, s) {
+					t.Errorf("%s.svg has no text %q; its text is %q", tt.name, s, text)
+				}
+			}
+			img, err := png.Decode(bytes.NewReader(read(t, dir, tt.name+".png")))
+			if err != nil {
+				t.Fatalf("%s.png: %v", tt.name, err)
+			}
+			if b := img.Bounds(); b.Dx() != ChartWidthPx || b.Dy() != ChartHeightPx {
+				t.Errorf("%s.png is %dx%d, want %dx%d", tt.name, b.Dx(), b.Dy(), ChartWidthPx, ChartHeightPx)
+			}
+		})
+	}
+}
+
+// checkSelfContained checks that report.html needs nothing but itself: no scripts, no external
+// references, every chart inline, and user text escaped.
+func checkSelfContained(t *testing.T, html string) {
+	// The SVG namespace URIs are identifiers, not fetches.
+	h := strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, "")
+	h = strings.ReplaceAll(h, `xmlns:xlink="http://www.w3.org/1999/xlink"`, "")
+	for _, bad := range []string{"<script", "http://", "https://", "<link", "<img", "<?xml", "@import"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("report.html contains %q", bad)
+		}
+	}
+	if n := strings.Count(html, "<svg "); n != 5 {
+		t.Errorf("report.html inlines %d SVGs, want 5", n)
+	}
+	for _, want := range []string{"name: hot-tenant &lt;demo&gt;", "<title>ratelab report: hot-tenant &lt;demo&gt;</title>",
+		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Generator-limited.</strong>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+// svgText parses svg as XML (failing the test when it is not well-formed) and returns its
+// character data, where the titles, labels and legend entries live.
+func svgText(t *testing.T, svg []byte) string {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	var text strings.Builder
+	root := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = tok.Name.Local
+			}
+		case xml.CharData:
+			text.Write(tok)
+			text.WriteByte('\n')
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("root element %q, want svg", root)
+	}
+	return text.String()
+}
+
+// TestGenerateEdgeCases runs Generate on degenerate runs: none may fail or panic, and each
+// report must say what is missing. Charts are drawn as SVG only: plot.Draw, where a log axis
+// panics on values <= 0, is the same for every format, and PNG rasterizing is slow under -race.
+func TestGenerateEdgeCases(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		have      fixture
+		remove    string   // a file to delete before Generate
+		want      []string // in report.md
+		wantHTML  []string // in report.html
+		notHTML   []string // not in report.html
+		wantFiles []string
+		noFiles   []string
+	}{
+		{name: "empty run", have: fixture{seed: 3, rows: 0},
+			want:      []string{"**No data:**", "No data: the charts are empty."},
+			wantHTML:  []string{"No data", "Latency per second (ms, log scale) (no data)"},
+			wantFiles: []string{"latency.svg", "throughput.svg", "redirects.svg", "overspend.svg", "latency_hdr.svg"}},
+		{name: "single row", have: fixture{seed: 4, rows: 1},
+			notHTML:   []string{"Generator-limited", "No data"},
+			wantFiles: []string{"latency.svg", "throughput.svg", "overspend.svg", "latency_hdr.svg"}},
+		{name: "all zeros", have: fixture{seed: 5, rows: 10, zeros: true},
+			wantHTML: []string{"Latency per second (ms, log scale) (no data)", "Latency by percentile (ms) (no data)",
+				"Redirects and errors (per second) (none)"}},
+		{name: "truncated timeseries", have: fixture{seed: 6, rows: 10, truncate: 5},
+			want: []string{"timeseries.csv: timeseries line 11 column ", "no end of line", "the report shows the 9 rows"}},
+		{name: "missing timeseries", have: fixture{seed: 7, rows: 5}, remove: results.TimeseriesFile,
+			want: []string{"timeseries.csv: missing", "**No data:**"}},
+		{name: "no histogram, no scenario", have: fixture{seed: 8, rows: 5, noHist: true, noYAML: true},
+			wantHTML: []string{"No scenario.yaml in the run directory."}, noFiles: []string{"latency_hdr.svg"}},
+		{name: "corrupt histogram", have: fixture{seed: 9, rows: 5}, remove: "corrupt:" + results.HistogramFile,
+			want: []string{"latency.hdr.json: read histogram: not a JSON object"}, noFiles: []string{"latency_hdr.svg"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tt.have.write(t, dir)
+			if name, ok := strings.CutPrefix(tt.remove, "corrupt:"); ok {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if tt.remove != "" {
+				if err := os.Remove(filepath.Join(dir, tt.remove)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := generate(dir, []string{"svg"}); err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			md, html := string(read(t, dir, MarkdownFile)), string(read(t, dir, HTMLFile))
+			for _, w := range tt.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("report.md lacks %q:\n%s", w, md)
+				}
+			}
+			for _, w := range tt.wantHTML {
+				if !strings.Contains(html, w) {
+					t.Errorf("report.html lacks %q", w)
+				}
+			}
+			for _, w := range tt.notHTML {
+				if strings.Contains(html, w) {
+					t.Errorf("report.html contains %q", w)
+				}
+			}
+			for _, f := range tt.wantFiles {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("missing output: %v", err)
+				}
+			}
+			for _, f := range tt.noFiles {
+				if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s exists, want none", f)
+				}
+			}
+		})
+	}
+}
+
+func TestGenerateNeedsSummary(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(dir string) error
+		want  error
+	}{
+		{"no summary", func(string) error { return nil }, fs.ErrNotExist},
+		{"wrong schema", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(`{"schema":"x/v9"}`), 0o644)
+		}, results.ErrSchema},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := tt.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := Generate(dir); !errors.Is(err, tt.want) {
+				t.Errorf("Generate = %v, want %v", err, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, HTMLFile)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a report was written without a summary")
+			}
+		})
+	}
+}
+
+// BenchmarkGenerate measures a full report of a 10-minute run (600 rows, 5 charts as PNG and SVG).
+func BenchmarkGenerate(b *testing.B) {
+	dir := b.TempDir()
+	fixture{seed: 11, rows: 600}.write(b, dir)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Generate(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reports/s")
+}

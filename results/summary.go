@@ -1,0 +1,257 @@
+package results
+
+import "time"
+
+// SchemaSummary is the value of Summary.Schema this package writes and reads.
+const SchemaSummary = "ratelab.summary/v1"
+
+// Summary is summary.json: the whole run in one record. The JSON names are the contract with
+// every reader (report, compare, CI jobs); they are snake_case and fixed by DESIGN.md. Counts are
+// decisions (one decision = one request to the limiter) unless a field says tokens.
+type Summary struct {
+	// Schema is always SchemaSummary; ReadSummary rejects anything else.
+	Schema string `json:"schema"`
+	// Scenario is the scenario's name (a built-in name or the spec's name field).
+	Scenario string `json:"scenario"`
+	// Seed is the random seed the run used; the same seed replays the same key sequence.
+	Seed int64 `json:"seed"`
+	// StartedAt is the wall-clock time the load started (RFC 3339 with nanoseconds in JSON).
+	StartedAt time.Time `json:"started_at"`
+	// DurationS is how long the load ran, in seconds (shorter than planned if Interrupted).
+	DurationS float64 `json:"duration_s"`
+	// Interrupted is true when the run stopped early (SIGINT, SIGTERM, fatal error).
+	Interrupted bool `json:"interrupted"`
+	// Environment describes where the numbers were measured.
+	Environment Environment `json:"environment"`
+	// Load compares the offered rate with what the generator achieved.
+	Load Load `json:"load"`
+	// Outcomes counts decisions by outcome.
+	Outcomes Outcomes `json:"outcomes"`
+	// Errors counts failed calls to the store by kind.
+	Errors Errors `json:"errors"`
+	// LatencyMs holds whole-run latency quantiles, measured from each request's intended start.
+	LatencyMs Latency `json:"latency_ms"`
+	// Overspend is the correctness headline: requests allowed beyond the policy's envelope.
+	Overspend Overspend `json:"overspend"`
+	// Central counts the operations that reached the shared store.
+	Central Central `json:"central"`
+	// HotKeys lists the keys that took the largest shares of decisions, largest first.
+	HotKeys []HotKey `json:"hot_keys"`
+	// Faults lists the injected faults in schedule order.
+	Faults []Fault `json:"faults"`
+	// SLO holds the pass/fail verdict of the scenario's SLO checks.
+	SLO SLO `json:"slo"`
+}
+
+// Environment describes the machine, the cluster and the build that produced a run.
+type Environment struct {
+	// RedisVersion is the redis_version the nodes report, e.g. "7.0.15".
+	RedisVersion string `json:"redis_version"`
+	// Provider is the cluster provider: "local", "docker" or "external".
+	Provider string `json:"provider"`
+	// Primaries is the number of primary nodes in the cluster.
+	Primaries int `json:"primaries"`
+	// Replicas is the number of replica nodes in the cluster, all primaries together
+	// (a 3x1 cluster has Primaries 3, Replicas 3).
+	Replicas int `json:"replicas"`
+	// Cores is the number of CPU cores the generator saw (runtime.NumCPU).
+	Cores int `json:"cores"`
+	// Go is the Go version the binary was built with (runtime.Version).
+	Go string `json:"go"`
+	// Ratelab is the ratelab version (set with -ldflags at build time; "dev" otherwise).
+	Ratelab string `json:"ratelab"`
+	// Mode says how decisions were made, e.g. "central" (one store call per decision) or
+	// "lease" (local decisions from leased tokens), so readers know which one was measured.
+	Mode string `json:"mode"`
+}
+
+// Load compares the offered load with what the generator could send. An open-loop run whose
+// achieved rate is below the offered rate measured the machine, not the limiter; Note says so.
+type Load struct {
+	// OfferedRPS is the rate the pacer asked for, in decisions per second (averaged over the run).
+	OfferedRPS float64 `json:"offered_rps"`
+	// AchievedRPS is the rate of completed decisions, in decisions per second.
+	AchievedRPS float64 `json:"achieved_rps"`
+	// Decisions is the number of completed decisions (every outcome, errors included).
+	Decisions int64 `json:"decisions"`
+	// Sent is the number of requests started (offered minus dropped).
+	Sent int64 `json:"sent"`
+	// Dropped is the number of requests the generator did not start because MaxInflight requests
+	// were already in flight. They are counted, never silently skipped.
+	Dropped int64 `json:"dropped"`
+	// MaxInflight is the bound on requests in flight.
+	MaxInflight int `json:"max_inflight"`
+	// Concurrency is the number of workers (callers) issuing requests.
+	Concurrency int `json:"concurrency"`
+	// GeneratorLimited is true when the generator, not the limiter, capped the rate
+	// (requests dropped, or achieved clearly below offered).
+	GeneratorLimited bool `json:"generator_limited"`
+	// Note says in words why achieved < offered (empty when it is not).
+	Note string `json:"note"`
+}
+
+// Outcomes counts decisions by outcome; the five counts sum to Load.Decisions.
+type Outcomes struct {
+	// Allowed is the number of decisions that let the request through (central or lease).
+	Allowed int64 `json:"allowed"`
+	// Denied is the number of decisions that rejected the request (a 429).
+	Denied int64 `json:"denied"`
+	// FailedOpen is the number of requests let through because the store failed.
+	FailedOpen int64 `json:"failed_open"`
+	// FailedClosed is the number of requests denied because the store failed.
+	FailedClosed int64 `json:"failed_closed"`
+	// Errors is the number of decisions that ended in an error with no fail policy applied.
+	Errors int64 `json:"errors"`
+}
+
+// Errors counts failed store calls by kind (the prefix of the Redis error reply, or the
+// client-side failure). MOVED and ASK are redirects the client followed; they are counted on the
+// per-node clients even when the decision itself succeeded.
+type Errors struct {
+	// Timeout: the call exceeded its deadline.
+	Timeout int64 `json:"timeout"`
+	// Moved: MOVED redirects (the slot lives on another node).
+	Moved int64 `json:"moved"`
+	// Ask: ASK redirects (the slot is migrating).
+	Ask int64 `json:"ask"`
+	// TryAgain: TRYAGAIN replies (multi-key operation during resharding).
+	TryAgain int64 `json:"tryagain"`
+	// ClusterDown: CLUSTERDOWN replies (the cluster is not serving the slot).
+	ClusterDown int64 `json:"clusterdown"`
+	// NoScript: NOSCRIPT replies (the script cache was empty, e.g. on a promoted replica).
+	NoScript int64 `json:"noscript"`
+	// Conn: connection errors (refused, reset, closed pool).
+	Conn int64 `json:"conn"`
+	// Other: every other error.
+	Other int64 `json:"other"`
+}
+
+// Total is the sum of all error kinds.
+func (e Errors) Total() int64 {
+	return e.Timeout + e.Moved + e.Ask + e.TryAgain + e.ClusterDown + e.NoScript + e.Conn + e.Other
+}
+
+// Latency holds latency quantiles in milliseconds. Latency is completion minus the request's
+// intended start (set by the pacer), so stalls are not hidden (no coordinated omission).
+type Latency struct {
+	// P50 is the median, in ms.
+	P50 float64 `json:"p50"`
+	// P90 is the 90th percentile, in ms.
+	P90 float64 `json:"p90"`
+	// P99 is the 99th percentile, in ms.
+	P99 float64 `json:"p99"`
+	// P999 is the 99.9th percentile, in ms.
+	P999 float64 `json:"p999"`
+	// Max is the largest latency recorded, in ms (clamped at MaxLatency).
+	Max float64 `json:"max"`
+}
+
+// Overspend compares the allowed stream of every key with its policy's exact envelope
+// (DESIGN.md "Overspend"): an allowed request the envelope had no tokens for is overspend; a denied
+// request the envelope had tokens for is a false deny.
+type Overspend struct {
+	// Requests is the number of allowed requests beyond the envelope.
+	Requests int64 `json:"requests"`
+	// Tokens is the sum of the costs of those requests, in tokens.
+	Tokens int64 `json:"tokens"`
+	// Ratio is Requests / Outcomes.Allowed (0 when nothing was allowed); see Ratio.
+	Ratio float64 `json:"ratio"`
+	// FalseDenies is the number of denied requests the envelope had tokens for.
+	FalseDenies int64 `json:"false_denies"`
+	// FalseDenyRatio is FalseDenies / Outcomes.Denied (0 when nothing was denied).
+	FalseDenyRatio float64 `json:"false_deny_ratio"`
+	// BoundTokens is the theoretical bound on overspend for the run's mode and faults, in tokens
+	// (e.g. the sum of unused leases, or rate x replication gap); 0 when no bound applies.
+	BoundTokens float64 `json:"bound_tokens"`
+	// ByCause splits Requests by the cause the engine attributed ("failover", "fail-open",
+	// "lease", "clock-skew", "window-boundary", "unattributed"...).
+	ByCause map[string]int64 `json:"by_cause"`
+}
+
+// Central counts operations that reached the shared store (EVALSHA calls, lease refills).
+type Central struct {
+	// Ops is the number of store operations.
+	Ops int64 `json:"ops"`
+	// OpsPerS is Ops divided by the run's duration, in operations per second.
+	OpsPerS float64 `json:"ops_per_s"`
+}
+
+// HotKey is one of the keys that took the largest shares of decisions.
+type HotKey struct {
+	// Key is the limiter key, e.g. "rl:{t42}:search".
+	Key string `json:"key"`
+	// Share is the key's fraction of all decisions, in [0, 1].
+	Share float64 `json:"share"`
+	// Node is the address of the primary that served the key's slot, e.g. "127.0.0.1:7001".
+	Node string `json:"node"`
+}
+
+// Fault is one injected fault. Times are seconds since the start of the load; DetectedS and
+// RecoveredS are 0 when the event was not observed during the run.
+type Fault struct {
+	// AtS is when the fault was injected, in seconds since the start.
+	AtS float64 `json:"at_s"`
+	// Kind is the fault primitive: "kill", "pause", "latency", "failover", "reshard"...
+	Kind string `json:"kind"`
+	// Target names the node or slot range the fault hit.
+	Target string `json:"target"`
+	// DetectedS is when the cluster (or client) first noticed, in seconds since the start.
+	DetectedS float64 `json:"detected_s"`
+	// RecoveredS is when decisions succeeded again, in seconds since the start.
+	RecoveredS float64 `json:"recovered_s"`
+}
+
+// SLO is the verdict of the scenario's SLO checks.
+type SLO struct {
+	// Pass is true when every check passed (true when there are no checks).
+	Pass bool `json:"pass"`
+	// Checks are the individual checks in spec order.
+	Checks []Check `json:"checks"`
+}
+
+// Check is one SLO check: Value measured against Limit.
+type Check struct {
+	// Name says what is checked and which way, e.g. "p99_ms <=" or "overspend.ratio <=".
+	Name string `json:"name"`
+	// Limit is the threshold from the spec.
+	Limit float64 `json:"limit"`
+	// Value is the measured value.
+	Value float64 `json:"value"`
+	// Pass is the check's verdict.
+	Pass bool `json:"pass"`
+}
+
+// NewSummary returns a Summary with the schema set and every list and map empty (not null), so
+// that a summary written before the run finishes is still well-formed.
+func NewSummary(scenario string, seed int64, startedAt time.Time) *Summary {
+	s := &Summary{Scenario: scenario, Seed: seed, StartedAt: startedAt}
+	s.normalize()
+	return s
+}
+
+// Ratio returns num/den, or 0 when den is 0: the convention for Overspend.Ratio
+// (requests / allowed) and Overspend.FalseDenyRatio (false denies / denied).
+func Ratio(num, den int64) float64 {
+	if den == 0 {
+		return 0
+	}
+	return float64(num) / float64(den)
+}
+
+// normalize sets the schema and replaces nil lists and maps with empty ones, so JSON readers
+// see [] and {} rather than null.
+func (s *Summary) normalize() {
+	s.Schema = SchemaSummary
+	if s.HotKeys == nil {
+		s.HotKeys = []HotKey{}
+	}
+	if s.Faults == nil {
+		s.Faults = []Fault{}
+	}
+	if s.SLO.Checks == nil {
+		s.SLO.Checks = []Check{}
+	}
+	if s.Overspend.ByCause == nil {
+		s.Overspend.ByCause = map[string]int64{}
+	}
+}

@@ -1,0 +1,245 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// sampleSummary fills every field with a distinct non-zero value, so the golden shows them all.
+func sampleSummary() *Summary {
+	return &Summary{
+		Scenario:    "hot-tenant-failover",
+		Seed:        42,
+		StartedAt:   time.Date(2025, 3, 14, 15, 9, 26, 535000000, time.UTC),
+		DurationS:   60.5,
+		Interrupted: true,
+		Environment: Environment{RedisVersion: "7.0.15", Provider: "local", Primaries: 3, Replicas: 1,
+			Cores: 2, Go: "go1.26.8", Ratelab: "v0.1.0", Mode: "central"},
+		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Decisions: 1119280, Sent: 1119300, Dropped: 90700,
+			MaxInflight: 512, Concurrency: 64, GeneratorLimited: true,
+			Note: "achieved 18500.5/s < offered 20000/s: 90700 requests dropped at max_inflight 512"},
+		Outcomes:  Outcomes{Allowed: 900000, Denied: 200000, FailedOpen: 10000, FailedClosed: 9000, Errors: 280},
+		Errors:    Errors{Timeout: 1, Moved: 2, Ask: 3, TryAgain: 4, ClusterDown: 5, NoScript: 6, Conn: 7, Other: 8},
+		LatencyMs: Latency{P50: 0.412, P90: 0.9, P99: 2.5, P999: 12.75, Max: 2301.5},
+		Overspend: Overspend{Requests: 1200, Tokens: 1300, Ratio: Ratio(1200, 900000), FalseDenies: 30,
+			FalseDenyRatio: Ratio(30, 200000), BoundTokens: 1500.5,
+			ByCause: map[string]int64{"failover": 1100, "fail-open": 100}},
+		Central: Central{Ops: 1119000, OpsPerS: 18495.87},
+		HotKeys: []HotKey{{Key: "rl:{t1}:search", Share: 0.21, Node: "127.0.0.1:7001"}},
+		Faults:  []Fault{{AtS: 20, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 21.1, RecoveredS: 22.4}},
+		SLO: SLO{Pass: false, Checks: []Check{
+			{Name: "p99_ms <=", Limit: 5, Value: 2.5, Pass: true},
+			{Name: "overspend.ratio <=", Limit: 0.001, Value: 0.00133, Pass: false},
+		}},
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), SummaryFile)
+	if err := WriteSummary(path, sampleSummary()); err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "summary.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, have, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(have, want) {
+		t.Errorf("summary.json differs from %s (go test -update rewrites it):\nhave:\n%s\nwant:\n%s", golden, have, want)
+	}
+}
+
+// designFields is every JSON field of summary.json as DESIGN.md and the results brief name them.
+var designFields = []string{
+	"schema", "scenario", "seed", "started_at", "duration_s", "interrupted",
+	"environment", "environment.redis_version", "environment.provider", "environment.primaries",
+	"environment.replicas", "environment.cores", "environment.go", "environment.ratelab", "environment.mode",
+	"load", "load.offered_rps", "load.achieved_rps", "load.decisions", "load.sent", "load.dropped",
+	"load.max_inflight", "load.concurrency", "load.generator_limited", "load.note",
+	"outcomes", "outcomes.allowed", "outcomes.denied", "outcomes.failed_open", "outcomes.failed_closed",
+	"outcomes.errors",
+	"errors", "errors.timeout", "errors.moved", "errors.ask", "errors.tryagain", "errors.clusterdown",
+	"errors.noscript", "errors.conn", "errors.other",
+	"latency_ms", "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+	"overspend", "overspend.requests", "overspend.tokens", "overspend.ratio", "overspend.false_denies",
+	"overspend.false_deny_ratio", "overspend.bound_tokens", "overspend.by_cause",
+	"central", "central.ops", "central.ops_per_s",
+	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
+	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",
+	"slo", "slo.pass", "slo.checks", "slo.checks[].name", "slo.checks[].limit", "slo.checks[].value",
+	"slo.checks[].pass",
+}
+
+// jsonPaths lists the field paths of a decoded JSON value; map keys under by_cause are data, not
+// fields, so the walk stops there.
+func jsonPaths(v any, prefix string, out *[]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			p := join(prefix, k)
+			*out = append(*out, p)
+			if p != "overspend.by_cause" {
+				jsonPaths(child, p, out)
+			}
+		}
+	case []any:
+		for _, child := range v {
+			jsonPaths(child, prefix+"[]", out)
+		}
+	}
+}
+
+func TestSummaryFieldNamesMatchDesign(t *testing.T) {
+	t.Parallel()
+	data, err := json.Marshal(sampleSummary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	jsonPaths(v, "", &have)
+	slices.Sort(have)
+	have = slices.Compact(have)
+	want := slices.Sorted(slices.Values(designFields))
+	if !slices.Equal(have, want) {
+		t.Errorf("summary JSON fields differ from the design list\nhave %v\nwant %v", have, want)
+	}
+}
+
+func TestSummaryRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		have *Summary
+	}{
+		{"full", sampleSummary()},
+		{"empty lists become empty, not null", NewSummary("smoke", 7, time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))},
+		{"zero value", &Summary{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), SummaryFile)
+			before := *tt.have
+			if err := WriteSummary(path, tt.have); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*tt.have, before) {
+				t.Errorf("WriteSummary modified its argument")
+			}
+			have, err := ReadSummary(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *tt.have
+			want.normalize()
+			if !reflect.DeepEqual(*have, want) {
+				t.Errorf("round trip\nhave %+v\nwant %+v", *have, want)
+			}
+			raw, _ := os.ReadFile(path)
+			if bytes.Contains(raw, []byte("null")) {
+				t.Errorf("summary.json contains null:\n%s", raw)
+			}
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			if len(entries) != 1 {
+				t.Errorf("directory holds %d entries after an atomic write, want 1 (temp file left?)", len(entries))
+			}
+		})
+	}
+}
+
+func TestReadSummaryRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		have     string
+		want     error
+		wantText string
+	}{
+		{"wrong schema", `{"schema":"ratelab.summary/v2","scenario":"x"}`, ErrSchema, `"ratelab.summary/v2"`},
+		{"no schema", `{"scenario":"x"}`, ErrSchema, `no "schema" field`},
+		{"not json", `{"schema":`, ErrCorrupt, "not a JSON object"},
+		{"wrong type", `{"schema":"ratelab.summary/v1","seed":"abc"}`, ErrCorrupt, "seed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), SummaryFile)
+			if err := os.WriteFile(path, []byte(tt.have), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadSummary(path)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("ReadSummary(%s) = %v, want %v containing %q", tt.have, err, tt.want, tt.wantText)
+			}
+		})
+	}
+}
+
+func TestWriteSummaryRejectsNonFinite(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		set   func(*Summary)
+		field string
+	}{
+		{"ratio NaN", func(s *Summary) { s.Overspend.Ratio = math.NaN() }, "overspend.ratio"},
+		{"p99 Inf", func(s *Summary) { s.LatencyMs.P99 = math.Inf(1) }, "latency_ms.p99"},
+		{"check value", func(s *Summary) { s.SLO.Checks[1].Value = math.NaN() }, "slo.checks[1].value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := sampleSummary()
+			tt.set(s)
+			path := filepath.Join(t.TempDir(), SummaryFile)
+			err := WriteSummary(path, s)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "field "+tt.field+" ") {
+				t.Errorf("WriteSummary = %v, want ErrInvalid naming %s", err, tt.field)
+			}
+			if _, statErr := os.Stat(path); !os.IsNotExist(statErr) {
+				t.Errorf("a rejected summary was written")
+			}
+		})
+	}
+}
+
+func TestRatio(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		num, den int64
+		want     float64
+	}{
+		{0, 0, 0}, {5, 0, 0}, {1, 4, 0.25}, {3, 3, 1},
+	}
+	for _, tt := range tests {
+		if have := Ratio(tt.num, tt.den); have != tt.want {
+			t.Errorf("Ratio(%d, %d) = %v, want %v", tt.num, tt.den, have, tt.want)
+		}
+	}
+}
