@@ -51,8 +51,8 @@ type Environment struct {
 	Provider string `json:"provider"`
 	// Primaries is the number of primary nodes in the cluster.
 	Primaries int `json:"primaries"`
-	// Replicas is the number of replica nodes in the cluster, all primaries together
-	// (a 3x1 cluster has Primaries 3, Replicas 3).
+	// Replicas is the number of replicas per primary (a 3x1 cluster has Primaries 3, Replicas 1),
+	// the topology notation of scenarios and `ratelab cluster up`.
 	Replicas int `json:"replicas"`
 	// Cores is the number of CPU cores the generator saw (runtime.NumCPU).
 	Cores int `json:"cores"`

@@ -98,7 +98,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		sum.Environment.Provider = spec.Cluster.Provider
 		sum.Environment.RedisVersion = cl.RedisVersion()
 		sum.Environment.Primaries = len(cl.Primaries())
-		sum.Environment.Replicas = len(cl.Nodes()) - len(cl.Primaries())
+		if p := len(cl.Primaries()); p > 0 {
+			sum.Environment.Replicas = (len(cl.Nodes()) - p) / p
+		}
 		sum.Environment.Mode = "central"
 		redir = newRedirects(secs)
 		client = newClusterClient(cl.Addrs(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, redir)
