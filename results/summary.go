@@ -163,6 +163,9 @@ type Overspend struct {
 	// BoundTokens is the theoretical bound on overspend for the run's mode and faults, in tokens
 	// (e.g. the sum of unused leases, or rate x replication gap); 0 when no bound applies.
 	BoundTokens float64 `json:"bound_tokens"`
+	// UnknownOutcomes counts decisions that timed out on the client: the script may have run.
+	// The envelope assumes it did and refunds the tokens if a later decision shows it did not.
+	UnknownOutcomes int64 `json:"unknown_outcomes"`
 	// ByCause splits Requests by the cause the engine attributed ("failover", "fail-open",
 	// "lease", "clock-skew", "window-boundary", "unattributed"...).
 	ByCause map[string]int64 `json:"by_cause"`

@@ -84,7 +84,7 @@ var designFields = []string{
 	"errors.noscript", "errors.conn", "errors.other",
 	"latency_ms", "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
 	"overspend", "overspend.requests", "overspend.tokens", "overspend.ratio", "overspend.false_denies",
-	"overspend.false_deny_ratio", "overspend.bound_tokens", "overspend.by_cause",
+	"overspend.false_deny_ratio", "overspend.bound_tokens", "overspend.unknown_outcomes", "overspend.by_cause",
 	"central", "central.ops", "central.ops_per_s",
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
 	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",

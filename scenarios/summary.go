@@ -109,12 +109,13 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 	ot := d.checker.Totals()
 	allowed := t.allowed + t.failOpen
 	sum.Overspend = results.Overspend{
-		Requests:       ot.OverspendRequests,
-		Tokens:         ot.OverspendTokens,
-		Ratio:          results.Ratio(ot.OverspendRequests, allowed),
-		FalseDenies:    ot.FalseDenies,
-		FalseDenyRatio: results.Ratio(ot.FalseDenies, t.denied+t.failClosed),
-		ByCause:        ot.ByCause,
+		Requests:        ot.OverspendRequests,
+		Tokens:          ot.OverspendTokens,
+		Ratio:           results.Ratio(ot.OverspendRequests, allowed),
+		FalseDenies:     ot.FalseDenies,
+		FalseDenyRatio:  results.Ratio(ot.FalseDenies, t.denied+t.failClosed),
+		ByCause:         ot.ByCause,
+		UnknownOutcomes: ot.Unknown,
 	}
 }
 
