@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +33,8 @@ type runOptions struct {
 	maxInflight int
 	limiter     string
 	quiet       bool
+	cpuProfile  string
+	memProfile  string
 }
 
 func newRunCmd() *cobra.Command {
@@ -58,6 +63,8 @@ interrupted) and stops the local cluster; a second Ctrl-C exits at once.`,
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: token-bucket, memory or noop")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-second progress lines")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
+	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
 	return cmd
 }
 
@@ -71,6 +78,11 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	}
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
+	stopProfiles, err := startProfiles(o.cpuProfile, o.memProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 
 	stderr := cmd.ErrOrStderr()
 	opts := scenarios.RunOptions{
@@ -86,6 +98,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		}
 	}
 	res, err := scenarios.Run(ctx, spec, opts)
+	stopProfiles()
 	if res == nil {
 		return err
 	}
@@ -163,4 +176,43 @@ func interruptContext(parent context.Context) (context.Context, func()) {
 		signal.Stop(sigs)
 		cancel()
 	}
+}
+
+// startProfiles starts the CPU profile and returns a func (safe to call twice) that stops it and
+// writes the heap profile.
+func startProfiles(cpu, mem string) (func(), error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		cpuFile = f
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if cpuFile != nil {
+				pprof.StopCPUProfile()
+				cpuFile.Close()
+			}
+			if mem == "" {
+				return
+			}
+			f, err := os.Create(mem)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "ratelab: --memprofile:", err)
+				return
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				fmt.Fprintln(os.Stderr, "ratelab: --memprofile:", err)
+			}
+		})
+	}, nil
 }
