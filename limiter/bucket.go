@@ -56,5 +56,8 @@ func (p BucketPolicy) Refill(s BucketState, nowMs int64) BucketState {
 	}
 	now := max(nowMs, s.LastMs)
 	elapsed := float64(now - s.LastMs)
-	return BucketState{Tokens: math.Min(float64(p.Burst), s.Tokens+elapsed*p.PerMs()), LastMs: now}
+	// The explicit float64 conversion forbids fusing the multiply-add into one FMA instruction
+	// (the Go spec allows fusing otherwise, and does it with GOAMD64=v3 and on arm64): Redis's
+	// Lua rounds the product and the sum separately, and so must we to agree bit for bit.
+	return BucketState{Tokens: math.Min(float64(p.Burst), s.Tokens+float64(elapsed*p.PerMs())), LastMs: now}
 }

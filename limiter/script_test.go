@@ -1,0 +1,47 @@
+package limiter_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"ratelab/lua"
+)
+
+// luaCode returns the script without its comment lines.
+func luaCode(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// TestScriptContractText checks the parts of the script's contract that can be read from its
+// text; its behaviour is tested against a real Redis by the suite and the property test.
+func TestScriptContractText(t *testing.T) {
+	t.Parallel()
+	src := luaCode(lua.TokenBucket)
+	tests := []struct {
+		name string
+		have bool
+	}{
+		{"has code", strings.Contains(src, "redis.call")},
+		{"uses only KEYS[1]", len(regexp.MustCompile(`KEYS\[[^1]`).FindAllString(src, -1)) == 0},
+		{"builds no key names (no rl: prefix, no concatenation onto KEYS)", !strings.Contains(src, "rl:") && !regexp.MustCompile(`KEYS\[1\]\s*\.\.|\.\.\s*KEYS`).MatchString(src)},
+		{"reads no server clock", !strings.Contains(src, "'TIME'") && !strings.Contains(src, `"TIME"`)},
+		{"stores tokens with %.17g", strings.Contains(src, "string.format('%.17g', tokens)")},
+		// Top-level (unindented) calls run on every decision, allowed or denied.
+		{"writes and expires the key unconditionally, once", strings.Count(src, "'HSET'") == 1 && strings.Count(src, "'PEXPIRE'") == 1 &&
+			regexp.MustCompile(`(?m)^redis\.call\('HSET', KEYS\[1\]`).MatchString(src) &&
+			regexp.MustCompile(`(?m)^redis\.call\('PEXPIRE', KEYS\[1\], ttl\)$`).MatchString(src)},
+		{"reads ARGV 1 to 5 only", len(regexp.MustCompile(`ARGV\[[^1-5]`).FindAllString(src, -1)) == 0},
+	}
+	for _, tt := range tests {
+		if !tt.have {
+			t.Errorf("token_bucket.lua: %s: not so", tt.name)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+-- token_bucket.lua: one token-bucket decision, atomic on one key (read, refill, decide, write).
+--
+-- Contract. The caller builds every name and number; this script builds no key names.
+--   KEYS[1]  the bucket key, rl:{tenant}:endpoint (the hash tag puts all of a tenant in one slot)
+--   ARGV[1]  now_ms       the gateway's clock, integer Unix milliseconds
+--   ARGV[2]  rate_per_ms  refill rate in tokens per millisecond, > 0, written as a shortest
+--                         round-trip decimal so it parses to the very double Go holds
+--   ARGV[3]  capacity     the burst, integer tokens, >= 1
+--   ARGV[4]  cost         tokens this request takes, integer >= 0 (may exceed capacity)
+--   ARGV[5]  ttl_ms       PEXPIRE for the key: the time to refill from empty, >= 1000
+-- Stored hash fields:
+--   tokens      float tokens left, written with %.17g so the double round-trips exactly
+--   updated_at  integer ms of the last decision; never moves backwards
+-- Returns {allowed, remaining, retry_after_ms, reset_after_ms}, all integers:
+--   allowed         1 if tokens >= cost (then cost is debited), else 0
+--   remaining       floor(tokens after the decision)
+--   retry_after_ms  0 if allowed; -1 if cost > capacity (never); else ceil((cost - tokens) / rate)
+--   reset_after_ms  ceil((capacity - tokens) / rate): until the bucket is full again
+--
+-- The arithmetic is the one of limiter/bucket.go (BucketPolicy.Refill) and limiter.Decide, step
+-- by step in the same IEEE double order, so limiter.TokenBucket (the in-memory twin) returns the
+-- same decision for the same sequence of calls:
+--   missing key (or updated_at 0)  -> full bucket at now
+--   now     = max(now_ms, updated_at)                    (a skewed clock never refills)
+--   tokens  = min(capacity, tokens + (now - updated_at) * rate_per_ms)
+--
+-- A DENIED request also writes the refilled state (tokens, updated_at = now) and PEXPIREs the
+-- key: every call refills exactly once at its own time, like the overspend envelope does, and
+-- every call leaves the key with a TTL.
+
+local now = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local capacity = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local ttl = tonumber(ARGV[5])
+if not (now and rate and capacity and cost and ttl) then
+  return redis.error_reply('ERR token_bucket: ARGV must be 5 numbers: now_ms rate_per_ms capacity cost ttl_ms')
+end
+if not (rate > 0) or capacity < 1 or cost < 0 or ttl < 1 then
+  return redis.error_reply('ERR token_bucket: need rate_per_ms > 0, capacity >= 1, cost >= 0, ttl_ms >= 1')
+end
+
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated_at')
+local tokens = tonumber(state[1])
+local last = tonumber(state[2])
+if tokens == nil or last == nil or last == 0 then
+  tokens = capacity
+else
+  if now < last then
+    now = last
+  end
+  tokens = math.min(capacity, tokens + (now - last) * rate)
+end
+
+local allowed = 0
+local retry_after = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+elseif cost > capacity then
+  retry_after = -1
+else
+  retry_after = math.ceil((cost - tokens) / rate)
+end
+
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', now))
+redis.call('PEXPIRE', KEYS[1], ttl)
+
+return {allowed, math.floor(tokens), retry_after, math.ceil((capacity - tokens) / rate)}
