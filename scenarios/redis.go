@@ -112,8 +112,8 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // newClusterClient builds the client the limiter uses, with the settings an outage needs:
-// no hidden retries (MaxRetries -1: go-redis would otherwise retry and multiply latency during an
-// outage), context deadlines honoured (ContextTimeoutEnabled), short socket timeouts, a pool large
+// no hidden retries (MaxRetries -1 and one dial attempt: go-redis would otherwise retry and
+// multiply latency during an outage), context deadlines honoured (ContextTimeoutEnabled), short socket timeouts, a pool large
 // enough for the workers, and redirect-counting hooks on every node client.
 func newClusterClient(addrs []string, timeout time.Duration, workers int, r *redirects) *redis.ClusterClient {
 	perNode := max(workers, 10)
@@ -123,11 +123,14 @@ func newClusterClient(addrs []string, timeout time.Duration, workers int, r *red
 		MaxRedirects:          3,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           time.Second,
-		ReadTimeout:           max(timeout, 10*time.Millisecond),
-		WriteTimeout:          max(timeout, 10*time.Millisecond),
-		PoolSize:              perNode,
-		MinIdleConns:          0,
-		PoolTimeout:           timeout,
+		// go-redis re-dials 5 times, 100 ms apart, by default, even with MaxRetries -1: a dead
+		// node would show up as a 500 ms stall and a timeout instead of a connection error.
+		DialerRetries: 1,
+		ReadTimeout:   max(timeout, 10*time.Millisecond),
+		WriteTimeout:  max(timeout, 10*time.Millisecond),
+		PoolSize:      perNode,
+		MinIdleConns:  0,
+		PoolTimeout:   timeout,
 	})
 	c.OnNewNode(func(n *redis.Client) {
 		n.AddHook(nodeHook{r: r, n: r.node(n.Options().Addr)})
