@@ -1,0 +1,25 @@
+// Package cluster owns the Redis Clusters ratelab measures against. Its local provider starts
+// redis-server child processes on 127.0.0.1 (one temp dir, redis.conf, nodes.conf and log per
+// node), forms the cluster from Go (CLUSTER ADDSLOTSRANGE, MEET, REPLICATE — no redis-cli), waits
+// until every node reports cluster_state:ok and all agree on the slot map, and keeps one handle
+// per node for fault injection (Signal, Kill, Pause, Resume, Restart, WaitHealthy).
+//
+//	l, err := cluster.StartLocal(ctx, cluster.Options{})      // 3 primaries x 1 replica
+//	l, err := cluster.StartLocal(ctx, cluster.Options{Primaries: 1, Replicas: 0}) // 1 primary, no replica
+//	defer l.Close()
+//
+// Processes never outlive the program that started them, unless Options.Detached is set. Each
+// node runs in its own process group, so a terminal Ctrl-C reaches only ratelab, which decides
+// the order of shutdown (the CLI uses signal.NotifyContext and calls Close). On Linux each node
+// also has Pdeathsig SIGKILL, so even a SIGKILL of ratelab takes the nodes down; the dir such a
+// kill leaves behind is removed by the next StartLocal in the same parent dir. Pdeathsig fires
+// when the parent *thread* exits, and Go moves goroutines between threads; therefore every node
+// is forked by one process-wide spawner goroutine that locks its OS thread and never returns
+// (spawner.go). Other Unix systems get process groups but no Pdeathsig.
+//
+// Detached clusters (`ratelab cluster up`) get their own session and no Pdeathsig, and are
+// recorded in a state file: Up, Attach, ReadStatus, Down and Local.Stop work from any process.
+//
+// The package never installs signal handlers, never sends traffic anywhere but 127.0.0.1, never
+// generates load and never writes run outputs.
+package cluster

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultPrimaries is the number of primaries (slot owners) of a local cluster.
+	DefaultPrimaries = 3
+	// DefaultReplicas is the number of replicas per primary.
+	DefaultReplicas = 1
+	// DefaultNodeTimeout is cluster-node-timeout: how long a node may be unreachable before it is
+	// flagged as failing. With 1000 ms a SIGKILLed primary is replaced in about 2-3 s here.
+	DefaultNodeTimeout = 1000 * time.Millisecond
+	// DefaultRedisServer is the redis-server binary looked up on PATH.
+	DefaultRedisServer = "redis-server"
+	// DefaultStartTimeout bounds StartLocal when ctx has no deadline.
+	DefaultStartTimeout = 30 * time.Second
+	// DefaultStopTimeout is how long Close waits after SIGTERM before it sends SIGKILL.
+	DefaultStopTimeout = 3 * time.Second
+	// TotalSlots is the number of hash slots of a Redis Cluster.
+	TotalSlots = 16384
+	// busPortOffset is the distance between a node's client port and its cluster bus port
+	// (Redis default when cluster-port is 0).
+	busPortOffset = 10000
+	// NoReplicas as Options.Replicas asks for primaries only, whatever Primaries is.
+	NoReplicas = -1
+	// maxPort is the highest TCP port.
+	maxPort = 65535
+)
+
+// Options configures a local cluster. The zero value is a 3x1 cluster on free loopback ports;
+// Options{Primaries: 1} is a single primary without replicas.
+type Options struct {
+	// Primaries is the number of primaries. 0 means the default topology: DefaultPrimaries (3)
+	// primaries, each with DefaultReplicas (1) replica unless Replicas says otherwise.
+	Primaries int
+	// Replicas is the number of replicas per primary. An explicit count is taken as given
+	// (Primaries: 2, Replicas: 0 is 2x0); only with Primaries unset does 0 mean DefaultReplicas
+	// (1). NoReplicas (-1) always means none.
+	Replicas int
+	// BasePort: 0 picks free loopback ports; otherwise nodes use BasePort, BasePort+1, ...
+	// Each port p also needs p+10000 free for the cluster bus.
+	BasePort int
+	// NodeTimeout is cluster-node-timeout; default DefaultNodeTimeout (1000 ms).
+	NodeTimeout time.Duration
+	// RedisServer is the path or name of redis-server; default "redis-server" on PATH.
+	RedisServer string
+	// Dir is the parent of the per-cluster temp dir; default os.TempDir().
+	Dir string
+	// ExtraConfig lines are appended to every node's redis.conf.
+	ExtraConfig []string
+	// Logf receives progress messages; nil is silent.
+	Logf func(format string, args ...any)
+	// Detached nodes survive this process (own session, no Pdeathsig); used by `ratelab cluster up`.
+	// Close then leaves them running; Stop ends them.
+	Detached bool
+}
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.Primaries == 0 {
+		o.Primaries = DefaultPrimaries
+		if o.Replicas == 0 {
+			o.Replicas = DefaultReplicas
+		}
+	}
+	if o.Replicas < 0 {
+		o.Replicas = 0
+	}
+	if o.NodeTimeout == 0 {
+		o.NodeTimeout = DefaultNodeTimeout
+	}
+	if o.RedisServer == "" {
+		o.RedisServer = DefaultRedisServer
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Validate reports every problem of o at once, each naming the field, the value and the fix.
+// It accepts zero values (they mean defaults).
+func (o Options) Validate() error {
+	var probs []string
+	if o.Primaries < 0 || o.Primaries > TotalSlots {
+		probs = append(probs, fmt.Sprintf("Primaries = %d: want 1..%d (0 = %d)", o.Primaries, TotalSlots, DefaultPrimaries))
+	}
+	if o.Replicas < NoReplicas || o.Replicas > 16 {
+		probs = append(probs, fmt.Sprintf("Replicas = %d: want 0..16 replicas per primary, or NoReplicas (-1)", o.Replicas))
+	}
+	if o.NodeTimeout < 0 || (o.NodeTimeout > 0 && o.NodeTimeout < time.Millisecond) {
+		probs = append(probs, fmt.Sprintf("NodeTimeout = %v: want >= 1ms (0 = %v)", o.NodeTimeout, DefaultNodeTimeout))
+	}
+	if o.BasePort != 0 {
+		d := o.withDefaults()
+		n := d.Primaries * (1 + d.Replicas)
+		if o.BasePort < 1024 || o.BasePort+n-1+busPortOffset > maxPort {
+			probs = append(probs, fmt.Sprintf("BasePort = %d: want 1024..%d so that %d nodes and their bus ports (+%d) fit, or 0 for free ports",
+				o.BasePort, maxPort-busPortOffset-n+1, n, busPortOffset))
+		}
+	}
+	for i, line := range o.ExtraConfig {
+		if strings.ContainsAny(line, "\r\n") {
+			probs = append(probs, fmt.Sprintf("ExtraConfig[%d] = %q: one redis.conf directive per entry, without newlines", i, line))
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cluster: invalid Options: %s", strings.Join(probs, "; "))
+}
+
+// nodeCount is the total number of nodes of a defaulted Options.
+func (o Options) nodeCount() int { return o.Primaries * (1 + o.Replicas) }
