@@ -46,8 +46,9 @@ type driver struct {
 	inflight atomic.Int64
 	// Per second of the schedule. The dispatcher writes offered/sent/dropped; workers decrement pending.
 	offered, sent, dropped, behind, pending []atomic.Int64
-	dispatchSec                             atomic.Int64 // every second before it is fully dispatched
-	finalized                               atomic.Int64 // last second written out
+	withdrawn                               []atomic.Int64 // provisional false denies taken back, by second
+	dispatchSec                             atomic.Int64   // every second before it is fully dispatched
+	finalized                               atomic.Int64   // last second written out
 	lag                                     *results.Histogram
 	shards                                  []*workerRec
 	keyCounts                               []atomic.Int64
@@ -68,6 +69,7 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenan
 		dropped:   make([]atomic.Int64, secs),
 		behind:    make([]atomic.Int64, secs),
 		pending:   make([]atomic.Int64, secs),
+		withdrawn: make([]atomic.Int64, secs),
 		lag:       results.NewHistogram(),
 		shards:    make([]*workerRec, nShards),
 		keyCounts: make([]atomic.Int64, len(tenants)*len(endpoints)),
@@ -209,6 +211,15 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 	flush()
 	d.elapsed.Store(int64(time.Duration(d.seconds) * time.Second))
 	d.dispatchSec.Store(int64(d.seconds))
+}
+
+// withdraw books provisional false denies the envelope took back (see OverspendChecker.Observe)
+// against the second their request started in.
+func (d *driver) withdraw(atMs, n int64) {
+	sec := int((atMs - d.base.UnixMilli()) / 1000)
+	if sec >= 0 && sec < len(d.withdrawn) {
+		d.withdrawn[sec].Add(n)
+	}
 }
 
 // chunk returns an empty job slice, reused from workers when one is free.

@@ -126,6 +126,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	tenants := tenantNames(spec.Tenants.Count)
 	checker := NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
 	d := newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	// A decision that succeeded ran within its timeout of its start, so two requests that
+	// reached Redis in another order than the envelope sees them started less than a timeout
+	// apart: that bounds how long a contested denial must stay open.
+	checker.SetReorderWindow(max(2*time.Duration(spec.Limiter.Timeout), DefaultReorderWindowMs*time.Millisecond).Milliseconds(), d.withdraw)
 
 	tsFile, err := os.Create(filepath.Join(dir, results.TimeseriesFile))
 	if err != nil {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"ratelab/limiter"
@@ -37,6 +38,8 @@ type OverspendTotals struct {
 	OverspendRequests int64
 	// FalseDenies counts denied requests the exact bucket could have paid for.
 	FalseDenies int64
+	// Withdrawn counts provisional false denies taken back as reordering (see Observe).
+	Withdrawn int64
 	// Unknown counts decisions whose outcome the caller never learnt (a client-side timeout:
 	// the script may or may not have run). See ObserveUnknown.
 	Unknown int64
@@ -62,13 +65,12 @@ const (
 	overspendChunk      = 256 // policies per table chunk
 )
 
-// overspendShard is one lock and the counters of the keys it guards: 8 + 5*8 + 16*8 = 176 bytes,
-// padded to 192 (three cache lines) so neighbouring shards' counters do not false-share.
+// overspendShard is one lock and the counters of the keys it guards: 8 + 7*8 + 16*8 = 192 bytes,
+// three cache lines, so neighbouring shards' counters do not false-share.
 type overspendShard struct {
-	mu                                                        sync.Mutex
-	allowed, denied, overRequests, falseDenies, over, unknown int64
-	byCause                                                   [overspendCauseSlots]int64
-	_                                                         [8]byte
+	mu                                                                   sync.Mutex
+	allowed, denied, overRequests, falseDenies, over, unknown, withdrawn int64
+	byCause                                                              [overspendCauseSlots]int64
 }
 
 // OverspendChecker is the overspend envelope: for each key a virtual exact token bucket, started
@@ -79,8 +81,8 @@ type overspendShard struct {
 // overspend and zero false denies. Reordering between the limiter and Observe (requests in
 // flight together) is the only source of a residue.
 //
-// Memory: 26 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
-// (see ObserveUnknown) and a 2-byte policy class — plus ~80 KB fixed (256 padded lock shards, the
+// Memory: 42 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
+// (see ObserveUnknown), 16 bytes of provisional false denies and a 2-byte policy class — plus ~80 KB fixed (256 padded lock shards, the
 // policy table and its index). The policy func is called once per
 // key, at its first observation; distinct policies are deduplicated into a table of up to 65534
 // classes (a key beyond that calls the func on every observation instead). A policy is therefore
@@ -92,8 +94,14 @@ type OverspendChecker struct {
 	policy func(key int) limiter.BucketPolicy
 	states []limiter.BucketState // per key; LastMs == 0: not observed yet (bucket full)
 	credit []float64             // per key; tokens debited for unknown outcomes, refundable
+	pend   []pendingDenies       // per key; false denies not yet confirmed (see Observe)
 	class  []uint16              // per key; see overspendMaxClasses
-	shards [overspendShardCount]overspendShard
+
+	// window is how far (ms, on the requests' clock) a contested denial stays open; see Observe.
+	window int64
+	// onCancel, if set, hears of provisional false denies withdrawn (at the denied request's ms).
+	onCancel func(atMs int64, n int64)
+	shards   [overspendShardCount]overspendShard
 
 	// The policy table. Entry i lives at chunks[i/256][i%256]. It grows under polMu; an entry is
 	// written before any key's class points at it, and that class is read under the key's shard
@@ -121,9 +129,32 @@ func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *O
 		policy: policy,
 		states: make([]limiter.BucketState, keys),
 		credit: make([]float64, keys),
+		pend:   make([]pendingDenies, keys),
 		class:  make([]uint16, keys),
+		window: DefaultReorderWindowMs,
 		polIdx: make(map[limiter.BucketPolicy]uint16),
 	}
+}
+
+// DefaultReorderWindowMs is how long a contested denial stays open by default: longer than any
+// request can be in flight with the default decision timeout.
+const DefaultReorderWindowMs = 200
+
+// pendingDenies are a key's provisional false denies: denied requests the envelope had tokens for
+// that an allowed request in flight at the same time may still explain. 16 bytes.
+type pendingDenies struct {
+	atMs  int64 // the requests' time of the first one
+	count int32
+	cost  int32
+}
+
+// SetReorderWindow sets how long (ms, on the requests' clock) a denial the envelope disagrees with
+// stays provisional; set it to at least the longest time a decision can be in flight (the
+// limiter's timeout). onCancel, if not nil, is told of provisional false denies withdrawn, with
+// the time of the denied request. Call before the first Observe.
+func (c *OverspendChecker) SetReorderWindow(ms int64, onCancel func(atMs int64, n int64)) {
+	c.window = max(ms, 0)
+	c.onCancel = onCancel
 }
 
 // Keys is the number of keys the checker was sized for.
@@ -135,8 +166,17 @@ func (c *OverspendChecker) Keys() int { return len(c.states) }
 //
 //	allowed, tokens >= cost  -> Conforming, tokens -= cost
 //	allowed, tokens <  cost  -> Overspend  (counted with its cost and src; not debited)
-//	denied,  tokens >= cost  -> FalseDeny  (not debited)
+//	denied,  tokens >= cost  -> FalseDeny  (not debited; provisional, see below)
 //	denied,  tokens <  cost  -> Denied
+//
+// Concurrent requests on one key may reach the limiter in another order than they reach Observe:
+// the limiter gives the last token to B and denies A, Observe sees A first and calls its denial
+// false. So a false deny stays provisional for the reorder window (SetReorderWindow): tokens it
+// could have had are reserved for it, and if an allowed request debits the envelope below what
+// the provisional denials reserve, that request is the one that took their tokens in the limiter,
+// and as many of them as it explains are withdrawn. A limiter that denies wrongly leaves the
+// envelope's tokens unspent, so its false denies are not withdrawn. Withdrawn ones are not in
+// Totals; onCancel hears of them.
 //
 // Observe panics on a key outside [0, Keys()) or a negative cost. It allocates nothing except at a
 // key's first observation when its policy is new to the table.
@@ -148,6 +188,10 @@ func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed boo
 	sh.mu.Lock()
 	st := c.refill(key, nowMs)
 	need := float64(cost) // exact: costs are far below 2^53
+	pd := &c.pend[key]
+	if pd.count > 0 && st.LastMs-pd.atMs > c.window {
+		*pd = pendingDenies{} // past the window: they stay counted
+	}
 	if allowed && st.Tokens < need && c.credit[key] > 0 {
 		// The limiter had tokens the envelope lacks: an unknown outcome debited here did not
 		// happen in the limiter after all. Give its tokens back before judging.
@@ -161,15 +205,23 @@ func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed boo
 		st.Tokens -= need
 		sh.allowed++
 		v = Conforming
+		if pd.count > 0 && st.Tokens < float64(pd.cost) {
+			c.withdraw(sh, pd, float64(pd.cost)-st.Tokens)
+		}
 	case allowed:
 		sh.allowed++
 		sh.overRequests++
 		sh.over += cost
 		sh.byCause[min(int(src), overspendCauseSlots-1)]++
 		v = Overspend
-	case st.Tokens >= need:
+	case st.Tokens >= need+float64(pd.cost):
 		sh.denied++
 		sh.falseDenies++
+		if pd.count == 0 {
+			pd.atMs = st.LastMs
+		}
+		pd.count++
+		pd.cost += int32(min(cost, 1<<30))
 		v = FalseDeny
 	default:
 		sh.denied++
@@ -178,6 +230,23 @@ func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed boo
 	c.states[key] = st
 	sh.mu.Unlock()
 	return v
+}
+
+// withdraw takes back provisional false denies worth at least short tokens (they were denied
+// because an allowed request took those tokens first). The caller holds the key's shard lock.
+func (c *OverspendChecker) withdraw(sh *overspendShard, pd *pendingDenies, short float64) {
+	avg := float64(pd.cost) / float64(pd.count)
+	n := min(int32(math.Ceil(short/avg)), pd.count)
+	sh.falseDenies -= int64(n)
+	sh.withdrawn += int64(n)
+	if c.onCancel != nil {
+		c.onCancel(pd.atMs, int64(n))
+	}
+	pd.count -= n
+	pd.cost -= int32(math.Round(float64(n) * avg))
+	if pd.count == 0 || pd.cost <= 0 {
+		*pd = pendingDenies{}
+	}
 }
 
 // ObserveUnknown records a decision whose outcome the caller never learnt — typically a
@@ -273,6 +342,7 @@ func (c *OverspendChecker) Totals() OverspendTotals {
 		t.FalseDenies += sh.falseDenies
 		t.OverspendTokens += sh.over
 		t.Unknown += sh.unknown
+		t.Withdrawn += sh.withdrawn
 		for j, n := range sh.byCause {
 			byCause[j] += n
 		}

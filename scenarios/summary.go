@@ -34,7 +34,9 @@ func (d *driver) interval(sec int, s *secStats) results.Interval {
 		Conn:         s.errs[limiter.KindConn],
 		Other:        s.errs[limiter.KindOther],
 		Overspend:    s.overspend,
-		FalseDenies:  s.falseDenies,
+		// Provisional false denies withdrawn as reordering so far; later withdrawals are only
+		// in the summary.
+		FalseDenies: max(0, s.falseDenies-d.withdrawn[sec].Load()),
 	}
 	if d.redirects != nil {
 		// The node hooks saw every MOVED/ASK/NOSCRIPT reply: the ones go-redis followed or the
