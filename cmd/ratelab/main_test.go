@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,14 +82,32 @@ func alive(pid int) bool {
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
+// syncBuffer is a bytes.Buffer safe to read while a child process writes into it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // startRun starts `ratelab run smoke` and waits until its 6 redis-server nodes are up and the
 // schedule is running. It returns the command, the nodes' pids and the run directory.
-func startRun(t *testing.T, duration string) (*exec.Cmd, *bytes.Buffer, []int, string) {
+func startRun(t *testing.T, duration string) (*exec.Cmd, *syncBuffer, []int, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(binary, "run", "smoke", "--duration", duration, "--out", out, "-q")
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
+	buf := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +117,7 @@ func startRun(t *testing.T, duration string) (*exec.Cmd, *bytes.Buffer, []int, s
 	for time.Now().Before(deadline) {
 		pids = redisChildren(t, cmd.Process.Pid)
 		if len(pids) == 6 && strings.Contains(buf.String(), "running smoke") {
-			return cmd, &buf, pids, out
+			return cmd, buf, pids, out
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
