@@ -121,7 +121,7 @@ func checkSelfContained(t *testing.T, html string) {
 		t.Errorf("report.html inlines %d SVGs, want 5", n)
 	}
 	for _, want := range []string{"name: hot-tenant &lt;demo&gt;", "<title>ratelab report: hot-tenant &lt;demo&gt;</title>",
-		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Generator-limited.</strong>"} {
+		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Offered rate not reached.</strong>"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
