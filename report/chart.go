@@ -144,9 +144,11 @@ func percentileTicks(max float64) plot.ConstantTicks {
 }
 
 // Legend column: the legend is drawn beside the data, not over it (gonum/plot's own legend sits
-// inside the data area and hides the lines under it).
+// inside the data area and hides the lines under it). The column holds the widest series name,
+// "CLUSTERDOWN": a 20 pt thumbnail and about 94 pt of 12 pt text (TestLegendFits).
 const (
-	legendWidth = 1.5 * vg.Inch
+	legendWidth = 1.75 * vg.Inch
+	legendLeft  = 8  // points between the data area and the legend
 	legendTop   = 24 // points below the top edge, clear of the title
 )
 
@@ -165,7 +167,7 @@ func render(p *plot.Plot, format string) ([]byte, error) {
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
 	p.Legend = legend
 	legend.Top, legend.Left = true, true
-	legend.Draw(draw.Crop(dc, chartWidth-legendWidth+vg.Points(8), 0, 0, -vg.Points(legendTop)))
+	legend.Draw(draw.Crop(dc, chartWidth-legendWidth+vg.Points(legendLeft), 0, 0, -vg.Points(legendTop)))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err

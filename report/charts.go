@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,10 +22,14 @@ const (
 
 const timeLabel = "time since start (s)"
 
+// faultCaption is appended to the caption of every per-second chart of a run with faults.
+const faultCaption = " Dash-dot vertical lines mark injected faults (labelled with their kind); " +
+	"the shading runs from injection to recovery, when the run saw one."
+
 // latencyChart plots p50, p99 and p99.9 per second on a log y axis. Seconds with no samples
 // have latency 0; a log axis cannot show 0, so those points are dropped (a gap is honest: the
 // second completed nothing).
-func latencyChart(rows []results.Interval) (*chart, error) {
+func latencyChart(rows []results.Interval, faults []results.Fault) (*chart, error) {
 	title := "Latency per second (ms, log scale)"
 	lo, hi := math.Inf(1), math.Inf(-1)
 	series := []struct {
@@ -48,6 +53,7 @@ func latencyChart(rows []results.Interval) (*chart, error) {
 		title += noData
 	}
 	p := newPlot(title, timeLabel, "latency (ms)")
+	p.Add(faultBands(faults))
 	for i, s := range series {
 		if err := addSeries(p, s.name, xys[i]); err != nil {
 			return nil, err
@@ -55,18 +61,20 @@ func latencyChart(rows []results.Interval) (*chart, error) {
 	}
 	setTimeAxis(p, rows)
 	setLogY(p, lo, hi)
+	addFaultMarkers(p, faults)
 	return &chart{name: LatencyChart, caption: "Latency percentiles per second, measured from each " +
 		"request's intended start (ms, log scale).", plot: p}, nil
 }
 
 // throughputChart plots what was offered, sent, allowed, denied and dropped in each second.
 // Rows are one second long, so a count per row is a rate in requests per second.
-func throughputChart(rows []results.Interval) (*chart, error) {
+func throughputChart(rows []results.Interval, faults []results.Fault) (*chart, error) {
 	title := "Throughput (requests/s)"
 	if len(rows) == 0 {
 		title += noData
 	}
 	p := newPlot(title, timeLabel, "requests/s")
+	p.Add(faultBands(faults))
 	series := []struct {
 		name string
 		get  func(results.Interval) int64
@@ -91,19 +99,18 @@ func throughputChart(rows []results.Interval) (*chart, error) {
 	if len(rows) == 0 {
 		p.Y.Max = 1
 	}
+	addFaultMarkers(p, faults)
 	return &chart{name: ThroughputChart, caption: "Requests per second: offered by the pacer, sent by " +
 		"the generator, and the decisions' outcomes; dropped = not sent because max_inflight was reached.",
 		plot: p}, nil
 }
 
-// redirectsChart plots, per second, the redirects the cluster answered (MOVED, ASK) and the
-// store errors by kind. Kinds that stayed at 0 for the whole run are left out, so the legend
-// lists only what happened.
-func redirectsChart(rows []results.Interval) (*chart, error) {
-	series := []struct {
-		name string
-		get  func(results.Interval) int64
-	}{
+// redirectsChart stacks, per second, the redirects the cluster answered (MOVED, ASK) and the
+// store errors by kind, so the top of the stack is the second's total and each kind keeps its own
+// band. Kinds that stayed at 0 for the whole run are left out, so the legend lists only what
+// happened; the legend reads top of the stack first, like the picture.
+func redirectsChart(rows []results.Interval, faults []results.Fault) (*chart, error) {
+	kinds := []stackLayer{
 		{seriesMoved, func(r results.Interval) int64 { return r.Moved }},
 		{seriesAsk, func(r results.Interval) int64 { return r.Ask }},
 		{seriesTryAgain, func(r results.Interval) int64 { return r.TryAgain }},
@@ -111,46 +118,52 @@ func redirectsChart(rows []results.Interval) (*chart, error) {
 		{seriesNoScript, func(r results.Interval) int64 { return r.NoScript }},
 		{seriesTimeout, func(r results.Interval) int64 { return r.Timeout }},
 		{seriesConn, func(r results.Interval) int64 { return r.Conn }},
+		{seriesOther, func(r results.Interval) int64 { return r.Other }},
 	}
-	p := newPlot("Redirects and errors (per second)", timeLabel, "count/s")
-	var top int64
-	for _, s := range series {
-		xys := make(plotter.XYs, len(rows))
-		var peak int64
-		for i, r := range rows {
-			v := s.get(r)
-			xys[i] = plotter.XY{X: r.TS, Y: float64(v)}
-			peak = max(peak, v)
+	kinds = slices.DeleteFunc(kinds, func(l stackLayer) bool {
+		return !slices.ContainsFunc(rows, func(r results.Interval) bool { return l.get(r) != 0 })
+	})
+	rings, peak := stackRings(rows, kinds)
+	p := newPlot("Redirects and errors (stacked, per second)", timeLabel, "count/s")
+	p.Add(faultBands(faults))
+	bands := make([]*plotter.Polygon, len(kinds))
+	for k, l := range kinds {
+		poly, err := plotter.NewPolygon(rings[k])
+		if err != nil {
+			return nil, fmt.Errorf("series %s: %w", l.name, err)
 		}
-		if peak == 0 {
-			continue
-		}
-		top = max(top, peak)
-		if err := addSeries(p, s.name, xys); err != nil {
-			return nil, err
-		}
+		poly.Color = palette[l.name]
+		poly.LineStyle.Width = 0 // fill only: an outline would paint over the band below
+		p.Add(poly)
+		bands[k] = poly
+	}
+	for k := len(kinds) - 1; k >= 0; k-- {
+		p.Legend.Add(kinds[k].name, bands[k])
 	}
 	switch {
 	case len(rows) == 0:
 		p.Title.Text += noData
-	case top == 0:
+	case peak == 0:
 		p.Title.Text += " (none)"
 	}
 	setTimeAxis(p, rows)
-	p.Y.Min, p.Y.Max = 0, math.Max(1, float64(top)*1.05)
+	p.Y.Min, p.Y.Max = 0, math.Max(1, float64(peak)*1.05)
+	addFaultMarkers(p, faults)
 	return &chart{name: RedirectsChart, caption: "MOVED and ASK redirects (counted on the per-node " +
-		"clients) and store errors by kind, per second. Kinds that stayed at 0 are left out.", plot: p}, nil
+		"clients, also when the decision then succeeded) and store errors by kind, stacked per second: " +
+		"the top of the stack is the second's total. Kinds that stayed at 0 are left out.", plot: p}, nil
 }
 
 // overspendChart plots the cumulative number of overspend requests: the count at x is every
 // overspend request up to the end of second x. A horizontal line shows the theoretical bound
 // (in tokens, which equals requests when every request costs 1 token) when the run has one.
-func overspendChart(rows []results.Interval, boundTokens float64) (*chart, error) {
+func overspendChart(rows []results.Interval, boundTokens float64, faults []results.Fault) (*chart, error) {
 	title := "Cumulative overspend (requests beyond the envelope)"
 	if len(rows) == 0 {
 		title += noData
 	}
 	p := newPlot(title, timeLabel, "overspend (requests)")
+	p.Add(faultBands(faults))
 	var xys plotter.XYs
 	if len(rows) > 0 {
 		xys = append(xys, plotter.XY{X: rows[0].TS, Y: 0})
@@ -177,6 +190,7 @@ func overspendChart(rows []results.Interval, boundTokens float64) (*chart, error
 		p.Title.Text += ", bound " + fmtFloat(boundTokens) + " tokens"
 		p.Y.Max = math.Max(p.Y.Max, boundTokens*1.1)
 	}
+	addFaultMarkers(p, faults)
 	return &chart{name: OverspendChart, caption: "Cumulative overspend: allowed requests the exact " +
 		"token bucket had no tokens for. The dashed line is the theoretical bound, when one applies.",
 		plot: p}, nil

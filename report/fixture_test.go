@@ -20,6 +20,16 @@ type fixture struct {
 	noYAML   bool // leave out scenario.yaml
 	limited  bool // the generator could not keep up
 	truncate int  // cut this many bytes off the end of timeseries.csv
+	// faults go into summary.json as they are. Rows at or after a fault's AtS, up to its
+	// RecoveredS (or for 2 s when it has none), get the errors a failover causes.
+	faults []results.Fault
+}
+
+// twoFaults are the golden run's faults: a primary killed at 8 s (detected, then recovered by a
+// failover) and a script flush 0.6 s later, close enough that their labels must be staggered.
+var twoFaults = []results.Fault{
+	{AtS: 8, Kind: "kill-primary", Target: "127.0.0.1:7001", DetectedS: 9.1, RecoveredS: 10.4},
+	{AtS: 8.6, Kind: "script-flush", Target: "127.0.0.1:7002", DetectedS: 8.7},
 }
 
 const fixtureYAML = `name: hot-tenant <demo>
@@ -64,6 +74,7 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 				P50Ms: sec.QuantileMs(50), P99Ms: sec.QuantileMs(99), P999Ms: sec.QuantileMs(99.9),
 				Overspend: rng.Int64N(3), CentralOps: int64(n), MaxMs: sec.MaxMs(),
 			}
+			f.faultErrors(&iv)
 		}
 		if err := w.Write(iv); err != nil {
 			t.Fatal(err)
@@ -76,6 +87,11 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 		s.Outcomes.Errors += iv.Errors
 		s.Errors.Timeout += iv.Timeout
 		s.Errors.Moved += iv.Moved
+		s.Errors.Ask += iv.Ask
+		s.Errors.TryAgain += iv.TryAgain
+		s.Errors.ClusterDown += iv.ClusterDown
+		s.Errors.NoScript += iv.NoScript
+		s.Errors.Conn += iv.Conn
 		s.Overspend.Requests += iv.Overspend
 		s.Central.Ops += iv.CentralOps
 	}
@@ -99,7 +115,8 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 	s.Central.OpsPerS = float64(s.Central.Ops) / d
 	s.HotKeys = []results.HotKey{{Key: "rl:{t1}:search|v2", Share: 0.31, Node: "127.0.0.1:7001"},
 		{Key: "rl:{t7}:*", Share: 0.12, Node: "127.0.0.1:7002"}}
-	s.Faults = []results.Fault{{AtS: 10, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 11.2}}
+	s.Overspend.UnknownOutcomes = 7
+	s.Faults = f.faults
 	s.SLO = results.SLO{Pass: false, Checks: []results.Check{
 		{Name: "p99_ms <=", Limit: 5, Value: s.LatencyMs.P99, Pass: s.LatencyMs.P99 <= 5},
 		{Name: "overspend.ratio <=", Limit: 0.001, Value: s.Overspend.Ratio, Pass: false},
@@ -127,4 +144,30 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 		}
 	}
 	return s
+}
+
+// faultErrors adds to the row what a fault in progress causes: while a primary is down its slots
+// answer CLUSTERDOWN and connections fail; after the failover clients follow MOVED to the new
+// primary, which answers NOSCRIPT once per script; a resharding-like ASK and TRYAGAIN trickle.
+// The counts are fixed (no random draws), so adding faults leaves the rest of the fixture as is.
+func (f fixture) faultErrors(iv *results.Interval) {
+	for _, ft := range f.faults {
+		until := ft.RecoveredS
+		if until <= ft.AtS {
+			until = ft.AtS + 2
+		}
+		if iv.TS+1 <= ft.AtS || iv.TS >= until {
+			continue
+		}
+		iv.ClusterDown += 12
+		iv.Conn += 4
+		iv.Ask += 2
+		iv.TryAgain++
+		iv.Errors += 16 // the CLUSTERDOWN and conn failures are failed decisions
+		iv.Denied -= 16
+		if iv.TS+1 >= until { // the second the failover completes
+			iv.Moved += 25
+			iv.NoScript += 3
+		}
+	}
 }

@@ -72,10 +72,28 @@ func fmtFloat(v float64) string {
 
 // fmtSeconds formats a duration given in seconds to the millisecond, trailing zeros trimmed:
 // 60.5 -> "60.5 s".
-func fmtSeconds(v float64) string {
+func fmtSeconds(v float64) string { return fmtSec(v) + " s" }
+
+// fmtSec formats seconds to the millisecond without the unit, for table columns whose header
+// names it: 9.1 -> "9.1", 10 -> "10".
+func fmtSec(v float64) string {
 	s := strconv.FormatFloat(v, 'f', 3, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + " s"
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// fmtSecOrDash is fmtSec, or an em dash for 0: the summary's "not observed" for a fault's
+// detection and recovery times.
+func fmtSecOrDash(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmtSec(v)
 }
 
 // fmtTime formats the run's start in UTC, to the second.

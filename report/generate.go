@@ -47,7 +47,8 @@ var (
 // Generate reads the run in dir (summary.json, timeseries.csv, and scenario.yaml and
 // latency.hdr.json when present) and writes into dir the charts latency, throughput, redirects and
 // overspend (and latency_hdr when the histogram exists), each as .png and .svg, then report.html and
-// report.md. It fails only when summary.json cannot be read or an output cannot be written; a
+// report.md. The per-second charts mark each fault of summary.json: a labelled vertical line at its
+// injection and a shaded span to its recovery. It fails only when summary.json cannot be read or an output cannot be written; a
 // truncated or missing timeseries, or an unreadable histogram, becomes a warning in the report.
 // Every output is written atomically (temporary file and rename).
 func Generate(dir string) error { return generate(dir, chartFormats) }
@@ -90,18 +91,27 @@ func generate(dir string, formats []string) error {
 
 // buildCharts builds the report's figures in display order.
 func buildCharts(r *run) ([]*chart, error) {
-	builders := []func() (*chart, error){
-		func() (*chart, error) { return latencyChart(r.rows) },
-		func() (*chart, error) { return throughputChart(r.rows) },
-		func() (*chart, error) { return redirectsChart(r.rows) },
-		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.BoundTokens) },
+	faults := r.summary.Faults
+	// The per-second charts share the time axis and carry the fault markers.
+	perSecond := []func() (*chart, error){
+		func() (*chart, error) { return latencyChart(r.rows, faults) },
+		func() (*chart, error) { return throughputChart(r.rows, faults) },
+		func() (*chart, error) { return redirectsChart(r.rows, faults) },
+		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.BoundTokens, faults) },
+	}
+	charts := make([]*chart, 0, len(perSecond)+1)
+	for _, b := range perSecond {
+		c, err := b()
+		if err != nil {
+			return nil, err
+		}
+		if len(faults) > 0 {
+			c.caption += faultCaption
+		}
+		charts = append(charts, c)
 	}
 	if r.hist != nil {
-		builders = append(builders, func() (*chart, error) { return hdrChart(r.hist) })
-	}
-	charts := make([]*chart, 0, len(builders))
-	for _, b := range builders {
-		c, err := b()
+		c, err := hdrChart(r.hist)
 		if err != nil {
 			return nil, err
 		}

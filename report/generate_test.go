@@ -42,7 +42,7 @@ func read(t *testing.T, dir, name string) []byte {
 // golden files, every chart file, and that report.html is self-contained.
 func TestGenerate(t *testing.T) {
 	t.Parallel()
-	dir := generateFixture(t, fixture{seed: 1, rows: 20, limited: true})
+	dir := generateFixture(t, fixture{seed: 1, rows: 20, limited: true, faults: twoFaults})
 	t.Run("golden", func(t *testing.T) {
 		t.Parallel()
 		for _, name := range []string{MarkdownFile, HTMLFile} {
@@ -72,18 +72,21 @@ func TestGenerate(t *testing.T) {
 	})
 }
 
-// checkCharts checks every chart file: the SVG is well-formed XML naming its series, the PNG
-// decodes at the chart size.
+// checkCharts checks every chart file: the SVG is well-formed XML naming its series and, on the
+// per-second charts, the faults of twoFaults; the PNG decodes at the chart size.
 func checkCharts(t *testing.T, dir string) {
+	faults := []string{"kill-primary", "script-flush", seriesFault, seriesRecovery}
 	tests := []struct {
 		name   string
 		series []string
+		absent []string
 	}{
-		{LatencyChart, []string{seriesP50, seriesP99, seriesP999, "latency (ms)", "time since start (s)"}},
-		{ThroughputChart, []string{seriesOffered, seriesSent, seriesAllowed, seriesDenied, seriesDropped, "requests/s"}},
-		{RedirectsChart, []string{seriesMoved, seriesTimeout, "count/s"}},
-		{OverspendChart, []string{seriesOverspend, seriesBound, "bound 40 tokens", "overspend (requests)"}},
-		{HDRChart, []string{seriesLatency, "99.9%", "percentile"}},
+		{LatencyChart, append([]string{seriesP50, seriesP99, seriesP999, "latency (ms)", "time since start (s)"}, faults...), nil},
+		{ThroughputChart, append([]string{seriesOffered, seriesSent, seriesAllowed, seriesDenied, seriesDropped, "requests/s"}, faults...), nil},
+		{RedirectsChart, append([]string{seriesMoved, seriesAsk, seriesTryAgain, seriesClusterDown, seriesNoScript,
+			seriesTimeout, seriesConn, "count/s", "stacked"}, faults...), []string{seriesOther}},
+		{OverspendChart, append([]string{seriesOverspend, seriesBound, "bound 40 tokens", "overspend (requests)"}, faults...), nil},
+		{HDRChart, []string{seriesLatency, "99.9%", "percentile"}, faults},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +96,11 @@ func checkCharts(t *testing.T, dir string) {
 			for _, s := range tt.series {
 				if !strings.Contains(text, s) {
 					t.Errorf("%s.svg has no text %q; its text is %q", tt.name, s, text)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(text, s) {
+					t.Errorf("%s.svg has text %q; its text is %q", tt.name, s, text)
 				}
 			}
 			img, err := png.Decode(bytes.NewReader(read(t, dir, tt.name+".png")))
@@ -121,7 +129,12 @@ func checkSelfContained(t *testing.T, html string) {
 		t.Errorf("report.html inlines %d SVGs, want 5", n)
 	}
 	for _, want := range []string{"name: hot-tenant &lt;demo&gt;", "<title>ratelab report: hot-tenant &lt;demo&gt;</title>",
-		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Offered rate not reached.</strong>"} {
+		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Offered rate not reached.</strong>",
+		"<h2>Faults</h2>", "<td>unknown outcomes (client timeouts)</td><td class=\"num\">7</td>",
+		`<td class="num">8</td><td>kill-primary</td><td>127.0.0.1:7001</td><td class="num">9.1</td><td class="num">10.4</td>` +
+			`<td>detected after 1.1 s, recovered 2.4 s after injection; in 8–11 s: 102 failed decisions, `,
+		`<td class="num">8.6</td><td>script-flush</td><td>127.0.0.1:7002</td><td class="num">8.7</td><td class="num">—</td>` +
+			`<td>detected after 0.1 s, no recovery seen before the run ended; in 8–20 s: `} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -173,6 +186,8 @@ func TestGenerateEdgeCases(t *testing.T) {
 		notHTML   []string // not in report.html
 		wantFiles []string
 		noFiles   []string
+		svgText   map[string][]string // chart name -> text its SVG must have
+		svgLacks  map[string][]string // chart name -> text its SVG must not have
 	}{
 		{name: "empty run", have: fixture{seed: 3, rows: 0},
 			want:      []string{"**No data:**", "No data: the charts are empty."},
@@ -183,13 +198,26 @@ func TestGenerateEdgeCases(t *testing.T) {
 			wantFiles: []string{"latency.svg", "throughput.svg", "overspend.svg", "latency_hdr.svg"}},
 		{name: "all zeros", have: fixture{seed: 5, rows: 10, zeros: true},
 			wantHTML: []string{"Latency per second (ms, log scale) (no data)", "Latency by percentile (ms) (no data)",
-				"Redirects and errors (per second) (none)"}},
+				"Redirects and errors (stacked, per second) (none)"}},
 		{name: "truncated timeseries", have: fixture{seed: 6, rows: 10, truncate: 5},
 			want: []string{"timeseries.csv: timeseries line 11 column ", "no end of line", "the report shows the 9 rows"}},
 		{name: "missing timeseries", have: fixture{seed: 7, rows: 5}, remove: results.TimeseriesFile,
 			want: []string{"timeseries.csv: missing", "**No data:**"}},
 		{name: "no histogram, no scenario", have: fixture{seed: 8, rows: 5, noHist: true, noYAML: true},
 			wantHTML: []string{"No scenario.yaml in the run directory."}, noFiles: []string{"latency_hdr.svg"}},
+		{name: "fault at t=0 and beyond the last row", have: fixture{seed: 10, rows: 5, faults: []results.Fault{
+			{AtS: 0, Kind: "pause", Target: "127.0.0.1:7001", RecoveredS: 1.5},
+			{AtS: 60, Kind: "restart", Target: "127.0.0.1:7003", DetectedS: 61}}},
+			want: []string{"| 0 | pause | 127.0.0.1:7001 | — | 1.5 | recovered 1.5 s after injection; in 0–2 s: ",
+				"| 60 | restart | 127.0.0.1:7003 | 61 | — | injected outside the recorded 0–5 s, so not on the charts; " +
+					"detected after 1 s, no recovery seen before the run ended |"},
+			svgText: map[string][]string{LatencyChart: {"pause", seriesRecovery}, ThroughputChart: {"pause"},
+				RedirectsChart: {"pause"}, OverspendChart: {"pause"}},
+			svgLacks: map[string][]string{LatencyChart: {"restart"}, ThroughputChart: {"restart"},
+				RedirectsChart: {"restart"}, OverspendChart: {"restart"}}},
+		{name: "faults in an empty run", have: fixture{seed: 12, rows: 0, faults: twoFaults},
+			want:     []string{"| 8 | kill-primary |", "| 8.6 | script-flush |", "**No data:**"},
+			svgLacks: map[string][]string{LatencyChart: {"kill-primary", seriesFault}, RedirectsChart: {"script-flush"}}},
 		{name: "corrupt histogram", have: fixture{seed: 9, rows: 5}, remove: "corrupt:" + results.HistogramFile,
 			want: []string{"latency.hdr.json: read histogram: not a JSON object"}, noFiles: []string{"latency_hdr.svg"}},
 	}
@@ -231,6 +259,22 @@ func TestGenerateEdgeCases(t *testing.T) {
 					t.Errorf("missing output: %v", err)
 				}
 			}
+			for chart, texts := range tt.svgText {
+				text := svgText(t, read(t, dir, chart+".svg"))
+				for _, w := range texts {
+					if !strings.Contains(text, w) {
+						t.Errorf("%s.svg has no text %q", chart, w)
+					}
+				}
+			}
+			for chart, texts := range tt.svgLacks {
+				text := svgText(t, read(t, dir, chart+".svg"))
+				for _, w := range texts {
+					if strings.Contains(text, w) {
+						t.Errorf("%s.svg has text %q", chart, w)
+					}
+				}
+			}
 			for _, f := range tt.noFiles {
 				if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("%s exists, want none", f)
@@ -269,10 +313,11 @@ func TestGenerateNeedsSummary(t *testing.T) {
 	}
 }
 
-// BenchmarkGenerate measures a full report of a 10-minute run (600 rows, 5 charts as PNG and SVG).
+// BenchmarkGenerate measures a full report of a 10-minute run (600 rows, 5 charts as PNG and SVG,
+// two faults marked).
 func BenchmarkGenerate(b *testing.B) {
 	dir := b.TempDir()
-	fixture{seed: 11, rows: 600}.write(b, dir)
+	fixture{seed: 11, rows: 600, faults: twoFaults}.write(b, dir)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := Generate(dir); err != nil {

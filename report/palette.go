@@ -28,6 +28,11 @@ const (
 	seriesNoScript    = "NOSCRIPT"
 	seriesTimeout     = "timeout"
 	seriesConn        = "conn"
+	seriesOther       = "other"
+
+	// Fault markers: the legend entries of the injection line and of the shaded span to recovery.
+	seriesFault    = "fault"
+	seriesRecovery = "until recovered"
 )
 
 // palette gives every series one colour, the same in every chart (Tableau 10 hues, which stay
@@ -52,13 +57,25 @@ var palette = map[string]color.RGBA{
 	seriesNoScript:    {R: 0xe6, G: 0xab, B: 0x02, A: 0xff}, // mustard
 	seriesTimeout:     {R: 0x66, G: 0xa6, B: 0x1e, A: 0xff}, // olive green
 	seriesConn:        {R: 0xa6, G: 0x76, B: 0x1d, A: 0xff}, // ochre
+	seriesOther:       {R: 0x66, G: 0x66, B: 0x66, A: 0xff}, // dark grey
+	// Fault markers: a dark olive no series uses, dark enough for label text on white (5.3:1).
+	seriesFault: {R: 0x70, G: 0x70, B: 0x00, A: 0xff},
 }
+
+// faultShade fills the span from a fault's injection to its recovery: the fault colour at 20%
+// opacity, light enough for the data drawn over it to keep its own colours.
+var faultShade = color.NRGBA{R: 0x70, G: 0x70, B: 0x00, A: 0x33}
+
+// labelBackdrop is drawn behind fault labels: white at 80% opacity, so a label stays readable
+// over a line while the line still shows through.
+var labelBackdrop = color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xcc}
 
 // dashes marks the series that are easy to confuse by hue alone.
 var dashes = map[string][]vg.Length{
 	seriesOffered: {vg.Points(6), vg.Points(3)},
 	seriesP999:    {vg.Points(2), vg.Points(2)},
 	seriesBound:   {vg.Points(6), vg.Points(3)},
+	seriesFault:   {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}, // dash-dot
 }
 
 // lineStyle is the style of a series' line.

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"ratelab/results"
@@ -46,6 +47,21 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		row("WARNING", "offered rate not reached: %s", s.Load.Note)
 	} else if s.Load.Note != "" {
 		row("note", "%s", s.Load.Note)
+	}
+	if len(s.SLO.Checks) > 0 {
+		verdict := "PASS"
+		if !s.SLO.Pass {
+			verdict = "FAIL"
+		}
+		var parts []string
+		for _, c := range s.SLO.Checks {
+			mark := "ok"
+			if !c.Pass {
+				mark = "FAILED"
+			}
+			parts = append(parts, fmt.Sprintf("%s %g: %.4g %s", c.Name, c.Limit, c.Value, mark))
+		}
+		row("SLO", "%s (%s)", verdict, strings.Join(parts, "; "))
 	}
 	if reportPath != "" {
 		row("report", "%s", reportPath)

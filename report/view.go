@@ -29,6 +29,8 @@ type view struct {
 	ErrorDetail string
 	// Causes is the overspend split by cause, largest first.
 	Causes []count
+	// Faults are the injected faults in schedule order, formatted, each with its reading.
+	Faults []faultRow
 	// Charts are the figures, in report order.
 	Charts []chartView
 	// Scenario is the resolved scenario YAML, "" when absent.
@@ -67,6 +69,7 @@ func newView(r *run, charts []*chart) *view {
 			{"clusterdown", e.ClusterDown}, {"noscript", e.NoScript}, {"conn", e.Conn}, {"other", e.Other},
 		},
 		ErrorTotal: e.Total(),
+		Faults:     faultRows(s.Faults, r.rows),
 		Scenario:   r.scenario,
 	}
 	var detail []string
