@@ -48,6 +48,20 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 	} else if s.Load.Note != "" {
 		row("note", "%s", s.Load.Note)
 	}
+	for _, f := range s.Faults {
+		rec := "not recovered"
+		if f.RecoveredS > 0 {
+			rec = fmt.Sprintf("recovered %.1f s after", f.RecoveredS-f.AtS)
+		}
+		det := "no errors seen"
+		if f.DetectedS > 0 || f.RecoveredS > 0 {
+			det = fmt.Sprintf("detected at %.0f s", f.DetectedS)
+		}
+		row("fault", "%s at %.1f s on %s: %s, %s", f.Kind, f.AtS, f.Target, det, rec)
+	}
+	if s.Overspend.BoundTokens > 0 {
+		row("bound", "overspend bound %.1f tokens (replication gap at the faults)", s.Overspend.BoundTokens)
+	}
 	if len(s.SLO.Checks) > 0 {
 		verdict := "PASS"
 		if !s.SLO.Pass {
