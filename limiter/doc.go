@@ -11,5 +11,8 @@
 // "rl:{tenant}:endpoint". ClassifyError is the one place that maps Redis and network errors to
 // an ErrorKind. Noop allows everything, for measuring the load generator.
 //
+// FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
+// budget, and Breaker is a per-node circuit breaker it consults.
+//
 // It never starts Redis, never generates load and never writes run outputs.
 package limiter

@@ -52,6 +52,8 @@ type Interval struct {
 	FalseDenies int64
 	// MaxMs is the largest latency in this second, in ms.
 	MaxMs float64
+	// P90Ms is the 90th percentile latency in this second, in ms.
+	P90Ms float64
 }
 
 // column is one CSV column: its header name and a pointer to its field (exactly one of i, f).
@@ -88,6 +90,7 @@ var columns = [...]column{
 	{name: "other", i: func(r *Interval) *int64 { return &r.Other }},
 	{name: "false_denies", i: func(r *Interval) *int64 { return &r.FalseDenies }},
 	{name: "max_ms", f: func(r *Interval) *float64 { return &r.MaxMs }},
+	{name: "p90_ms", f: func(r *Interval) *float64 { return &r.P90Ms }},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have (DESIGN.md).

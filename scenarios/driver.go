@@ -9,6 +9,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
+	"ratelab/scenarios/cluster"
 	"ratelab/workload"
 )
 
@@ -35,8 +36,13 @@ type driver struct {
 	checker   *OverspendChecker
 	tenants   []string
 	endpoints []string
-	redirects *redirects // nil without Redis
-	central   bool       // decisions go to Redis: count them as central ops
+	redirects *redirects   // nil without Redis
+	central   bool         // decisions go to Redis: count them as central ops
+	faults    *faultRunner // nil without faults
+	onStart   func(base time.Time)
+	// reload asks the cluster client to re-read the slot map; nil without Redis. See storeTrouble.
+	reload     func()
+	lastReload atomic.Int64 // ns since base
 
 	seconds int
 	base    time.Time
@@ -46,9 +52,10 @@ type driver struct {
 	inflight atomic.Int64
 	// Per second of the schedule. The dispatcher writes offered/sent/dropped; workers decrement pending.
 	offered, sent, dropped, behind, pending []atomic.Int64
-	withdrawn                               []atomic.Int64 // provisional false denies taken back, by second
-	dispatchSec                             atomic.Int64   // every second before it is fully dispatched
-	finalized                               atomic.Int64   // last second written out
+	withdrawn                               []atomic.Int64                        // provisional false denies taken back, by second
+	storeErrs                               [limiter.NumErrorKinds][]atomic.Int64 // failures a fail policy answered, by kind and second
+	dispatchSec                             atomic.Int64                          // every second before it is fully dispatched
+	finalized                               atomic.Int64                          // last second written out
 	lag                                     *results.Histogram
 	shards                                  []*workerRec
 	keyCounts                               []atomic.Int64
@@ -77,6 +84,9 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenan
 	for i := range d.shards {
 		d.shards[i] = newWorkerRec()
 	}
+	for k := range d.storeErrs {
+		d.storeErrs[k] = make([]atomic.Int64, secs)
+	}
 	d.finalized.Store(-1)
 	return d
 }
@@ -85,6 +95,9 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenan
 // decisions already sent finish, bounded by the limiter's timeout. emit receives every second.
 func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload.Stream, emit func(sec int, s *secStats)) {
 	d.base = time.Now()
+	if d.onStart != nil {
+		d.onStart(d.base)
+	}
 	var workers sync.WaitGroup
 	for i := 0; i < d.spec.Load.Concurrency; i++ {
 		workers.Add(1)
@@ -213,6 +226,51 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 	d.dispatchSec.Store(int64(d.seconds))
 }
 
+// slotTraffic sums the decisions so far per slot (a tenant's keys share its slot).
+func (d *driver) slotTraffic() map[int]int64 {
+	out := map[int]int64{}
+	nEp := len(d.endpoints)
+	for t, name := range d.tenants {
+		var n int64
+		for e := 0; e < nEp; e++ {
+			n += d.keyCounts[t*nEp+e].Load()
+		}
+		if n > 0 {
+			out[cluster.KeySlot(name)] += n
+		}
+	}
+	return out
+}
+
+// reloadEvery bounds how often store errors make the client re-read the slot map.
+const reloadEvery = 100 * time.Millisecond
+
+// storeTrouble reacts to a failed store call as a gateway should: go-redis re-reads the slot map
+// only on MOVED/ASK or every ClusterStateReloadInterval (60 s by default), so after a primary dies
+// it would keep calling the dead node; a timeout, connection error or CLUSTERDOWN asks for a
+// reload instead (at most every reloadEvery).
+func (d *driver) storeTrouble(k limiter.ErrorKind) {
+	if d.reload == nil || (k != limiter.KindTimeout && k != limiter.KindConn && k != limiter.KindClusterDown) {
+		return
+	}
+	now := int64(time.Since(d.base))
+	last := d.lastReload.Load()
+	if now-last < int64(reloadEvery) || !d.lastReload.CompareAndSwap(last, now) {
+		return
+	}
+	d.reload()
+}
+
+// storeFailure counts a store failure that a fail policy answered (the decision itself
+// succeeded as failed-open/closed/local), in the second the decision was made.
+func (d *driver) storeFailure(r limiter.Request, k limiter.ErrorKind) {
+	sec := int(r.Now.Sub(d.base) / time.Second)
+	if sec >= 0 && sec < d.seconds && int(k) < len(d.storeErrs) {
+		d.storeErrs[k][sec].Add(1)
+	}
+	d.storeTrouble(k)
+}
+
 // withdraw books provisional false denies the envelope took back (see OverspendChecker.Observe)
 // against the second their request started in.
 func (d *driver) withdraw(atMs, n int64) {
@@ -259,8 +317,15 @@ func (d *driver) work(rec *workerRec) {
 					// The script may have run after the client gave up.
 					d.checker.ObserveUnknown(key, now.UnixMilli(), 1)
 				}
+				d.storeTrouble(o.errKind)
 			} else {
-				o.verdict = d.checker.Observe(key, now.UnixMilli(), 1, dec.Allowed, dec.Source)
+				cause := Cause(dec.Source)
+				if dec.Source == limiter.Central {
+					if c, ok := d.faults.currentCause(); ok {
+						cause = c
+					}
+				}
+				o.verdict = d.checker.ObserveAs(key, now.UnixMilli(), 1, dec.Allowed, cause)
 			}
 			d.keyCounts[key].Add(1)
 			rec.record(&o, &d.finalized)

@@ -68,8 +68,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	policy := limiter.BucketPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}
 
 	var (
+		d      *driver
 		lim    limiter.Limiter
 		client *redis.ClusterClient
+		cl     *cluster.Local
 		redir  *redirects
 		secs   = int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
 	)
@@ -86,7 +88,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		sum.Environment.Provider = "none"
 		sum.Environment.Mode = "local"
 	default:
-		cl, err := openCluster(ctx, spec, opts, logf)
+		cl, err = openCluster(ctx, spec, opts, logf)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +114,16 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
-		lim = rb
+		bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancelBG()
+		lim, err = withFailPolicy(bg, spec, rb, client, policy, func(r limiter.Request, k limiter.ErrorKind) {
+			if d != nil {
+				d.storeFailure(r, k)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("fail policy: %w", err)
+		}
 	}
 
 	keys, mix, names, err := traffic(spec)
@@ -125,7 +136,33 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	}
 	tenants := tenantNames(spec.Tenants.Count)
 	checker := NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
-	d := newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	if client != nil {
+		d.reload = func() { client.ReloadState(context.Background()) }
+	}
+	var faultCtx context.Context
+	stopFaults := func() {}
+	if len(spec.Faults) > 0 {
+		keyOf := func(tenant string) string { return limiter.KeyFor(tenant, names[0]) }
+		d.faults = newFaultRunner(cl, spec.Faults, keyOf(tenants[0]), keyOf, checker.CauseFor, logf)
+		d.faults.slotTraffic = d.slotTraffic
+		var cancel context.CancelFunc
+		faultCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		d.onStart = func(base time.Time) {
+			go func() {
+				defer close(done)
+				d.faults.run(faultCtx, base)
+			}()
+		}
+		// At the end of the run: stop scheduling, end running faults (a latency fault is
+		// removed, a paused node resumed), and wait for them.
+		stopFaults = func() {
+			cancel()
+			<-done
+			d.faults.wait()
+		}
+	}
 	// A decision that succeeded ran within its timeout of its start, so two requests that
 	// reached Redis in another order than the envelope sees them started less than a timeout
 	// apart: that bounds how long a contested denial must stay open.
@@ -141,6 +178,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		return nil, err
 	}
 	total := &secStats{hist: results.NewHistogram()}
+	var rows []results.Interval
 	var writeErr error
 	var central int64
 	var offered, sent, dropped, behind int64
@@ -152,6 +190,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		behind += d.behind[sec].Load()
 		central += iv.CentralOps
 		total.add(s)
+		rows = append(rows, iv)
 		if err := tsw.Write(iv); err != nil && writeErr == nil {
 			writeErr = err
 		}
@@ -162,6 +201,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	logf("running %s: %.0f requests/s offered for %s (%s limiter, %d workers, max in flight %d)",
 		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
 	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), emit)
+	stopFaults()
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 
@@ -173,6 +213,11 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	} else {
 		sum.HotKeys = hotKeys(d, tenants, names, nil)
 	}
+	if d.faults != nil {
+		sum.Faults, sum.Overspend.BoundTokens = d.faults.recorded()
+		measureRecovery(sum.Faults, rows)
+	}
+	sum.SLO = spec.SLO.Evaluate(sum)
 	if writeErr != nil {
 		return &Result{Dir: dir, Summary: sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, writeErr)
 	}
@@ -215,7 +260,9 @@ func openCluster(ctx context.Context, spec *Spec, opts RunOptions, logf func(str
 		Primaries:   spec.Cluster.Primaries,
 		Replicas:    *spec.Cluster.Replicas,
 		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
-		Logf:        logf,
+		// A latency fault needs every connection, replication included, through a proxy.
+		Proxy: spec.hasFault(FaultLatency),
+		Logf:  logf,
 	})
 	if err != nil {
 		return nil, err

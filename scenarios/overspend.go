@@ -97,6 +97,10 @@ type OverspendChecker struct {
 	pend   []pendingDenies       // per key; false denies not yet confirmed (see Observe)
 	class  []uint16              // per key; see overspendMaxClasses
 
+	// causeNames names the byCause slots: limiter.Source names first, then CauseFor's.
+	causeNames [overspendCauseSlots]string
+	nCauses    int
+
 	// window is how far (ms, on the requests' clock) a contested denial stays open; see Observe.
 	window int64
 	// onCancel, if set, hears of provisional false denies withdrawn (at the denied request's ms).
@@ -125,7 +129,7 @@ func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *O
 	if policy == nil {
 		panic("scenarios: NewOverspendChecker policy is nil: pass a func returning each key's limiter.BucketPolicy")
 	}
-	return &OverspendChecker{
+	c := &OverspendChecker{
 		policy: policy,
 		states: make([]limiter.BucketState, keys),
 		credit: make([]float64, keys),
@@ -134,6 +138,11 @@ func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *O
 		window: DefaultReorderWindowMs,
 		polIdx: make(map[limiter.BucketPolicy]uint16),
 	}
+	for src := limiter.Central; src <= limiter.FailClosed; src++ {
+		c.causeNames[src] = src.String()
+	}
+	c.nCauses = int(limiter.FailClosed) + 1
+	return c
 }
 
 // DefaultReorderWindowMs is how long a contested denial stays open by default: longer than any
@@ -181,6 +190,33 @@ func (c *OverspendChecker) Keys() int { return len(c.states) }
 // Observe panics on a key outside [0, Keys()) or a negative cost. It allocates nothing except at a
 // key's first observation when its policy is new to the table.
 func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed bool, src limiter.Source) Verdict {
+	return c.ObserveAs(key, nowMs, cost, allowed, Cause(src))
+}
+
+// Cause labels overspend: the limiter.Source values (central, lease, local, fail-open, ...) and
+// names registered with CauseFor (failover, pause, ...).
+type Cause uint8
+
+// CauseFor returns the Cause for name, registering it if new (at most 16 causes in all; further
+// names share the last). Call it before the run, not per decision.
+func (c *OverspendChecker) CauseFor(name string) Cause {
+	c.polMu.Lock()
+	defer c.polMu.Unlock()
+	for i, n := range c.causeNames {
+		if n == name {
+			return Cause(i)
+		}
+	}
+	if c.nCauses < overspendCauseSlots {
+		c.causeNames[c.nCauses] = name
+		c.nCauses++
+		return Cause(c.nCauses - 1)
+	}
+	return overspendCauseSlots - 1
+}
+
+// ObserveAs is Observe with the overspend, if any, attributed to cause.
+func (c *OverspendChecker) ObserveAs(key int, nowMs int64, cost int64, allowed bool, cause Cause) Verdict {
 	if uint(key) >= uint(len(c.states)) || cost < 0 {
 		c.badObserve(key, cost)
 	}
@@ -212,7 +248,7 @@ func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed boo
 		sh.allowed++
 		sh.overRequests++
 		sh.over += cost
-		sh.byCause[min(int(src), overspendCauseSlots-1)]++
+		sh.byCause[min(int(cause), overspendCauseSlots-1)]++
 		v = Overspend
 	case st.Tokens >= need+float64(pd.cost):
 		sh.denied++
@@ -350,7 +386,7 @@ func (c *OverspendChecker) Totals() OverspendTotals {
 	}
 	for j, n := range byCause {
 		if n > 0 {
-			t.ByCause[limiter.Source(j).String()] += n
+			t.ByCause[c.causeNames[j]] += n
 		}
 	}
 	return t

@@ -132,8 +132,16 @@ func newClusterClient(addrs []string, timeout time.Duration, workers int, r *red
 		MinIdleConns:  0,
 		PoolTimeout:   timeout,
 	})
+	// go-redis logs every failed dial; during a fault that is thousands of lines on stderr. The
+	// run counts them instead (errors.conn, errors.timeout).
+	redis.SetLogger(quietLogger{})
 	c.OnNewNode(func(n *redis.Client) {
 		n.AddHook(nodeHook{r: r, n: r.node(n.Options().Addr)})
 	})
 	return c
 }
+
+// quietLogger drops go-redis's internal log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...interface{}) {}

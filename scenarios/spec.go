@@ -60,6 +60,10 @@ type Spec struct {
 	Policy    Policy     `yaml:"policy"`
 	Limiter   LimiterCfg `yaml:"limiter,omitempty"`
 	Cluster   ClusterCfg `yaml:"cluster,omitempty"`
+	// Faults are injected into the cluster while the load runs.
+	Faults []FaultSpec `yaml:"faults,omitempty"`
+	// SLO is the run's pass/fail contract.
+	SLO SLO `yaml:"slo,omitempty"`
 }
 
 // Load is the offered load. The generator is open loop: the schedule does not wait for answers.
@@ -89,10 +93,18 @@ type Tenants struct {
 	HotKeys int `yaml:"hot_keys,omitempty"`
 }
 
-// Endpoint is one API endpoint and its share of traffic.
+// Endpoint is one API endpoint, its share of traffic and what it does when the store fails.
 type Endpoint struct {
 	Name   string  `yaml:"name"`
 	Weight float64 `yaml:"weight"`
+	// Fail is what a decision does when Redis fails or times out: open (allow), closed (deny) or
+	// local (an in-process emergency bucket at local_fraction of the rate). Empty: the failure is
+	// an error outcome.
+	Fail string `yaml:"fail,omitempty"`
+	// Budget is this endpoint's decision timeout when Fail is set. Default limiter.timeout.
+	Budget Duration `yaml:"budget,omitempty"`
+	// LocalFraction is, for fail: local, the emergency bucket's share of the policy. Default 0.5.
+	LocalFraction float64 `yaml:"local_fraction,omitempty"`
 }
 
 // Policy is the limit per tenant and endpoint.
@@ -110,6 +122,17 @@ type LimiterCfg struct {
 	Kind string `yaml:"kind,omitempty"`
 	// Timeout of one decision. Default 50ms.
 	Timeout Duration `yaml:"timeout,omitempty"`
+	// Breaker stops calling a node after consecutive failures (only with endpoints' fail set).
+	Breaker *BreakerCfg `yaml:"breaker,omitempty"`
+}
+
+// BreakerCfg is a per-node circuit breaker: after Threshold consecutive failures the node is not
+// called for Cooldown; then one probe decides whether it closes again.
+type BreakerCfg struct {
+	// Threshold of consecutive failures, default 5.
+	Threshold int `yaml:"threshold,omitempty"`
+	// Cooldown before a probe, default 1s.
+	Cooldown Duration `yaml:"cooldown,omitempty"`
 }
 
 // ClusterCfg is the Redis Cluster the limiter runs on.
@@ -182,6 +205,23 @@ func (s *Spec) ApplyDefaults() {
 	if s.Limiter.Timeout == 0 {
 		s.Limiter.Timeout = Duration(DefaultTimeout)
 	}
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		if e.Fail != "" && e.Budget == 0 {
+			e.Budget = s.Limiter.Timeout
+		}
+		if e.Fail == "local" && e.LocalFraction == 0 {
+			e.LocalFraction = 0.5
+		}
+	}
+	if b := s.Limiter.Breaker; b != nil {
+		if b.Threshold == 0 {
+			b.Threshold = 5
+		}
+		if b.Cooldown == 0 {
+			b.Cooldown = Duration(time.Second)
+		}
+	}
 	if s.Cluster.Provider == "" {
 		s.Cluster.Provider = "local"
 	}
@@ -195,6 +235,16 @@ func (s *Spec) ApplyDefaults() {
 	if s.Cluster.NodeTimeout == 0 {
 		s.Cluster.NodeTimeout = Duration(DefaultNodeTimeout)
 	}
+}
+
+// hasFailPolicy reports whether any endpoint decides by a fail policy when the store fails.
+func (s *Spec) hasFailPolicy() bool {
+	for _, e := range s.Endpoints {
+		if e.Fail != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // NeedsCluster reports whether the limiter under test talks to Redis.
@@ -262,6 +312,28 @@ func (s *Spec) Validate() error {
 		if !finitePos(e.Weight) {
 			bad(f+".weight", e.Weight, "must be > 0")
 		}
+		switch e.Fail {
+		case "", "open", "closed", "local":
+		default:
+			bad(f+".fail", fmt.Sprintf("%q", e.Fail), "use open, closed or local (or leave it out: failures are errors)")
+		}
+		if b := time.Duration(e.Budget); e.Budget != 0 && (b < 100*time.Microsecond || b > 10*time.Second) {
+			bad(f+".budget", b, "must be between 100µs and 10s")
+		}
+		if e.Fail == "local" && !(e.LocalFraction > 0 && e.LocalFraction <= 1) {
+			bad(f+".local_fraction", e.LocalFraction, "must be in (0, 1]")
+		}
+	}
+	if b := s.Limiter.Breaker; b != nil {
+		if b.Threshold < 1 || b.Threshold > 1000 {
+			bad("limiter.breaker.threshold", b.Threshold, "must be between 1 and 1000")
+		}
+		if c := time.Duration(b.Cooldown); c < time.Millisecond || c > time.Minute {
+			bad("limiter.breaker.cooldown", c, "must be between 1ms and 1m")
+		}
+		if !s.hasFailPolicy() {
+			bad("limiter.breaker", "set", "a breaker decides by the endpoints' fail policy: set fail on at least one endpoint")
+		}
 	}
 	if !finitePos(s.Policy.Rate) {
 		bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
@@ -291,6 +363,8 @@ func (s *Spec) Validate() error {
 	if t := time.Duration(s.Cluster.NodeTimeout); t < 100*time.Millisecond || t > time.Minute {
 		bad("cluster.node_timeout", t, "must be between 100ms and 1m")
 	}
+	s.validateFaults(bad)
+	s.validateSLO(bad)
 	return errors.Join(errs...)
 }
 

@@ -49,11 +49,18 @@ func (d *driver) interval(sec int, s *secStats) results.Interval {
 		iv.Ask = s.errs[limiter.KindAsk]
 		iv.NoScript = s.errs[limiter.KindNoScript]
 	}
+	// Store failures a fail policy answered: not decision errors, but errors of the store.
+	iv.Timeout += d.storeErrs[limiter.KindTimeout][sec].Load()
+	iv.ClusterDown += d.storeErrs[limiter.KindClusterDown][sec].Load()
+	iv.TryAgain += d.storeErrs[limiter.KindTryAgain][sec].Load()
+	iv.Conn += d.storeErrs[limiter.KindConn][sec].Load()
+	iv.Other += d.storeErrs[limiter.KindOther][sec].Load()
 	if d.central {
 		iv.CentralOps = s.allowed + s.denied + s.errors()
 	}
 	if s.hist.Count() > 0 {
 		iv.P50Ms = s.hist.QuantileMs(50)
+		iv.P90Ms = s.hist.QuantileMs(90)
 		iv.P99Ms = s.hist.QuantileMs(99)
 		iv.P999Ms = s.hist.QuantileMs(99.9)
 		iv.MaxMs = s.hist.MaxMs()
@@ -101,6 +108,31 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 		Timeout: t.errs[limiter.KindTimeout], Moved: t.errs[limiter.KindMoved], Ask: t.errs[limiter.KindAsk],
 		TryAgain: t.errs[limiter.KindTryAgain], ClusterDown: t.errs[limiter.KindClusterDown],
 		NoScript: t.errs[limiter.KindNoScript], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther],
+	}
+	// Store failures that a fail policy turned into decisions still count as store errors.
+	for k := range d.storeErrs {
+		var n int64
+		for i := range d.storeErrs[k] {
+			n += d.storeErrs[k][i].Load()
+		}
+		switch limiter.ErrorKind(k) {
+		case limiter.KindTimeout:
+			sum.Errors.Timeout += n
+		case limiter.KindMoved:
+			sum.Errors.Moved += n
+		case limiter.KindAsk:
+			sum.Errors.Ask += n
+		case limiter.KindTryAgain:
+			sum.Errors.TryAgain += n
+		case limiter.KindClusterDown:
+			sum.Errors.ClusterDown += n
+		case limiter.KindNoScript:
+			sum.Errors.NoScript += n
+		case limiter.KindConn:
+			sum.Errors.Conn += n
+		default:
+			sum.Errors.Other += n
+		}
 	}
 	if t.hist.Count() > 0 {
 		sum.LatencyMs = results.Latency{

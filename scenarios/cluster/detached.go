@@ -78,5 +78,5 @@ func (m *member) running() bool {
 	if m.proc != nil {
 		return !m.proc.exited()
 	}
-	return processIsNode(m.Pid, m.Addr)
+	return processIsNode(m.Pid, m.RealAddr)
 }

@@ -20,6 +20,20 @@
 // Detached clusters (`ratelab cluster up`) get their own session and no Pdeathsig, and are
 // recorded in a state file: Up, Attach, ReadStatus, Down and Local.Stop work from any process.
 //
+// Fault primitives beyond the processes:
+//
+//   - Latency (proxy.go, link.go, waiter_*.go): with Options.Proxy every node sits behind an
+//     in-process TCP proxy whose port it announces, so clients, MOVED/ASK redirects and
+//     replication links all cross it. SetLatency delays each forwarded chunk by delay ± jitter
+//     in both directions, in order, with ~0.1 ms precision (a timerfd, not Go timers). Node.Addr
+//     is the proxy, Node.RealAddr the redis-server; every method takes either.
+//   - Resharding (reshard.go): MigrateSlots moves slots and their keys between primaries while
+//     the cluster serves (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE, SETSLOT NODE),
+//     so a load sees ASK during a slot's move and MOVED after it.
+//   - Targets (targets.go, replication.go): PrimaryFor(slot), ReplicasOf(primary) and
+//     ReplOffsets(primary) resolve what a fault hits and how far replication lags.
+//
 // The package never installs signal handlers, never sends traffic anywhere but 127.0.0.1, never
-// generates load and never writes run outputs.
+// generates load, never decides when a fault happens (the scenario engine does) and never
+// writes run outputs.
 package cluster

@@ -27,3 +27,12 @@ var ErrNotRunning = errors.New("cluster not running")
 
 // ErrAlreadyRunning is wrapped by Up when the state file records a cluster that still runs.
 var ErrAlreadyRunning = errors.New("a detached cluster is already running")
+
+// ErrNoOwner is wrapped by PrimaryFor when no primary serves a slot.
+var ErrNoOwner = errors.New("no primary serves the slot")
+
+// ErrNoProxy is wrapped by SetLatency when the cluster was started without Options.Proxy.
+var ErrNoProxy = errors.New("no latency proxy")
+
+// ErrMigration is wrapped by MigrateSlots when a step of a slot's migration fails.
+var ErrMigration = errors.New("slot migration failed")

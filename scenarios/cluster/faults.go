@@ -12,7 +12,7 @@ import (
 // Fault primitives on single nodes. They act on processes only; what a fault means for the
 // limiter (detection, recovery, overspend) is measured by the scenario engine.
 
-// member returns the node listening on addr.
+// member returns the node whose announced (proxy) or real address is addr.
 func (l *Local) member(addr string) (*member, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -20,7 +20,7 @@ func (l *Local) member(addr string) (*member, error) {
 		return nil, fmt.Errorf("cluster: node %s: the cluster is closed", addr)
 	}
 	for _, m := range l.members {
-		if m != nil && m.Addr == addr {
+		if m != nil && m.has(addr) {
 			return m, nil
 		}
 	}
@@ -57,7 +57,7 @@ func (l *Local) Signal(addr string, sig os.Signal) error {
 		}
 		return nil
 	}
-	if !processIsNode(pid, addr) {
+	if !processIsNode(pid, m.RealAddr) {
 		return fmt.Errorf("cluster: signal %v to node %s: pid %d is not running", sig, addr, pid)
 	}
 	proc, err := os.FindProcess(pid)
@@ -102,7 +102,7 @@ func (l *Local) Restart(ctx context.Context, addr string) error {
 	if err := l.stopMember(m); err != nil {
 		return err
 	}
-	p, err := startProc(l.bin, m.Dir, m.Port, l.opts)
+	p, err := startProc(l.bin, m.Dir, m.RealPort, announcePort(m.proxy), l.opts)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (l *Local) Restart(ctx context.Context, addr string) error {
 		_ = stopProc(p, DefaultStopTimeout)
 		return fmt.Errorf("cluster: restart node %s: the cluster was closed meanwhile", addr)
 	}
-	if err := waitServing(ctx, p, addr, m.Dir); err != nil {
+	if err := waitServing(ctx, p, m.RealAddr, m.Dir); err != nil {
 		return err
 	}
 	l.opts.Logf("cluster: node %s restarted (pid %d)", addr, p.pid)
@@ -137,7 +137,7 @@ func (l *Local) stopMember(m *member) error {
 	if p != nil {
 		return stopProc(p, DefaultStopTimeout)
 	}
-	if !processIsNode(pid, m.Addr) {
+	if !processIsNode(pid, m.RealAddr) {
 		return nil
 	}
 	if proc, err := os.FindProcess(pid); err == nil {
@@ -245,4 +245,28 @@ func (l *Local) checkHealthy(ctx context.Context) error {
 		probs = append(probs, "no node is running")
 	}
 	return joinProbs(probs)
+}
+
+// SetLatency delays, from now on, every chunk of bytes the proxy of the node on addr (announced
+// or real address) forwards in either direction by delay ± a uniform jitter (never below 0), so
+// one request/reply round trip gains about 2 x delay. Bytes keep their order per direction: a
+// chunk never overtakes an earlier one, even when its own delay is shorter. Chunks already in
+// flight keep the delay they were given; SetLatency(addr, 0, 0) restores pass-through for what
+// is read next. Client connections, MIGRATE transfers and replication are delayed; the cluster
+// bus is not (nodes do not flag each other as failing), nor are this package's own control
+// connections (WaitHealthy, Status, ReplOffsets answer at once).
+// It wraps ErrNoProxy unless the cluster was started with Options.Proxy.
+func (l *Local) SetLatency(addr string, delay, jitter time.Duration) error {
+	if delay < 0 || jitter < 0 {
+		return fmt.Errorf("cluster: SetLatency(%s): delay = %v, jitter = %v: want both >= 0 (0, 0 = no fault)", addr, delay, jitter)
+	}
+	m, err := l.member(addr)
+	if err != nil {
+		return err
+	}
+	if m.proxy == nil {
+		return fmt.Errorf("cluster: SetLatency(%s): %w: start the cluster with Options.Proxy = true", addr, ErrNoProxy)
+	}
+	m.proxy.setLatency(delay, jitter)
+	return nil
 }

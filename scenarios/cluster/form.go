@@ -49,8 +49,10 @@ func (l *Local) form(ctx context.Context) error {
 		}
 	}
 	for _, m := range ms[1:] {
-		if err := m.client.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(ms[0].Port)).Err(); err != nil {
-			return fmt.Errorf("cluster: CLUSTER MEET 127.0.0.1 %d on %s: %w", ms[0].Port, m.Addr, err)
+		// The real port: MEET derives the bus port as port+10000. The announced (proxy) port
+		// reaches the peers with the first PING/PONG, which checkMet waits for.
+		if err := m.client.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(ms[0].RealPort)).Err(); err != nil {
+			return fmt.Errorf("cluster: CLUSTER MEET 127.0.0.1 %d on %s: %w", ms[0].RealPort, m.Addr, err)
 		}
 	}
 	if err := l.waitFor(ctx, "all nodes to know each other", l.checkMet); err != nil {
@@ -102,9 +104,14 @@ func (l *Local) waitFor(ctx context.Context, what string, check func(context.Con
 	}
 }
 
-// checkMet: every node lists every node, none still in handshake or without an address.
+// checkMet: every node lists every node at its announced address (so that a replica told to
+// REPLICATE connects through its primary's proxy), none still in handshake or without an address.
 func (l *Local) checkMet(ctx context.Context) error {
 	var probs []string
+	announced := map[string]bool{}
+	for _, m := range l.members {
+		announced[m.Addr] = true
+	}
 	for _, m := range l.members {
 		view, err := l.view(ctx, m)
 		if err != nil {
@@ -113,7 +120,7 @@ func (l *Local) checkMet(ctx context.Context) error {
 		}
 		known := 0
 		for _, v := range view {
-			if !v.has("handshake") && !v.has("noaddr") {
+			if !v.has("handshake") && !v.has("noaddr") && announced[v.Addr] {
 				known++
 			}
 		}

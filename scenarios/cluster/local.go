@@ -30,6 +30,7 @@ type Local struct {
 
 	mu        sync.Mutex
 	members   []*member
+	proxies   []*proxy // every proxy ever started (Options.Proxy), closed by Close
 	closed    bool
 	stateFile string // set by SaveState / Attach; Stop removes it
 
@@ -131,6 +132,16 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cluster: node dir: %w", err)
 	}
+	var px *proxy
+	if l.opts.Proxy {
+		var err error
+		if px, err = newProxy(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.proxies = append(l.proxies, px) // closed by Close, whatever happens to the node
+		l.mu.Unlock()
+	}
 	for attempt := 0; ; attempt++ {
 		port := fixedPort
 		if port == 0 {
@@ -140,12 +151,18 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 			}
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		p, err := startProc(l.bin, dir, port, l.opts)
+		node := Node{Addr: addr, Port: port, RealAddr: addr, RealPort: port, Dir: dir}
+		if px != nil {
+			px.setTarget(addr)
+			node.Addr, node.Port = px.addr, px.port
+		}
+		p, err := startProc(l.bin, dir, port, announcePort(px), l.opts)
 		if err != nil {
 			releasePort(port)
 			return err
 		}
-		m := &member{Node: Node{Addr: addr, Port: port, Pid: p.pid, Dir: dir}, proc: p, client: newNodeClient(addr)}
+		node.Pid = p.pid
+		m := &member{Node: node, proc: p, client: newNodeClient(addr), proxy: px}
 		l.mu.Lock()
 		l.members[i] = m
 		l.mu.Unlock()
@@ -177,7 +194,17 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 	}
 }
 
-// Addrs returns every node's address ("127.0.0.1:PORT"), primaries first as started.
+// announcePort is the port a node behind px announces; 0 without a proxy.
+func announcePort(px *proxy) int {
+	if px == nil {
+		return 0
+	}
+	return px.port
+}
+
+// Addrs returns every node's address ("127.0.0.1:PORT"), primaries first as started: the
+// address clients must use, which is the node's proxy under Options.Proxy (Node.RealAddr is
+// redis-server itself).
 func (l *Local) Addrs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -196,7 +223,7 @@ func (l *Local) Addrs() []string {
 func (l *Local) Nodes() []Node {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	_ = l.refresh(ctx)
+	_, _ = l.refresh(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Node, 0, len(l.members))
@@ -233,8 +260,9 @@ func (l *Local) Dir() string { return l.root }
 // Detached reports whether the nodes outlive this process (started Detached, or Attach-ed).
 func (l *Local) Detached() bool { return !l.owned }
 
-// refresh updates roles and primaries from the first node that answers CLUSTER NODES.
-func (l *Local) refresh(ctx context.Context) error {
+// refresh updates roles and primaries from the first node that answers CLUSTER NODES, and
+// returns that node's view.
+func (l *Local) refresh(ctx context.Context) ([]nodeLine, error) {
 	l.mu.Lock()
 	members := append([]*member(nil), l.members...)
 	l.mu.Unlock()
@@ -268,9 +296,9 @@ func (l *Local) refresh(ctx context.Context) error {
 			}
 		}
 		l.mu.Unlock()
-		return nil
+		return view, nil
 	}
-	return lastErr
+	return nil, lastErr
 }
 
 // Close stops every process this Local started (SIGTERM, then SIGKILL after DefaultStopTimeout),
@@ -293,6 +321,7 @@ func (l *Local) close() error {
 		}
 	}
 	members := append([]*member(nil), l.members...)
+	proxies := l.proxies
 	l.mu.Unlock()
 	var errs []error
 	if owned {
@@ -306,7 +335,12 @@ func (l *Local) close() error {
 			_ = m.client.Close()
 		}
 		if owned {
-			releasePort(m.Port)
+			releasePort(m.RealPort)
+		}
+	}
+	for _, px := range proxies {
+		if err := px.close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: close proxy %s: %w", px.addr, err))
 		}
 	}
 	if owned && l.root != "" {

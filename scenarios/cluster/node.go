@@ -43,9 +43,17 @@ const (
 type Node struct {
 	// ID is the 40-character cluster node ID.
 	ID string `json:"id"`
-	// Addr is "127.0.0.1:PORT".
+	// Addr is "127.0.0.1:PORT", the address the node announces to the cluster and the one clients
+	// (and replicas) must use: the node's latency proxy when the cluster runs with Options.Proxy,
+	// otherwise redis-server itself.
 	Addr string `json:"addr"`
-	Port int    `json:"port"`
+	// Port is the port of Addr.
+	Port int `json:"port"`
+	// RealAddr is where redis-server itself listens ("127.0.0.1:PORT"); it equals Addr without a
+	// proxy. Signals, control commands and the cluster bus (RealPort+10000) use it.
+	RealAddr string `json:"real_addr,omitempty"`
+	// RealPort is the port of RealAddr.
+	RealPort int `json:"real_port,omitempty"`
 	// Role is RolePrimary or RoleReplica; it changes after a failover (Local.Nodes refreshes it).
 	Role string `json:"role"`
 	// PrimaryID is the ID of the primary a replica follows; "" for a primary.
@@ -80,11 +88,16 @@ func (p *proc) exited() bool {
 type member struct {
 	Node
 	proc   *proc
-	client *redis.Client
+	client *redis.Client // control client on RealAddr: latency faults never slow it down
+	proxy  *proxy        // nil without Options.Proxy
 }
 
-// nodeConfig renders a node's redis.conf. Units: cluster-node-timeout is in milliseconds.
-func nodeConfig(port int, dir string, opts Options) string {
+// has reports whether addr is m's announced or real address.
+func (m *member) has(addr string) bool { return m.Addr == addr || m.RealAddr == addr }
+
+// nodeConfig renders a node's redis.conf; announcePort is its proxy's port (0 = no proxy).
+// Units: cluster-node-timeout is in milliseconds.
+func nodeConfig(port, announcePort int, dir string, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\n", port)
 	b.WriteString("bind 127.0.0.1\n")
@@ -107,6 +120,7 @@ func nodeConfig(port int, dir string, opts Options) string {
 	// A replica's first sync is diskless; the default 5 s delay (waiting for more replicas to
 	// share one transfer) would dominate the start time of an empty cluster.
 	b.WriteString("repl-diskless-sync-delay 0\n")
+	b.WriteString(announceConfig(port, announcePort))
 	for _, line := range opts.ExtraConfig {
 		b.WriteString(line)
 		b.WriteByte('\n')
@@ -114,12 +128,24 @@ func nodeConfig(port int, dir string, opts Options) string {
 	return b.String()
 }
 
-// startProc writes dir/redis.conf and starts redis-server from the spawner thread. The node's
-// stdout and stderr go straight (as an inherited file descriptor) to dir/redis.log, so a detached
-// node keeps logging after this process exits.
-func startProc(bin, dir string, port int, opts Options) (*proc, error) {
+// announceConfig renders the redis.conf lines of a node behind a proxy on announcePort: the
+// cluster (CLUSTER NODES / SLOTS, MOVED, ASK) and INFO replication name the proxy's port, so
+// clients and replicas connect through it, while the bus keeps the real port+10000 (a latency
+// fault must not make the nodes flag each other as failing). "" when announcePort is 0.
+func announceConfig(port, announcePort int) string {
+	if announcePort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("cluster-announce-port %d\ncluster-announce-bus-port %d\nreplica-announce-ip 127.0.0.1\nreplica-announce-port %d\n",
+		announcePort, port+busPortOffset, announcePort)
+}
+
+// startProc writes dir/redis.conf and starts redis-server on port (announcing announcePort when
+// it is not 0) from the spawner thread. The node's stdout and stderr go straight (as an inherited
+// file descriptor) to dir/redis.log, so a detached node keeps logging after this process exits.
+func startProc(bin, dir string, port, announcePort int, opts Options) (*proc, error) {
 	conf := filepath.Join(dir, confName)
-	if err := os.WriteFile(conf, []byte(nodeConfig(port, dir, opts)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(nodeConfig(port, announcePort, dir, opts)), 0o600); err != nil {
 		return nil, fmt.Errorf("cluster: write %s: %w", conf, err)
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -220,8 +246,11 @@ func addrInUse(dir string) bool {
 
 // newNodeClient returns a small control client for one node: no retries (formation decides what
 // to retry), context deadlines honoured, no CLIENT SETINFO / MAINT_NOTIFICATIONS chatter.
-func newNodeClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
+func newNodeClient(addr string) *redis.Client { return redis.NewClient(nodeClientOptions(addr)) }
+
+// nodeClientOptions are newNodeClient's options.
+func nodeClientOptions(addr string) *redis.Options {
+	return &redis.Options{
 		Addr:                     addr,
 		DialTimeout:              probeTimeout,
 		ReadTimeout:              probeTimeout,
@@ -231,7 +260,7 @@ func newNodeClient(addr string) *redis.Client {
 		ContextTimeoutEnabled:    true,
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	}
 }
 
 // redisVersion runs `redis-server --version` ("Redis server v=7.0.15 sha=...") and returns

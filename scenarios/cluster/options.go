@@ -58,6 +58,13 @@ type Options struct {
 	// Detached nodes survive this process (own session, no Pdeathsig); used by `ratelab cluster up`.
 	// Close then leaves them running; Stop ends them.
 	Detached bool
+	// Proxy puts an in-process TCP proxy on a free loopback port in front of every node; the node
+	// announces the proxy's port, so every client connection and every replication link flows
+	// through it, and Local.SetLatency can delay it. Node.Addr (and Addrs) are then the proxies,
+	// Node.RealAddr the redis-servers. The proxies take free ephemeral ports, also with BasePort
+	// (which then fixes the real ports). Default false. Not with Detached: the proxies live in
+	// this process.
+	Proxy bool
 }
 
 // withDefaults returns o with every zero field replaced by its default.
@@ -106,6 +113,9 @@ func (o Options) Validate() error {
 			probs = append(probs, fmt.Sprintf("BasePort = %d: want 1024..%d so that %d nodes and their bus ports (+%d) fit, or 0 for free ports",
 				o.BasePort, maxPort-busPortOffset-n+1, n, busPortOffset))
 		}
+	}
+	if o.Proxy && o.Detached {
+		probs = append(probs, "Proxy = true with Detached = true: the proxies live in this process and would die with it; drop one of them")
 	}
 	for i, line := range o.ExtraConfig {
 		if strings.ContainsAny(line, "\r\n") {

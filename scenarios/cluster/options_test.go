@@ -22,6 +22,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"tiny node timeout", Options{NodeTimeout: time.Microsecond}, []string{"NodeTimeout = 1µs"}},
 		{"privileged base port", Options{BasePort: 80}, []string{"BasePort = 80", "or 0 for free ports"}},
 		{"bus port past 65535", Options{BasePort: 60000}, []string{"BasePort = 60000"}},
+		{"proxy", Options{Proxy: true}, nil},
+		{"proxy and detached", Options{Proxy: true, Detached: true}, []string{"Proxy = true with Detached = true"}},
 		{"newline in config", Options{ExtraConfig: []string{"maxmemory 1mb\nport 1"}}, []string{"ExtraConfig[0]"}},
 		{"every problem at once", Options{Primaries: -1, Replicas: -5}, []string{"Primaries = -1", "Replicas = -5"}},
 	}
@@ -71,7 +73,7 @@ func TestOptionsDefaults(t *testing.T) {
 func TestNodeConfig(t *testing.T) {
 	t.Parallel()
 	o := Options{NodeTimeout: 1500 * time.Millisecond, ExtraConfig: []string{"maxmemory 64mb"}}.withDefaults()
-	have := nodeConfig(12345, "/tmp/x y", o)
+	have := nodeConfig(12345, 0, "/tmp/x y", o)
 	for _, want := range []string{
 		"port 12345\n", "bind 127.0.0.1\n", "cluster-announce-ip 127.0.0.1\n", "cluster-enabled yes\n", "cluster-node-timeout 1500\n",
 		"cluster-replica-validity-factor 0\n", "cluster-require-full-coverage yes\n", "save \"\"\n",
@@ -84,6 +86,20 @@ func TestNodeConfig(t *testing.T) {
 	}
 	if !strings.HasSuffix(have, "maxmemory 64mb\n") {
 		t.Errorf("ExtraConfig must come last (later lines win in redis.conf):\n%s", have)
+	}
+	if strings.Contains(have, "announce-port") {
+		t.Errorf("nodeConfig without a proxy announces a port:\n%s", have)
+	}
+	proxied := nodeConfig(12345, 40000, "/tmp/x y", o)
+	for _, want := range []string{
+		"cluster-announce-port 40000\n", "cluster-announce-bus-port 22345\n", "replica-announce-port 40000\n", "replica-announce-ip 127.0.0.1\n",
+	} {
+		if !strings.Contains(proxied, want) {
+			t.Errorf("nodeConfig behind a proxy on 40000 lacks %q:\n%s", want, proxied)
+		}
+	}
+	if !strings.HasSuffix(proxied, "maxmemory 64mb\n") {
+		t.Errorf("ExtraConfig must come last behind a proxy too:\n%s", proxied)
 	}
 }
 

@@ -102,7 +102,10 @@ func readState(path string) (*Local, error) {
 	}
 	l.opts.Replicas = st.Replicas // as recorded, whatever withDefaults made of it
 	for _, n := range st.Nodes {
-		l.members = append(l.members, &member{Node: n, client: newNodeClient(n.Addr)})
+		if n.RealAddr == "" { // recorded before Node had RealAddr: no proxy, the same address
+			n.RealAddr, n.RealPort = n.Addr, n.Port
+		}
+		l.members = append(l.members, &member{Node: n, client: newNodeClient(n.RealAddr)})
 	}
 	return l, nil
 }
@@ -118,7 +121,7 @@ func Attach(ctx context.Context, stateFile string) (*Local, error) {
 	var probs []string
 	for _, m := range l.members {
 		switch {
-		case !processIsNode(m.Pid, m.Addr):
+		case !processIsNode(m.Pid, m.RealAddr):
 			probs = append(probs, fmt.Sprintf("%s: pid %d is not running", m.Addr, m.Pid))
 		default:
 			if err := m.client.Ping(ctx).Err(); err != nil {

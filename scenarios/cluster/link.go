@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// link is one client connection through a proxy: two independent directions (pipes), up
+// (client -> redis-server) and down (redis-server -> client).
+type link struct {
+	p              *proxy
+	client, server *net.TCPConn
+	up, down       *pipe
+	done           chan struct{} // closed by abort
+	once           sync.Once
+	open           atomic.Int32 // directions still running; the last one to end closes the link
+}
+
+func newLink(p *proxy, client, server *net.TCPConn) (*link, error) {
+	l := &link{p: p, client: client, server: server, done: make(chan struct{})}
+	var err error
+	if l.up, err = newPipe(l, client, server); err != nil {
+		return nil, err
+	}
+	if l.down, err = newPipe(l, server, client); err != nil {
+		_ = l.up.w.close()
+		return nil, err
+	}
+	l.open.Store(2)
+	return l, nil
+}
+
+// abort closes both connections and wakes every goroutine of the link. Idempotent.
+func (l *link) abort() {
+	l.once.Do(func() {
+		close(l.done)
+		_ = l.client.Close()
+		_ = l.server.Close()
+		_ = l.up.w.close()
+		_ = l.down.w.close()
+		l.p.forget(l)
+	})
+}
+
+// directionDone is called once per pipe when its writer has delivered its last chunk.
+func (l *link) directionDone() {
+	if l.open.Add(-1) == 0 {
+		l.abort()
+	}
+}
+
+// chunk is one read's worth of bytes and the time it may be written; eof marks the end of the
+// direction (then buf is nil).
+type chunk struct {
+	buf     *[]byte
+	n       int
+	release time.Time
+	eof     bool
+}
+
+// chunkPool recycles read buffers: a forwarded chunk allocates nothing in the steady state.
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, proxyChunk); return &b }}
+
+// pipe forwards one direction. The reader stamps every chunk with its release time (arrival +
+// sampled delay) and queues it; the writer writes chunks in queue order, each no earlier than its
+// release time, so bytes are never reordered even when jitter makes a later chunk's release time
+// earlier (it then waits for the one ahead of it). With no delay and nothing queued, the reader
+// writes the chunk itself: pass-through costs no goroutine hand-off.
+type pipe struct {
+	l        *link
+	src, dst *net.TCPConn
+	q        chan chunk
+	// pending counts chunks queued or being written. Only the reader increments it, so when the
+	// reader sees 0 the writer is idle and a direct write cannot overtake anything.
+	pending atomic.Int32
+	w       *waiter
+}
+
+func newPipe(l *link, src, dst *net.TCPConn) (*pipe, error) {
+	w, err := newWaiter()
+	if err != nil {
+		return nil, err
+	}
+	return &pipe{l: l, src: src, dst: dst, q: make(chan chunk, proxyQueue), w: w}, nil
+}
+
+// read runs until src ends (then it queues the eof marker) or the link is aborted.
+func (p *pipe) read() {
+	for {
+		bp := chunkPool.Get().(*[]byte)
+		n, err := p.src.Read(*bp)
+		if n > 0 {
+			arrived := time.Now()
+			d := p.l.p.sampleDelay()
+			if d == 0 && p.pending.Load() == 0 {
+				_, werr := p.dst.Write((*bp)[:n])
+				chunkPool.Put(bp)
+				if werr != nil {
+					p.l.abort()
+					return
+				}
+			} else {
+				p.pending.Add(1)
+				if !p.send(chunk{buf: bp, n: n, release: arrived.Add(d)}) {
+					return
+				}
+			}
+		} else {
+			chunkPool.Put(bp)
+		}
+		if err != nil {
+			// EOF, or src reset: deliver what is queued, then half-close dst.
+			p.pending.Add(1)
+			p.send(chunk{eof: true})
+			return
+		}
+	}
+}
+
+// send queues c; false when the link was aborted meanwhile.
+func (p *pipe) send(c chunk) bool {
+	select {
+	case p.q <- c:
+		return true
+	case <-p.l.done:
+		return false
+	}
+}
+
+// write delivers queued chunks at their release times until the eof marker or an abort.
+func (p *pipe) write() {
+	for {
+		var c chunk
+		select {
+		case c = <-p.q:
+		case <-p.l.done:
+			return
+		}
+		if c.eof {
+			_ = p.dst.CloseWrite()
+			p.pending.Add(-1)
+			p.l.directionDone()
+			return
+		}
+		if wait := time.Until(c.release); wait > 0 {
+			if err := p.w.sleep(wait); err != nil {
+				p.l.abort()
+				return
+			}
+		}
+		_, err := p.dst.Write((*c.buf)[:c.n])
+		chunkPool.Put(c.buf)
+		p.pending.Add(-1)
+		if err != nil {
+			p.l.abort()
+			return
+		}
+	}
+}

@@ -1,0 +1,459 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/results"
+	"ratelab/scenarios/cluster"
+)
+
+// healthyWait bounds how long a fault's cause stays attached to decisions while the cluster heals.
+const healthyWait = 30 * time.Second
+
+// causeGrace keeps a fault's cause on decisions for a moment after the cluster reports healthy:
+// clients learn the new slot map a little later than the nodes agree on it.
+const causeGrace = time.Second
+
+// faultRunner injects a scenario's faults into a local cluster on schedule and records each as an
+// event. While a fault is active its cause (failover, pause, latency, ...) is attached to central
+// decisions so their overspend is attributed to it.
+type faultRunner struct {
+	cl     *cluster.Local
+	specs  []FaultSpec
+	nodes  []cluster.Node // as started: node:N indexes this
+	hotKey string         // a key of the hottest tenant
+	keyOf  func(tenant string) string
+	logf   func(string, ...any)
+	base   time.Time
+
+	causeFor func(string) Cause
+	// slotTraffic returns decisions so far per slot (for reshard); nil means no preference.
+	slotTraffic func() map[int]int64
+	active      atomic.Int32 // number of faults whose cause is current
+	cause       atomic.Int32 // the newest active fault's Cause
+
+	mu     sync.Mutex
+	events []results.Fault
+	bound  float64 // tokens the faults may return (replication gap at kills), summed
+	wg     sync.WaitGroup
+}
+
+func newFaultRunner(cl *cluster.Local, specs []FaultSpec, hotKey string, keyOf func(string) string, causeFor func(string) Cause, logf func(string, ...any)) *faultRunner {
+	r := &faultRunner{cl: cl, specs: append([]FaultSpec(nil), specs...), nodes: cl.Nodes(), hotKey: hotKey, keyOf: keyOf, causeFor: causeFor, logf: logf}
+	sort.SliceStable(r.specs, func(i, j int) bool { return r.specs[i].At < r.specs[j].At })
+	return r
+}
+
+// currentCause is the cause to attach to a central decision now; ok is false when no fault is
+// active. Two atomic loads: cheap enough for every decision.
+func (r *faultRunner) currentCause() (Cause, bool) {
+	if r == nil || r.active.Load() == 0 {
+		return 0, false
+	}
+	return Cause(r.cause.Load()), true
+}
+
+// run injects every fault at base + At until ctx ends; each fault runs in its own goroutine so a
+// long pause does not delay the next fault. wait() waits for them.
+func (r *faultRunner) run(ctx context.Context, base time.Time) {
+	r.base = base
+	for _, f := range r.specs {
+		wait := time.Until(base.Add(time.Duration(f.At)))
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.inject(ctx, f)
+		}()
+	}
+}
+
+func (r *faultRunner) wait() { r.wg.Wait() }
+
+// inject executes one fault and records its event.
+func (r *faultRunner) inject(ctx context.Context, f FaultSpec) {
+	at := time.Since(r.base).Seconds()
+	targets, desc, err := r.resolve(f)
+	if f.Kind == FaultReshard {
+		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
+	}
+	ev := results.Fault{AtS: at, Kind: f.Kind, Target: desc}
+	if err == nil {
+		r.logf("fault at %.1fs: %s %s", at, f.Kind, desc)
+		err = r.execute(ctx, f, targets)
+	}
+	if err != nil {
+		ev.Target = fmt.Sprintf("%s (failed: %v)", desc, err)
+		r.logf("fault %s at %.1fs failed: %v", f.Kind, at, err)
+	}
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// resolve turns a target into node addresses and a readable description.
+func (r *faultRunner) resolve(f FaultSpec) ([]string, string, error) {
+	t := f.Target
+	if t == "" {
+		t = "hottest"
+	}
+	primaryOfKey := func(key string) ([]string, string, error) {
+		slot := cluster.KeySlot(key)
+		n, err := r.cl.PrimaryFor(slot)
+		if err != nil {
+			return nil, t, err
+		}
+		return []string{n.Addr}, fmt.Sprintf("%s = %s (primary of slot %d)", t, n.Addr, slot), nil
+	}
+	switch {
+	case t == "hottest":
+		return primaryOfKey(r.hotKey)
+	case t == "all":
+		var addrs []string
+		for _, n := range r.cl.Nodes() {
+			if n.Pid != 0 && (f.Kind != FaultScriptFlush || n.Role == cluster.RolePrimary) {
+				addrs = append(addrs, n.Addr)
+			}
+		}
+		return addrs, fmt.Sprintf("all (%d nodes)", len(addrs)), nil
+	case strings.HasPrefix(t, "node:"):
+		i, _ := strconv.Atoi(strings.TrimPrefix(t, "node:"))
+		if i < 0 || i >= len(r.nodes) {
+			return nil, t, fmt.Errorf("%s: the cluster has %d nodes", t, len(r.nodes))
+		}
+		return []string{r.nodes[i].Addr}, fmt.Sprintf("%s = %s", t, r.nodes[i].Addr), nil
+	case strings.HasPrefix(t, "slot:"):
+		slot, _ := strconv.Atoi(strings.TrimPrefix(t, "slot:"))
+		n, err := r.cl.PrimaryFor(slot)
+		if err != nil {
+			return nil, t, err
+		}
+		return []string{n.Addr}, fmt.Sprintf("%s = %s", t, n.Addr), nil
+	case strings.HasPrefix(t, "primary-of:"):
+		return primaryOfKey(r.keyOf(strings.TrimPrefix(t, "primary-of:")))
+	}
+	return nil, t, fmt.Errorf("unknown target %q", t)
+}
+
+// execute performs the fault on its targets, holding its cause while it lasts.
+func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string) error {
+	switch f.Kind {
+	case FaultKillPrimary:
+		addr := targets[0]
+		if err := r.requirePrimary(addr); err != nil {
+			return err
+		}
+		r.noteReplicationGap(ctx, addr)
+		defer r.holdUntilHealthy(ctx, "failover")()
+		return r.cl.Kill(addr)
+	case FaultFailover:
+		addr := targets[0]
+		if err := r.requirePrimary(addr); err != nil {
+			return err
+		}
+		reps := r.cl.ReplicasOf(addr)
+		if len(reps) == 0 {
+			return fmt.Errorf("%s has no replica to fail over to", addr)
+		}
+		r.noteReplicationGap(ctx, addr)
+		defer r.holdUntilHealthy(ctx, "failover")()
+		return clusterFailover(ctx, reps[0].Addr, f.Mode)
+	case FaultPause:
+		defer r.hold("pause")()
+		for _, a := range targets {
+			if err := r.cl.Pause(a); err != nil {
+				return err
+			}
+		}
+		sleepCtx(ctx, time.Duration(f.For))
+		var first error
+		for _, a := range targets {
+			if err := r.cl.Resume(a); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	case FaultLatency:
+		defer r.hold("latency")()
+		for _, a := range targets {
+			if err := r.cl.SetLatency(a, time.Duration(f.Delay), time.Duration(f.Jitter)); err != nil {
+				return err
+			}
+		}
+		d := time.Duration(f.For)
+		if d == 0 {
+			<-ctx.Done()
+		} else {
+			sleepCtx(ctx, d)
+		}
+		var first error
+		for _, a := range targets {
+			if err := r.cl.SetLatency(a, 0, 0); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	case FaultReshard:
+		from, err := r.nodeAddr(f.From)
+		if err != nil {
+			return err
+		}
+		to, err := r.nodeAddr(f.To)
+		if err != nil {
+			return err
+		}
+		defer r.hold("reshard")()
+		slots, err := r.busiestSlots(from, f.Slots)
+		if err != nil {
+			return err
+		}
+		for _, sl := range slots {
+			if _, err := r.cl.MigrateSlots(ctx, 1, from, to, cluster.WithSlotRange(cluster.SlotRange{Start: sl, End: sl}),
+				cluster.WithSlotPause(reshardSlotPause), cluster.WithAskWindow(reshardAskWindow)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case FaultScriptFlush:
+		defer r.hold("noscript")()
+		for _, a := range targets {
+			c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+			err := c.ScriptFlush(ctx).Err()
+			c.Close()
+			if err != nil {
+				return fmt.Errorf("SCRIPT FLUSH on %s: %w", a, err)
+			}
+		}
+		return nil
+	case FaultRestart:
+		defer r.holdUntilHealthy(ctx, "restart")()
+		return r.cl.Restart(ctx, targets[0])
+	}
+	return fmt.Errorf("unknown fault kind %q", f.Kind)
+}
+
+// reshardSlotPause spaces slot migrations; reshardAskWindow holds each slot in the migrating
+// state a moment after its keys moved, so a running load meets ASK (a slot with few keys would
+// otherwise migrate in well under a millisecond) before the MOVED that follows.
+const (
+	reshardSlotPause = 20 * time.Millisecond
+	reshardAskWindow = 20 * time.Millisecond
+)
+
+// busiestSlots picks n slots that from serves, the ones with the most decisions so far first (then
+// the highest numbers): moving hot slots is what a resharding does to a limiter, and it makes the
+// ASK and MOVED replies visible.
+func (r *faultRunner) busiestSlots(from string, n int) ([]int, error) {
+	var traffic map[int]int64
+	if r.slotTraffic != nil {
+		traffic = r.slotTraffic()
+	}
+	// One CLUSTER SLOTS from the source: asking per slot would take longer than the run.
+	c := redis.NewClient(&redis.Options{Addr: from, MaxRetries: -1})
+	defer c.Close()
+	ranges, err := c.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", from, err)
+	}
+	var owned []int
+	for _, rg := range ranges {
+		if len(rg.Nodes) == 0 || rg.Nodes[0].Addr != from {
+			continue
+		}
+		for sl := rg.End; sl >= rg.Start; sl-- {
+			owned = append(owned, int(sl))
+		}
+	}
+	if len(owned) < n {
+		return nil, fmt.Errorf("%s serves %d slots, fewer than the %d to move", from, len(owned), n)
+	}
+	sort.SliceStable(owned, func(i, j int) bool { return traffic[owned[i]] > traffic[owned[j]] })
+	return owned[:n], nil
+}
+
+func (r *faultRunner) nodeAddr(target string) (string, error) {
+	i, err := strconv.Atoi(strings.TrimPrefix(target, "node:"))
+	if err != nil || i < 0 || i >= len(r.nodes) {
+		return "", fmt.Errorf("%s: the cluster has %d nodes", target, len(r.nodes))
+	}
+	return r.nodes[i].Addr, nil
+}
+
+func (r *faultRunner) requirePrimary(addr string) error {
+	for _, n := range r.cl.Nodes() {
+		if n.Addr == addr {
+			if n.Role != cluster.RolePrimary {
+				return fmt.Errorf("%s is a %s, not a primary", addr, n.Role)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is not a node of this cluster", addr)
+}
+
+// noteReplicationGap adds to the overspend bound what the replicas of addr have not received yet:
+// the bytes between the primary's replication offset and the best replica's, converted to
+// decisions at the primary's average bytes per write (a lost debit returns one token).
+func (r *faultRunner) noteReplicationGap(ctx context.Context, addr string) {
+	primary, replicas, err := r.cl.ReplOffsets(ctx, addr)
+	if err != nil || len(replicas) == 0 || primary <= 0 {
+		return
+	}
+	best := int64(0)
+	for _, off := range replicas {
+		best = max(best, off)
+	}
+	gap := max(primary-best, 0)
+	writes := nodeWrites(ctx, addr)
+	if writes <= 0 {
+		return
+	}
+	bytesPerWrite := float64(primary) / float64(writes)
+	r.mu.Lock()
+	r.bound += float64(gap) / bytesPerWrite
+	r.mu.Unlock()
+	r.logf("replication gap of %s before the fault: %d bytes (~%.1f debits)", addr, gap, float64(gap)/bytesPerWrite)
+}
+
+// nodeWrites counts the script calls a node has executed (INFO commandstats).
+func nodeWrites(ctx context.Context, addr string) int64 {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	s, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, kv := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
+			if v, ok := strings.CutPrefix(kv, "calls="); ok {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// hold attaches cause to decisions until the returned func is called.
+func (r *faultRunner) hold(cause string) func() {
+	r.cause.Store(int32(r.causeFor(cause)))
+	r.active.Add(1)
+	return func() { r.active.Add(-1) }
+}
+
+// holdUntilHealthy attaches cause to decisions until the cluster is healthy again (bounded) plus
+// causeGrace; the returned func starts that wait in the background.
+func (r *faultRunner) holdUntilHealthy(ctx context.Context, cause string) func() {
+	release := r.hold(cause)
+	return func() {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer release()
+			hctx, cancel := context.WithTimeout(ctx, healthyWait)
+			defer cancel()
+			if err := r.cl.WaitHealthy(hctx); err != nil {
+				r.logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
+				return
+			}
+			sleepCtx(ctx, causeGrace)
+		}()
+	}
+}
+
+// clusterFailover asks a replica to take over its primary's slots.
+func clusterFailover(ctx context.Context, replica, mode string) error {
+	c := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1})
+	defer c.Close()
+	args := []any{"cluster", "failover"}
+	if mode == "force" || mode == "takeover" {
+		args = append(args, strings.ToUpper(mode))
+	}
+	if err := c.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("CLUSTER FAILOVER on %s: %w", replica, err)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// recorded returns the faults as injected, sorted by time, and the overspend bound they imply.
+func (r *faultRunner) recorded() ([]results.Fault, float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]results.Fault(nil), r.events...)
+	sort.Slice(out, func(i, j int) bool { return out[i].AtS < out[j].AtS })
+	return out, r.bound
+}
+
+// recoveredBelow is the share of a second's requests that may still meet trouble in a recovered
+// second: a loaded 2-core machine times out the odd request with no fault at all.
+const recoveredBelow = 0.01
+
+// measureRecovery fills each fault's detected_s (the first second from the fault on with store
+// errors, redirects or fail-policy decisions) and recovered_s (the start of the first second after
+// detection from which such trouble stays under 1% of the requests until the next fault or the
+// end). Both stay 0 when not observed.
+func measureRecovery(faults []results.Fault, rows []results.Interval) {
+	trouble := func(r results.Interval) int64 {
+		return r.Errors + r.Timeout + r.Moved + r.Ask + r.NoScript + r.ClusterDown + r.TryAgain + r.Conn + r.FailedOpen + r.FailedClosed
+	}
+	detectedIn := func(r results.Interval) bool { return trouble(r) > 0 }
+	bad := func(r results.Interval) bool { return float64(trouble(r)) > recoveredBelow*float64(max(r.Sent, 1)) }
+	for i := range faults {
+		f := &faults[i]
+		end := len(rows)
+		if i+1 < len(faults) {
+			end = min(end, int(faults[i+1].AtS)+1)
+		}
+		start := int(f.AtS)
+		det := -1
+		for s := start; s < end; s++ {
+			if detectedIn(rows[s]) {
+				det = s
+				break
+			}
+		}
+		if det < 0 {
+			continue
+		}
+		f.DetectedS = max(float64(det), f.AtS)
+		last := -1
+		for s := det; s < end; s++ {
+			if bad(rows[s]) {
+				last = s
+			}
+		}
+		if last+1 < len(rows) && (i+1 >= len(faults) || last+1 < end) {
+			f.RecoveredS = float64(last + 1)
+		}
+	}
+}

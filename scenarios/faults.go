@@ -1,0 +1,168 @@
+package scenarios
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fault kinds a scenario can schedule.
+const (
+	FaultKillPrimary = "kill-primary" // SIGKILL the target primary; its replica takes over
+	FaultPause       = "pause"        // SIGSTOP the target for `for`, then SIGCONT: real timeouts, real failure detection
+	FaultFailover    = "failover"     // CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica of the target primary
+	FaultLatency     = "latency"      // add delay ± jitter to every byte through the target's proxy for `for`
+	FaultReshard     = "reshard"      // live-migrate `slots` slots from one primary to another
+	FaultScriptFlush = "script-flush" // SCRIPT FLUSH: the next EVALSHA answers NOSCRIPT
+	FaultRestart     = "restart"      // stop and start the target node (same port, same node ID)
+)
+
+var faultKinds = []string{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart}
+
+// FaultSpec is one scheduled fault.
+type FaultSpec struct {
+	// At is when the fault starts, from the start of the run. Required, inside the run.
+	At Duration `yaml:"at"`
+	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart.
+	Kind string `yaml:"kind"`
+	// Target is hottest (the primary owning the hottest tenant's slot), node:N (the N-th node as
+	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, or all.
+	// Default hottest.
+	Target string `yaml:"target,omitempty"`
+	// For is how long a pause or latency fault lasts (latency: 0 = to the end of the run).
+	For Duration `yaml:"for,omitempty"`
+	// Mode of a failover: default, force or takeover (CLUSTER FAILOVER's option).
+	Mode string `yaml:"mode,omitempty"`
+	// Delay and Jitter of a latency fault: each byte is held delay ± jitter.
+	Delay  Duration `yaml:"delay,omitempty"`
+	Jitter Duration `yaml:"jitter,omitempty"`
+	// Slots, From and To of a reshard: how many slots move from which primary (node:N) to which.
+	Slots int    `yaml:"slots,omitempty"`
+	From  string `yaml:"from,omitempty"`
+	To    string `yaml:"to,omitempty"`
+}
+
+// validateFaults checks the fault schedule against the run: kinds, times inside the run, targets
+// that can exist in the topology, the fields each kind needs.
+func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
+	nodes := 0
+	if s.Cluster.Replicas != nil {
+		nodes = s.Cluster.Primaries * (1 + *s.Cluster.Replicas)
+	}
+	for i, f := range s.Faults {
+		p := fmt.Sprintf("faults[%d]", i)
+		if !contains(faultKinds, f.Kind) {
+			bad(p+".kind", fmt.Sprintf("%q", f.Kind), "use one of "+strings.Join(faultKinds, ", "))
+			continue
+		}
+		if s.Limiter.Kind != "token-bucket" {
+			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket)", s.Limiter.Kind))
+		}
+		if f.At < 0 || (s.Duration > 0 && f.At >= s.Duration) {
+			bad(p+".at", time.Duration(f.At), fmt.Sprintf("must be within the run: 0 <= at < duration (%s)", time.Duration(s.Duration)))
+		}
+		if err := checkTarget(f.Target, nodes, s.Tenants.Count); err != "" {
+			bad(p+".target", fmt.Sprintf("%q", f.Target), err)
+		}
+		end := f.At + f.For
+		switch f.Kind {
+		case FaultPause:
+			if f.For <= 0 {
+				bad(p+".for", time.Duration(f.For), "a pause needs a length > 0, e.g. for: 3s")
+			}
+		case FaultLatency:
+			if f.Delay <= 0 || f.Delay > Duration(10*time.Second) {
+				bad(p+".delay", time.Duration(f.Delay), "must be > 0 and <= 10s, e.g. delay: 5ms")
+			}
+			if f.Jitter < 0 || f.Jitter > f.Delay {
+				bad(p+".jitter", time.Duration(f.Jitter), "must be between 0 and delay")
+			}
+			if f.For < 0 {
+				bad(p+".for", time.Duration(f.For), "must be >= 0 (0 = until the end of the run)")
+			}
+		case FaultFailover:
+			switch f.Mode {
+			case "", "default", "force", "takeover":
+			default:
+				bad(p+".mode", fmt.Sprintf("%q", f.Mode), "use default, force or takeover")
+			}
+			if s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0 {
+				bad(p+".kind", f.Kind, "a failover needs replicas: set cluster.replicas >= 1")
+			}
+		case FaultKillPrimary:
+			if s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0 {
+				bad(p+".kind", f.Kind, "killing a primary without replicas leaves its slots down for good: set cluster.replicas >= 1")
+			}
+		case FaultReshard:
+			if f.Slots < 1 || f.Slots > 16384 {
+				bad(p+".slots", f.Slots, "must be between 1 and 16384")
+			}
+			for _, e := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
+				if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, nodes, 0) != "" {
+					bad(p+"."+e.name, fmt.Sprintf("%q", e.v), fmt.Sprintf("name a primary as node:N (0..%d)", s.Cluster.Primaries-1))
+				}
+			}
+			if f.From != "" && f.From == f.To {
+				bad(p+".to", fmt.Sprintf("%q", f.To), "must differ from from")
+			}
+		}
+		if f.Kind != FaultPause && f.Kind != FaultLatency && f.For != 0 {
+			bad(p+".for", time.Duration(f.For), "only pause and latency faults have a length")
+		}
+		if s.Duration > 0 && end > s.Duration && f.Kind == FaultPause {
+			bad(p+".for", time.Duration(f.For), fmt.Sprintf("the pause would outlast the run (ends at %s)", time.Duration(s.Duration)))
+		}
+	}
+}
+
+// checkTarget returns "" for a well-formed target, else what to write instead.
+func checkTarget(t string, nodes, tenants int) string {
+	const fix = "use hottest, all, node:N, slot:N or primary-of:TENANT"
+	switch {
+	case t == "" || t == "hottest" || t == "all":
+		return ""
+	case strings.HasPrefix(t, "node:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(t, "node:"))
+		if err != nil || n < 0 || (nodes > 0 && n >= nodes) {
+			return fmt.Sprintf("node:N needs 0 <= N < %d (the cluster's nodes, primaries first)", nodes)
+		}
+	case strings.HasPrefix(t, "slot:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(t, "slot:"))
+		if err != nil || n < 0 || n > 16383 {
+			return "slot:N needs 0 <= N <= 16383"
+		}
+	case strings.HasPrefix(t, "primary-of:"):
+		name := strings.TrimPrefix(t, "primary-of:")
+		if name == "" || strings.ContainsAny(name, "{} ") {
+			return "primary-of: needs a tenant name such as tenant-0"
+		}
+		if tenants > 0 && strings.HasPrefix(name, "tenant-") {
+			if n, err := strconv.Atoi(strings.TrimPrefix(name, "tenant-")); err != nil || n < 0 || n >= tenants {
+				return fmt.Sprintf("no such tenant: tenants are tenant-0 .. tenant-%d", tenants-1)
+			}
+		}
+	default:
+		return fix
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFault reports whether the schedule has a fault of kind.
+func (s *Spec) hasFault(kind string) bool {
+	for _, f := range s.Faults {
+		if f.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"ratelab/results"
+)
+
+// faultSpec is a 3x1 central scenario at a rate this machine carries, with the given faults.
+func faultSpec(t *testing.T, dur time.Duration, extra string) *Spec {
+	t.Helper()
+	if !strings.Contains(extra, "cluster:") {
+		extra = "cluster: {primaries: 3, replicas: 1, node_timeout: 1s}\n" + extra
+	}
+	if !strings.Contains(extra, "endpoints:") {
+		extra = "endpoints: [{name: read, weight: 1}]\n" + extra
+	}
+	s, err := Parse("fault-test", []byte(`
+name: fault-test
+load: {rate: 1000, concurrency: 16, max_inflight: 256}
+tenants: {count: 300, theta: 0.99}
+policy: {rate: 20, burst: 40}
+`+extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Duration = Duration(dur)
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func runFaults(t *testing.T, spec *Spec) (*results.Summary, []results.Interval) {
+	t.Helper()
+	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, rows := readRun(t, res.Dir)
+	checkConsistent(t, sum, rows)
+	if len(sum.Faults) != len(spec.Faults) {
+		t.Fatalf("faults %+v, want %d", sum.Faults, len(spec.Faults))
+	}
+	for _, f := range sum.Faults {
+		if strings.Contains(f.Target, "failed") {
+			t.Errorf("fault %+v was not injected", f)
+		}
+	}
+	return sum, rows
+}
+
+// tail sums the last n rows.
+func tail(rows []results.Interval, n int) (decided, errs int64) {
+	for _, r := range rows[max(0, len(rows)-n):] {
+		decided += r.Allowed + r.Denied
+		errs += r.Errors
+	}
+	return
+}
+
+func TestFaultKillPrimary(t *testing.T) {
+	t.Parallel()
+	sum, rows := runFaults(t, faultSpec(t, 10*time.Second, "faults: [{at: 3s, kind: kill-primary, target: hottest}]\n"))
+	f := sum.Faults[0]
+	if f.DetectedS < 3 || f.DetectedS > 5 || f.RecoveredS <= f.AtS {
+		t.Errorf("fault %+v: want errors detected within 2 s of the kill and a recovery", f)
+	}
+	if sum.Errors.NoScript == 0 {
+		t.Errorf("errors %+v: the promoted replica has no script cache: want NOSCRIPT > 0", sum.Errors)
+	}
+	if decided, errs := tail(rows, 2); decided == 0 || errs*100 > decided {
+		t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the promotion", decided, errs)
+	}
+	t.Logf("kill-primary: %+v errors %+v overspend %+v", f, sum.Errors, sum.Overspend)
+}
+
+func TestFaultFailoverMovesSlots(t *testing.T) {
+	t.Parallel()
+	sum, rows := runFaults(t, faultSpec(t, 8*time.Second, "faults: [{at: 3s, kind: failover, target: hottest}]\n"))
+	// The old primary is alive and a replica now: requests still routed to it answer MOVED.
+	if sum.Errors.Moved == 0 {
+		t.Errorf("errors %+v: want MOVED > 0 after a failover", sum.Errors)
+	}
+	if decided, errs := tail(rows, 2); decided == 0 || errs*100 > decided {
+		t.Errorf("last 2 s: %d decided, %d errors", decided, errs)
+	}
+}
+
+func TestFaultScriptFlush(t *testing.T) {
+	t.Parallel()
+	sum, rows := runFaults(t, faultSpec(t, 5*time.Second, "faults: [{at: 2s, kind: script-flush, target: all}]\n"))
+	if sum.Errors.NoScript < 3 {
+		t.Errorf("noscript %d, want at least one per primary after SCRIPT FLUSH", sum.Errors.NoScript)
+	}
+	// A loaded test machine times out the odd decision; none may fail for NOSCRIPT.
+	if e := sum.Errors; sum.Outcomes.Errors > e.Timeout+e.Conn || e.Other != 0 {
+		t.Errorf("outcomes %+v errors %+v: NOSCRIPT must be answered with EVAL, not fail decisions", sum.Outcomes, sum.Errors)
+	}
+	if rows[2].NoScript == 0 {
+		t.Errorf("row 2 %+v: NOSCRIPT belongs to the second of the flush", rows[2])
+	}
+}
+
+func TestFaultPauseFailOpenVersusClosed(t *testing.T) {
+	t.Parallel()
+	const pause = `limiter: {timeout: 20ms, breaker: {threshold: 5, cooldown: 300ms}}
+cluster: {primaries: 3, replicas: 1, node_timeout: 5s}
+faults: [{at: 2s, kind: pause, target: hottest, for: 2s}]
+`
+	open, closed := make(chan *results.Summary, 1), make(chan *results.Summary, 1)
+	run := func(mode string, out chan<- *results.Summary) {
+		spec := faultSpec(t, 6*time.Second, pause+"endpoints: [{name: read, weight: 1, fail: "+mode+", budget: 10ms}]\n")
+		sum, _ := runFaults(t, spec)
+		out <- sum
+	}
+	t.Run("open", func(t *testing.T) { t.Parallel(); run("open", open) })
+	t.Run("closed", func(t *testing.T) { t.Parallel(); run("closed", closed) })
+	t.Cleanup(func() {
+		o, c := <-open, <-closed
+		if o.Outcomes.FailedOpen == 0 || o.Overspend.Requests == 0 || o.Outcomes.Errors != 0 {
+			t.Errorf("fail open: outcomes %+v overspend %+v: want failed_open > 0, overspend > 0, no errors", o.Outcomes, o.Overspend)
+		}
+		if o.Overspend.ByCause["fail-open"] == 0 {
+			t.Errorf("fail open: overspend by cause %v: want it attributed to fail-open", o.Overspend.ByCause)
+		}
+		if c.Outcomes.FailedClosed == 0 || c.Overspend.FalseDenies == 0 || c.Outcomes.Errors != 0 {
+			t.Errorf("fail closed: outcomes %+v overspend %+v: want failed_closed > 0, false denies > 0", c.Outcomes, c.Overspend)
+		}
+		if c.Overspend.ByCause["fail-open"] != 0 || c.Overspend.Ratio > 1e-3 {
+			t.Errorf("fail closed: overspend %+v: the pause must not cause overspend", c.Overspend)
+		}
+		// No multi-second stalls: the budget (10 ms) and the breaker bound every decision.
+		for _, s := range []*results.Summary{o, c} {
+			if s.LatencyMs.Max > 500 {
+				t.Errorf("max latency %.1f ms during a pause with a 10 ms budget: want no stalls", s.LatencyMs.Max)
+			}
+		}
+	})
+}
+
+func TestFaultReshardAskThenMoved(t *testing.T) {
+	t.Parallel()
+	// The busiest slots move first: tenant-0's among them if node:0 serves it.
+	spec := faultSpec(t, 7*time.Second, "cluster: {primaries: 2, replicas: 0}\nfaults: [{at: 2s, kind: reshard, slots: 20, from: \"node:0\", to: \"node:1\"}]\n")
+	sum, _ := runFaults(t, spec)
+	if sum.Errors.Ask == 0 || sum.Errors.Moved == 0 {
+		t.Errorf("errors %+v: want ASK while slots migrate and MOVED after", sum.Errors)
+	}
+	if sum.Outcomes.Errors*100 > sum.Load.Decisions {
+		t.Errorf("outcomes %+v: redirects are followed, decisions must not fail", sum.Outcomes)
+	}
+}
+
+func TestFaultLatencyAndRestart(t *testing.T) {
+	t.Parallel()
+	spec := faultSpec(t, 8*time.Second, `faults:
+  - {at: 2s, kind: latency, target: hottest, delay: 20ms, jitter: 1ms, for: 2s}
+  - {at: 5s, kind: restart, target: node:5}
+`)
+	spec.Limiter.Timeout = Duration(500 * time.Millisecond)
+	sum, rows := runFaults(t, spec)
+	// 20 ms each way on the hottest primary (about 40% of the traffic): its requests take >= 40 ms
+	// while the fault lasts, so p90 must show it, and it must go away after. Compared with the
+	// seconds around it rather than absolute numbers: under -race on 2 shared cores the proxy
+	// itself adds milliseconds.
+	before, during, after := rows[1].P90Ms, rows[3].P90Ms, rows[len(rows)-1].P90Ms
+	t.Logf("p90 before %.1f ms, during %.1f ms, at the end %.1f ms", before, during, after)
+	if during < 40 || during < 2*before || during < 2*after {
+		t.Errorf("p90 before %.1f ms, during %.1f ms, at the end %.1f ms: want the delay (2 x 20 ms) only during the fault", before, during, after)
+	}
+	if sum.Faults[1].Kind != FaultRestart {
+		t.Errorf("faults %+v", sum.Faults)
+	}
+}
