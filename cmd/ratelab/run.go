@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +19,20 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 )
+
+// exitSLOFailed is the exit code of a run that completed but failed an SLO check.
+const exitSLOFailed = 3
+
+// failedChecks lists the failed SLO checks as "name limit (was value)".
+func failedChecks(s results.SLO) string {
+	var out []string
+	for _, c := range s.Checks {
+		if !c.Pass {
+			out = append(out, fmt.Sprintf("%s %g (was %g)", c.Name, c.Limit, c.Value))
+		}
+	}
+	return strings.Join(out, "; ")
+}
 
 // exitInterrupted is the exit code of a run stopped by a signal (after its results are written).
 const exitInterrupted = 130
@@ -35,6 +50,7 @@ type runOptions struct {
 	quiet       bool
 	cpuProfile  string
 	memProfile  string
+	slo         []string
 }
 
 func newRunCmd() *cobra.Command {
@@ -63,6 +79,7 @@ interrupted) and stops the local cluster; a second Ctrl-C exits at once.`,
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: token-bucket, memory or noop")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-second progress lines")
+	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
 	return cmd
@@ -118,6 +135,9 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	if res.Summary.Interrupted {
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted; partial results in %s", res.Dir)}
 	}
+	if !res.Summary.SLO.Pass {
+		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}
+	}
 	return nil
 }
 
@@ -144,6 +164,11 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 	}
 	if set("limiter") {
 		spec.Limiter.Kind = o.limiter
+	}
+	for _, kv := range o.slo {
+		if err := spec.SetSLO(kv); err != nil {
+			return err
+		}
 	}
 	if err := spec.Validate(); err != nil {
 		return fmt.Errorf("scenario %s with flags: %w", spec.Name, err)
