@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -110,6 +111,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		if err := preloadScript(ctx, client); err != nil {
 			return nil, err
 		}
+		warmPools(ctx, client, spec.Load.Concurrency)
 		rb, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
@@ -298,6 +300,24 @@ func traffic(spec *Spec) (workload.KeyDist, *workload.Mix, []string, error) {
 		return nil, nil, nil, fmt.Errorf("endpoints: %w", err)
 	}
 	return keys, mix, names, nil
+}
+
+// warmPools opens up to workers connections to every primary before the clock starts: dialing
+// them during the run would put connection set-up into the first second's latency and, with a
+// budget of a few milliseconds, turn it into fail-open decisions.
+func warmPools(ctx context.Context, c *redis.ClusterClient, workers int) {
+	_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		var wg sync.WaitGroup
+		for range min(workers, n.Options().PoolSize) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = n.Ping(ctx).Err()
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
 }
 
 func keyDist(spec *Spec) (workload.KeyDist, error) {

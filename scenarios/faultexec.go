@@ -42,6 +42,7 @@ type faultRunner struct {
 	cause       atomic.Int32 // the newest active fault's Cause
 
 	mu     sync.Mutex
+	killed string // the node the last kill-primary took down
 	events []results.Fault
 	bound  float64 // tokens the faults may return (replication gap at kills), summed
 	wg     sync.WaitGroup
@@ -125,6 +126,14 @@ func (r *faultRunner) resolve(f FaultSpec) ([]string, string, error) {
 	switch {
 	case t == "hottest":
 		return primaryOfKey(r.hotKey)
+	case t == "killed":
+		r.mu.Lock()
+		k := r.killed
+		r.mu.Unlock()
+		if k == "" {
+			return nil, t, fmt.Errorf("target killed: no kill-primary ran before this fault")
+		}
+		return []string{k}, "killed = " + k, nil
 	case t == "all":
 		var addrs []string
 		for _, n := range r.cl.Nodes() {
@@ -162,6 +171,9 @@ func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string
 		}
 		r.noteReplicationGap(ctx, addr)
 		defer r.holdUntilHealthy(ctx, "failover")()
+		r.mu.Lock()
+		r.killed = addr
+		r.mu.Unlock()
 		return r.cl.Kill(addr)
 	case FaultFailover:
 		addr := targets[0]
@@ -308,17 +320,21 @@ func (r *faultRunner) requirePrimary(addr string) error {
 	return fmt.Errorf("%s is not a node of this cluster", addr)
 }
 
-// noteReplicationGap adds to the overspend bound what the replicas of addr have not received yet:
-// the bytes between the primary's replication offset and the best replica's, converted to
-// decisions at the primary's average bytes per write (a lost debit returns one token).
+// noteReplicationGap adds to the overspend bound what the replicas of addr have not applied yet:
+// the bytes between the primary's replication offset and the best replica's own offset (read on
+// the replica: the primary's view of it lags by up to a second), converted to decisions at the
+// primary's average bytes per script call (a lost debit returns one token).
 func (r *faultRunner) noteReplicationGap(ctx context.Context, addr string) {
-	primary, replicas, err := r.cl.ReplOffsets(ctx, addr)
-	if err != nil || len(replicas) == 0 || primary <= 0 {
+	primary, acked, err := r.cl.ReplOffsets(ctx, addr)
+	if err != nil || primary <= 0 {
 		return
 	}
 	best := int64(0)
-	for _, off := range replicas {
+	for _, off := range acked {
 		best = max(best, off)
+	}
+	for _, n := range r.cl.ReplicasOf(addr) {
+		best = max(best, replicaOffset(ctx, n))
 	}
 	gap := max(primary-best, 0)
 	writes := nodeWrites(ctx, addr)
@@ -330,6 +346,28 @@ func (r *faultRunner) noteReplicationGap(ctx context.Context, addr string) {
 	r.bound += float64(gap) / bytesPerWrite
 	r.mu.Unlock()
 	r.logf("replication gap of %s before the fault: %d bytes (~%.1f debits)", addr, gap, float64(gap)/bytesPerWrite)
+}
+
+// replicaOffset is the replication offset a replica has applied (INFO replication on the
+// replica itself), or 0.
+func replicaOffset(ctx context.Context, n cluster.Node) int64 {
+	addr := n.RealAddr
+	if addr == "" {
+		addr = n.Addr
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	s, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "slave_repl_offset:"); ok {
+			off, _ := strconv.ParseInt(v, 10, 64)
+			return off
+		}
+	}
+	return 0
 }
 
 // nodeWrites counts the script calls a node has executed (INFO commandstats).
@@ -432,7 +470,8 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 		f := &faults[i]
 		end := len(rows)
 		if i+1 < len(faults) {
-			end = min(end, int(faults[i+1].AtS)+1)
+			// The second in which the next fault starts is that fault's.
+			end = min(end, max(int(faults[i+1].AtS), int(f.AtS)+1))
 		}
 		start := int(f.AtS)
 		det := -1

@@ -27,8 +27,8 @@ type FaultSpec struct {
 	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart.
 	Kind string `yaml:"kind"`
 	// Target is hottest (the primary owning the hottest tenant's slot), node:N (the N-th node as
-	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, or all.
-	// Default hottest.
+	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, all, or
+	// killed (the node an earlier kill-primary took down: to restart it). Default hottest.
 	Target string `yaml:"target,omitempty"`
 	// For is how long a pause or latency fault lasts (latency: 0 = to the end of the run).
 	For Duration `yaml:"for,omitempty"`
@@ -118,9 +118,9 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 
 // checkTarget returns "" for a well-formed target, else what to write instead.
 func checkTarget(t string, nodes, tenants int) string {
-	const fix = "use hottest, all, node:N, slot:N or primary-of:TENANT"
+	const fix = "use hottest, all, killed, node:N, slot:N or primary-of:TENANT"
 	switch {
-	case t == "" || t == "hottest" || t == "all":
+	case t == "" || t == "hottest" || t == "all" || t == "killed":
 		return ""
 	case strings.HasPrefix(t, "node:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "node:"))

@@ -176,3 +176,21 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 		t.Errorf("faults %+v", sum.Faults)
 	}
 }
+
+func TestMeasureRecovery(t *testing.T) {
+	t.Parallel()
+	row := func(sent, errs int64) results.Interval { return results.Interval{Sent: sent, Timeout: errs} }
+	rows := []results.Interval{row(100, 0), row(100, 0), row(100, 50), row(100, 9), row(100, 0), row(100, 0),
+		row(100, 30), row(100, 0), row(100, 1), row(100, 0)}
+	faults := []results.Fault{{AtS: 2.1}, {AtS: 6}, {AtS: 9.5}}
+	measureRecovery(faults, rows)
+	// Fault 0: trouble in 2 and 3, quiet from 4 (row 6 belongs to fault 1).
+	// Fault 1: trouble in 6, quiet from 7 (1 error in 100 is under the 1% noise floor).
+	// Fault 2: no trouble in its seconds: neither detected nor recovered.
+	want := []results.Fault{{AtS: 2.1, DetectedS: 2.1, RecoveredS: 4}, {AtS: 6, DetectedS: 6, RecoveredS: 7}, {AtS: 9.5}}
+	for i := range want {
+		if faults[i] != want[i] {
+			t.Errorf("fault %d = %+v, want %+v", i, faults[i], want[i])
+		}
+	}
+}

@@ -81,8 +81,10 @@ type overspendShard struct {
 // overspend and zero false denies. Reordering between the limiter and Observe (requests in
 // flight together) is the only source of a residue.
 //
-// Memory: 42 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
-// (see ObserveUnknown), 16 bytes of provisional false denies and a 2-byte policy class — plus ~80 KB fixed (256 padded lock shards, the
+// Memory: 47 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
+// (see ObserveUnknown), 16 bytes of provisional false denies, 5 bytes of fail-policy debt (an
+// allowed fail-open or local decision the store never counted: the store's later overspend on
+// that key is attributed to it) and a 2-byte policy class — plus ~80 KB fixed (256 padded lock shards, the
 // policy table and its index). The policy func is called once per
 // key, at its first observation; distinct policies are deduplicated into a table of up to 65534
 // classes (a key beyond that calls the func on every observation instead). A policy is therefore
@@ -95,6 +97,8 @@ type OverspendChecker struct {
 	states []limiter.BucketState // per key; LastMs == 0: not observed yet (bucket full)
 	credit []float64             // per key; tokens debited for unknown outcomes, refundable
 	pend   []pendingDenies       // per key; false denies not yet confirmed (see Observe)
+	debt   []float32             // per key; tokens the envelope paid for decisions the store never saw
+	debtBy []Cause               // per key; the cause of that debt (fail-open, local)
 	class  []uint16              // per key; see overspendMaxClasses
 
 	// causeNames names the byCause slots: limiter.Source names first, then CauseFor's.
@@ -134,6 +138,8 @@ func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *O
 		states: make([]limiter.BucketState, keys),
 		credit: make([]float64, keys),
 		pend:   make([]pendingDenies, keys),
+		debt:   make([]float32, keys),
+		debtBy: make([]Cause, keys),
 		class:  make([]uint16, keys),
 		window: DefaultReorderWindowMs,
 		polIdx: make(map[limiter.BucketPolicy]uint16),
@@ -244,7 +250,17 @@ func (c *OverspendChecker) ObserveAs(key int, nowMs int64, cost int64, allowed b
 		if pd.count > 0 && st.Tokens < float64(pd.cost) {
 			c.withdraw(sh, pd, float64(pd.cost)-st.Tokens)
 		}
+		if cause == Cause(limiter.FailOpen) || cause == Cause(limiter.Local) {
+			// The envelope paid for a decision the store never counted: the store will let
+			// these tokens through again, and that overspend is this cause's doing.
+			c.debt[key] += float32(need)
+			c.debtBy[key] = cause
+		}
 	case allowed:
+		if d := c.debt[key]; d > 0 && float64(d) >= need-1e-6 {
+			c.debt[key] = d - float32(need)
+			cause = c.debtBy[key]
+		}
 		sh.allowed++
 		sh.overRequests++
 		sh.over += cost
@@ -313,6 +329,7 @@ func (c *OverspendChecker) refill(key int, nowMs int64) limiter.BucketState {
 	st := p.Refill(c.states[key], nowMs)
 	if st.Tokens >= float64(p.Burst) {
 		c.credit[key] = 0
+		c.debt[key] = 0
 	}
 	return st
 }
@@ -386,7 +403,11 @@ func (c *OverspendChecker) Totals() OverspendTotals {
 	}
 	for j, n := range byCause {
 		if n > 0 {
-			t.ByCause[c.causeNames[j]] += n
+			name := c.causeNames[j]
+			if name == "" {
+				name = "unknown"
+			}
+			t.ByCause[name] += n
 		}
 	}
 	return t

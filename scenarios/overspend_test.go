@@ -470,7 +470,7 @@ func osMillionKeysBytes() float64 {
 	return float64(after.TotalAlloc-before.TotalAlloc) / keys
 }
 
-// TestOverspendMemoryPerKey: 16 bytes of state + 8 of credit + 16 of pending denies + 2 of class per key, plus ~80 KB fixed
+// TestOverspendMemoryPerKey: 16 bytes of state + 8 of credit + 16 of pending denies + 5 of debt + 2 of class per key, plus ~80 KB fixed
 // (shards, policy table and map: 0.08 bytes/key at this size). Allow up to 20 bytes/key; the
 // budget is 200.
 func TestOverspendMemoryPerKey(t *testing.T) {
@@ -480,8 +480,8 @@ func TestOverspendMemoryPerKey(t *testing.T) {
 	}
 	perKey := osMillionKeysBytes()
 	t.Logf("1,000,000 keys: %.2f bytes/key", perKey)
-	if perKey < 42 || perKey > 44 {
-		t.Fatalf("1,000,000 keys: %.2f bytes/key, want 42..44 (16 state + 8 credit + 16 pending + 2 class + fixed overhead)", perKey)
+	if perKey < 47 || perKey > 50 {
+		t.Fatalf("1,000,000 keys: %.2f bytes/key, want 47..50 (16 state + 8 credit + 16 pending + 5 debt + 2 class + fixed overhead)", perKey)
 	}
 }
 
@@ -601,5 +601,22 @@ func TestOverspendUnknownOutcomes(t *testing.T) {
 				t.Errorf("Totals().Unknown = 0, want the unknown outcomes counted")
 			}
 		})
+	}
+}
+
+func TestOverspendAfterFailOpenIsAttributedToIt(t *testing.T) {
+	t.Parallel()
+	c := NewOverspendChecker(1, func(int) limiter.BucketPolicy { return limiter.BucketPolicy{Rate: 1, Burst: 2} })
+	// The store is down: two requests fail open (the envelope pays), the store never counted them.
+	c.Observe(0, 1000, 1, true, limiter.FailOpen)
+	c.Observe(0, 1000, 1, true, limiter.FailOpen)
+	// Back up, the store still has both tokens and allows two more: overspend, caused by fail-open.
+	c.Observe(0, 1001, 1, true, limiter.Central)
+	c.Observe(0, 1001, 1, true, limiter.Central)
+	// Debt paid: a third is the central limiter's own overspend.
+	c.Observe(0, 1001, 1, true, limiter.Central)
+	got := c.Totals()
+	if got.OverspendRequests != 3 || got.ByCause["fail-open"] != 2 || got.ByCause["central"] != 1 {
+		t.Errorf("totals %+v: want 3 overspend, 2 attributed to fail-open and 1 to central", got)
 	}
 }

@@ -104,7 +104,7 @@ func TestParseErrors(t *testing.T) {
 		{"fault kind", validYAML + "faults: [{at: 1s, kind: meteor}]\n", []string{`faults[0].kind: "meteor": use one of kill-primary, pause`}},
 		{"fault time", validYAML + "faults: [{at: 5s, kind: script-flush}]\n", []string{"faults[0].at: 5s: must be within the run: 0 <= at < duration (2s)"}},
 		{"fault target", validYAML + "faults: [{at: 1s, kind: restart, target: node:6}, {at: 1s, kind: pause, target: moon, for: 1s}]\n",
-			[]string{`faults[0].target: "node:6": node:N needs 0 <= N < 6`, `faults[1].target: "moon": use hottest, all, node:N, slot:N or primary-of:TENANT`}},
+			[]string{`faults[0].target: "node:6": node:N needs 0 <= N < 6`, `faults[1].target: "moon": use hottest, all, killed, node:N, slot:N or primary-of:TENANT`}},
 		{"fault tenant", validYAML + "faults: [{at: 1s, kind: restart, target: primary-of:tenant-10}]\n", []string{"no such tenant: tenants are tenant-0 .. tenant-9"}},
 		{"fault fields", validYAML + "faults: [{at: 1s, kind: pause}, {at: 1s, kind: latency, delay: 0s}, {at: 1s, kind: failover, mode: gently}, {at: 1s, kind: reshard, slots: 0, from: node:0, to: node:0}, {at: 1s, kind: restart, for: 1s}]\n",
 			[]string{"faults[0].for: 0s: a pause needs a length", "faults[1].delay: 0s", `faults[2].mode: "gently"`, "faults[3].slots: 0", `faults[3].to: "node:0": must differ from from`, "faults[4].for: 1s: only pause and latency"}},
