@@ -54,6 +54,8 @@ type Interval struct {
 	MaxMs float64
 	// P90Ms is the 90th percentile latency in this second, in ms.
 	P90Ms float64
+	// Faults is the number of faults injected in this second (see summary.json faults[]).
+	Faults int64
 }
 
 // column is one CSV column: its header name and a pointer to its field (exactly one of i, f).
@@ -91,6 +93,7 @@ var columns = [...]column{
 	{name: "false_denies", i: func(r *Interval) *int64 { return &r.FalseDenies }},
 	{name: "max_ms", f: func(r *Interval) *float64 { return &r.MaxMs }},
 	{name: "p90_ms", f: func(r *Interval) *float64 { return &r.P90Ms }},
+	{name: "faults", i: func(r *Interval) *int64 { return &r.Faults }},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have (DESIGN.md).

@@ -37,6 +37,8 @@ type Summary struct {
 	Central Central `json:"central"`
 	// HotKeys lists the keys that took the largest shares of decisions, largest first.
 	HotKeys []HotKey `json:"hot_keys"`
+	// Nodes is what each Redis node's client saw: commands, redirects and NOSCRIPT replies.
+	Nodes []NodeStats `json:"nodes"`
 	// Faults lists the injected faults in schedule order.
 	Faults []Fault `json:"faults"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.
@@ -179,6 +181,20 @@ type Central struct {
 	OpsPerS float64 `json:"ops_per_s"`
 }
 
+// NodeStats is one node's share of the run, counted by a hook on its go-redis client.
+type NodeStats struct {
+	// Addr is the node's address.
+	Addr string `json:"addr"`
+	// Ops counts the commands the node answered (EVALSHA, EVAL, and the client's CLUSTER SLOTS).
+	Ops int64 `json:"ops"`
+	// Share is the node's fraction of all ops, in [0, 1].
+	Share float64 `json:"share"`
+	// Moved, Ask and NoScript count those replies from the node.
+	Moved    int64 `json:"moved"`
+	Ask      int64 `json:"ask"`
+	NoScript int64 `json:"noscript"`
+}
+
 // HotKey is one of the keys that took the largest shares of decisions.
 type HotKey struct {
 	// Key is the limiter key, e.g. "rl:{t42}:search".
@@ -245,6 +261,9 @@ func Ratio(num, den int64) float64 {
 // see [] and {} rather than null.
 func (s *Summary) normalize() {
 	s.Schema = SchemaSummary
+	if s.Nodes == nil {
+		s.Nodes = []NodeStats{}
+	}
 	if s.HotKeys == nil {
 		s.HotKeys = []HotKey{}
 	}

@@ -38,6 +38,7 @@ func sampleSummary() *Summary {
 			ByCause: map[string]int64{"failover": 1100, "fail-open": 100}},
 		Central: Central{Ops: 1119000, OpsPerS: 18495.87},
 		HotKeys: []HotKey{{Key: "rl:{t1}:search", Share: 0.21, Node: "127.0.0.1:7001"}},
+		Nodes:   []NodeStats{{Addr: "127.0.0.1:7001", Ops: 1200, Share: 0.5, Moved: 3, Ask: 1, NoScript: 1}},
 		Faults:  []Fault{{AtS: 20, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 21.1, RecoveredS: 22.4}},
 		SLO: SLO{Pass: false, Checks: []Check{
 			{Name: "p99_ms <=", Limit: 5, Value: 2.5, Pass: true},
@@ -87,6 +88,7 @@ var designFields = []string{
 	"overspend.false_deny_ratio", "overspend.bound_tokens", "overspend.unknown_outcomes", "overspend.by_cause",
 	"central", "central.ops", "central.ops_per_s",
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
+	"nodes", "nodes[].addr", "nodes[].ops", "nodes[].share", "nodes[].moved", "nodes[].ask", "nodes[].noscript",
 	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",
 	"slo", "slo.pass", "slo.checks", "slo.checks[].name", "slo.checks[].limit", "slo.checks[].value",
 	"slo.checks[].pass",

@@ -12,7 +12,7 @@ import (
 
 // wantHeader is the column order the brief fixes: DESIGN.md's 17, then the extra ones.
 const wantHeader = "t_s,offered,sent,dropped,allowed,denied,errors,timeout,moved,ask,noscript,clusterdown," +
-	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms"
+	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms,faults"
 
 // seededIntervals returns n plausible rows from a seeded generator.
 func seededIntervals(seed uint64, n int) []Interval {
@@ -169,21 +169,21 @@ func TestReadTimeseriesDamaged(t *testing.T) {
 		{"truncated last line", lines[0] + row(1) + row(2) + strings.Join(strings.Split(row(3), ",")[:3], ",") + ",1",
 			2, ErrTruncated, "line 4 column 4 (dropped): no end of line"},
 		{"last row without newline", lines[0] + row(1) + strings.TrimSuffix(row(2), "\n"), 1, ErrTruncated,
-			"line 3 column 25 (p90_ms)"},
+			"line 3 column 26 (faults)"},
 		{"float in a count column", lines[0] + row(1) + withField(row(2), 2, "1.5"), 1, ErrCorrupt,
 			`line 3 column 3 (sent): "1.5" is not a count`},
 		{"garbage latency", lines[0] + row(1) + row(2) + withField(row(3), 13, "fast"), 2, ErrCorrupt,
 			`line 4 column 14 (p99_ms): "fast" is not a finite number`},
-		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 23) + "\n", 2, ErrCorrupt,
+		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 24) + "\n", 2, ErrCorrupt,
 			"line 4 column 2 (offered)"},
-		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 12) + "\n", 0, ErrCorrupt,
+		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 13) + "\n", 0, ErrCorrupt,
 			"line 2 column 13 (p50_ms)"},
-		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 25"},
+		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 26"},
 		{"empty file", "", 0, ErrTruncated, "line 1: empty file"},
 		{"truncated header", "t_s,offered,se", 0, ErrTruncated, `line 1: header cut short after "t_s,offered,se"`},
 		{"missing column", strings.Replace(lines[0], ",moved", "", 1), 0, ErrCorrupt, `required column "moved"`},
-		{"duplicate column", strings.Replace(lines[0], "p90_ms", "offered", 1), 0, ErrCorrupt,
-			`column 25: duplicate column "offered"`},
+		{"duplicate column", strings.Replace(lines[0], "faults", "offered", 1), 0, ErrCorrupt,
+			`column 26: duplicate column "offered"`},
 		{"line too long", lines[0] + row(1) + strings.Repeat("9", 5000) + "\n", 1, ErrCorrupt, "line 3: longer than"},
 	}
 	for _, tt := range tests {

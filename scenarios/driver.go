@@ -53,6 +53,7 @@ type driver struct {
 	// Per second of the schedule. The dispatcher writes offered/sent/dropped; workers decrement pending.
 	offered, sent, dropped, behind, pending []atomic.Int64
 	withdrawn                               []atomic.Int64                        // provisional false denies taken back, by second
+	faultsAt                                []atomic.Int64                        // faults injected, by second
 	storeErrs                               [limiter.NumErrorKinds][]atomic.Int64 // failures a fail policy answered, by kind and second
 	dispatchSec                             atomic.Int64                          // every second before it is fully dispatched
 	finalized                               atomic.Int64                          // last second written out
@@ -77,6 +78,7 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenan
 		behind:    make([]atomic.Int64, secs),
 		pending:   make([]atomic.Int64, secs),
 		withdrawn: make([]atomic.Int64, secs),
+		faultsAt:  make([]atomic.Int64, secs),
 		lag:       results.NewHistogram(),
 		shards:    make([]*workerRec, nShards),
 		keyCounts: make([]atomic.Int64, len(tenants)*len(endpoints)),

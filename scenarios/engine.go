@@ -148,6 +148,11 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		keyOf := func(tenant string) string { return limiter.KeyFor(tenant, names[0]) }
 		d.faults = newFaultRunner(cl, spec.Faults, keyOf(tenants[0]), keyOf, checker.CauseFor, logf)
 		d.faults.slotTraffic = d.slotTraffic
+		d.faults.onInject = func(at float64) {
+			if sec := int(at); sec >= 0 && sec < len(d.faultsAt) {
+				d.faultsAt[sec].Add(1)
+			}
+		}
 		var cancel context.CancelFunc
 		faultCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})

@@ -36,6 +36,8 @@ type faultRunner struct {
 	base   time.Time
 
 	causeFor func(string) Cause
+	// onInject hears of each fault as it starts (seconds since the start of the run).
+	onInject func(atS float64)
 	// slotTraffic returns decisions so far per slot (for reshard); nil means no preference.
 	slotTraffic func() map[int]int64
 	active      atomic.Int32 // number of faults whose cause is current
@@ -96,6 +98,9 @@ func (r *faultRunner) inject(ctx context.Context, f FaultSpec) {
 		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
 	}
 	ev := results.Fault{AtS: at, Kind: f.Kind, Target: desc}
+	if r.onInject != nil {
+		r.onInject(at)
+	}
 	if err == nil {
 		r.logf("fault at %.1fs: %s %s", at, f.Kind, desc)
 		err = r.execute(ctx, f, targets)

@@ -100,8 +100,15 @@ func TestFaultScriptFlush(t *testing.T) {
 	if e := sum.Errors; sum.Outcomes.Errors > e.Timeout+e.Conn || e.Other != 0 {
 		t.Errorf("outcomes %+v errors %+v: NOSCRIPT must be answered with EVAL, not fail decisions", sum.Outcomes, sum.Errors)
 	}
-	if rows[2].NoScript == 0 {
-		t.Errorf("row 2 %+v: NOSCRIPT belongs to the second of the flush", rows[2])
+	if rows[2].NoScript == 0 || rows[2].Faults != 1 {
+		t.Errorf("row 2 %+v: the flush and its NOSCRIPT belong to second 2", rows[2])
+	}
+	var noscript int64
+	for _, n := range sum.Nodes {
+		noscript += n.NoScript
+	}
+	if len(sum.Nodes) != 6 || noscript != sum.Errors.NoScript {
+		t.Errorf("nodes %+v: want 6 nodes whose NOSCRIPT counts add up to %d", sum.Nodes, sum.Errors.NoScript)
 	}
 }
 

@@ -34,6 +34,7 @@ func (d *driver) interval(sec int, s *secStats) results.Interval {
 		Conn:         s.errs[limiter.KindConn],
 		Other:        s.errs[limiter.KindOther],
 		Overspend:    s.overspend,
+		Faults:       d.faultsAt[sec].Load(),
 		// Provisional false denies withdrawn as reordering so far; later withdrawals are only
 		// in the summary.
 		FalseDenies: max(0, s.falseDenies-d.withdrawn[sec].Load()),
@@ -156,11 +157,18 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 // fillCentral adds what only a Redis-backed run knows: ops per node and where the hot keys live.
 func fillCentral(ctx context.Context, sum *results.Summary, c *redis.ClusterClient, r *redirects, d *driver, tenants, endpoints []string, ran time.Duration) {
 	var ops, moved, ask, noscript int64
-	for _, n := range r.snapshot() {
+	nodes := r.snapshot()
+	for _, n := range nodes {
 		ops += n.ops.Load()
 		moved += n.moved.Load()
 		ask += n.ask.Load()
 		noscript += n.noscript.Load()
+	}
+	for _, n := range nodes {
+		sum.Nodes = append(sum.Nodes, results.NodeStats{
+			Addr: n.addr, Ops: n.ops.Load(), Share: results.Ratio(n.ops.Load(), ops),
+			Moved: n.moved.Load(), Ask: n.ask.Load(), NoScript: n.noscript.Load(),
+		})
 	}
 	sum.Central = results.Central{Ops: ops}
 	if ran > 0 {
