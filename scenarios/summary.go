@@ -105,34 +105,14 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 	sum.Outcomes = results.Outcomes{
 		Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors(),
 	}
-	sum.Errors = results.Errors{
-		Timeout: t.errs[limiter.KindTimeout], Moved: t.errs[limiter.KindMoved], Ask: t.errs[limiter.KindAsk],
-		TryAgain: t.errs[limiter.KindTryAgain], ClusterDown: t.errs[limiter.KindClusterDown],
-		NoScript: t.errs[limiter.KindNoScript], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther],
+	// Decision errors, plus store failures that a fail policy turned into decisions: both are
+	// errors of the store.
+	for k, n := range t.errs {
+		addError(&sum.Errors, limiter.ErrorKind(k), n)
 	}
-	// Store failures that a fail policy turned into decisions still count as store errors.
 	for k := range d.storeErrs {
-		var n int64
 		for i := range d.storeErrs[k] {
-			n += d.storeErrs[k][i].Load()
-		}
-		switch limiter.ErrorKind(k) {
-		case limiter.KindTimeout:
-			sum.Errors.Timeout += n
-		case limiter.KindMoved:
-			sum.Errors.Moved += n
-		case limiter.KindAsk:
-			sum.Errors.Ask += n
-		case limiter.KindTryAgain:
-			sum.Errors.TryAgain += n
-		case limiter.KindClusterDown:
-			sum.Errors.ClusterDown += n
-		case limiter.KindNoScript:
-			sum.Errors.NoScript += n
-		case limiter.KindConn:
-			sum.Errors.Conn += n
-		default:
-			sum.Errors.Other += n
+			addError(&sum.Errors, limiter.ErrorKind(k), d.storeErrs[k][i].Load())
 		}
 	}
 	if t.hist.Count() > 0 {
@@ -151,6 +131,28 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 		FalseDenyRatio:  results.Ratio(ot.FalseDenies, t.denied+t.failClosed),
 		ByCause:         ot.ByCause,
 		UnknownOutcomes: ot.Unknown,
+	}
+}
+
+// addError adds n errors of kind k to e.
+func addError(e *results.Errors, k limiter.ErrorKind, n int64) {
+	switch k {
+	case limiter.KindTimeout:
+		e.Timeout += n
+	case limiter.KindMoved:
+		e.Moved += n
+	case limiter.KindAsk:
+		e.Ask += n
+	case limiter.KindTryAgain:
+		e.TryAgain += n
+	case limiter.KindClusterDown:
+		e.ClusterDown += n
+	case limiter.KindNoScript:
+		e.NoScript += n
+	case limiter.KindConn:
+		e.Conn += n
+	default:
+		e.Other += n
 	}
 }
 
