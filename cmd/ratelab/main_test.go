@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -251,5 +252,53 @@ func TestBadInputNamesTheField(t *testing.T) {
 				t.Errorf("ratelab %v output lacks %q:\n%s", tt.args, w, out)
 			}
 		}
+	}
+}
+
+// TestClusterUpStatusDown drives `ratelab cluster` as a user would: a detached cluster survives
+// the command that started it, status reports it, a second up is refused, down stops every node.
+func TestClusterUpStatusDown(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "cluster.json")
+	run := func(args ...string) (string, int) {
+		out, err := exec.Command(binary, append(append([]string{"cluster"}, args...), "--state", state)...).CombinedOutput()
+		return string(out), exitCode(err)
+	}
+	out, code := run("up", "--primaries", "2", "--replicas", "0")
+	if code != 0 {
+		t.Fatalf("cluster up: exit %d\n%s", code, out)
+	}
+	t.Cleanup(func() { run("down") })
+	var st struct {
+		Nodes []struct {
+			Pid int `json:"pid"`
+		} `json:"nodes"`
+	}
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatalf("no state file after up: %v", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil || len(st.Nodes) != 2 {
+		t.Fatalf("state file %s: %v\n%s", state, err, data)
+	}
+	var pids []int
+	for _, n := range st.Nodes {
+		if !alive(n.Pid) {
+			t.Errorf("node pid %d is not running after `cluster up` returned", n.Pid)
+		}
+		pids = append(pids, n.Pid)
+	}
+	if out, code := run("status"); code != 0 || !strings.Contains(out, "cluster_state") && !strings.Contains(out, "ok") {
+		t.Errorf("cluster status: exit %d\n%s", code, out)
+	}
+	if out, code := run("up"); code == 0 {
+		t.Errorf("a second cluster up succeeded, want it refused:\n%s", out)
+	}
+	if out, code := run("down"); code != 0 {
+		t.Errorf("cluster down: exit %d\n%s", code, out)
+	}
+	waitGone(t, pids, 5*time.Second)
+	if out, code := run("status"); code == 0 {
+		t.Errorf("cluster status after down: exit 0, want an error\n%s", out)
 	}
 }
