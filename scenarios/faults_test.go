@@ -162,13 +162,14 @@ func TestFaultReshardAskThenMoved(t *testing.T) {
 	}
 }
 
+// TestFaultLatencyAndRestart compares latencies, so it runs alone (not parallel) at a light load.
 func TestFaultLatencyAndRestart(t *testing.T) {
-	t.Parallel()
 	spec := faultSpec(t, 8*time.Second, `faults:
   - {at: 2s, kind: latency, target: hottest, delay: 20ms, jitter: 1ms, for: 2s}
   - {at: 5s, kind: restart, target: node:5}
 `)
 	spec.Limiter.Timeout = Duration(500 * time.Millisecond)
+	spec.Load.Rate = 300
 	sum, rows := runFaults(t, spec)
 	// 20 ms each way on the hottest primary (about 40% of the traffic): its requests take >= 40 ms
 	// while the fault lasts, so p90 must show it, and it must go away after. Compared with the
