@@ -189,10 +189,15 @@ type NodeStats struct {
 	Ops int64 `json:"ops"`
 	// Share is the node's fraction of all ops, in [0, 1].
 	Share float64 `json:"share"`
-	// Moved, Ask and NoScript count those replies from the node.
-	Moved    int64 `json:"moved"`
-	Ask      int64 `json:"ask"`
-	NoScript int64 `json:"noscript"`
+	// Moved, Ask, NoScript, TryAgain and ClusterDown count those replies from the node; Timeout
+	// and Conn the calls to it that timed out or lost their connection.
+	Moved       int64 `json:"moved"`
+	Ask         int64 `json:"ask"`
+	NoScript    int64 `json:"noscript"`
+	TryAgain    int64 `json:"tryagain"`
+	ClusterDown int64 `json:"clusterdown"`
+	Timeout     int64 `json:"timeout"`
+	Conn        int64 `json:"conn"`
 }
 
 // HotKey is one of the keys that took the largest shares of decisions.

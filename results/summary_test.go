@@ -89,6 +89,7 @@ var designFields = []string{
 	"central", "central.ops", "central.ops_per_s",
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
 	"nodes", "nodes[].addr", "nodes[].ops", "nodes[].share", "nodes[].moved", "nodes[].ask", "nodes[].noscript",
+	"nodes[].tryagain", "nodes[].clusterdown", "nodes[].timeout", "nodes[].conn",
 	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",
 	"slo", "slo.pass", "slo.checks", "slo.checks[].name", "slo.checks[].limit", "slo.checks[].value",
 	"slo.checks[].pass",

@@ -72,6 +72,13 @@ func TestFaultKillPrimary(t *testing.T) {
 	if sum.Errors.NoScript == 0 {
 		t.Errorf("errors %+v: the promoted replica has no script cache: want NOSCRIPT > 0", sum.Errors)
 	}
+	// The failures are booked on the node that died.
+	killed := strings.Fields(f.Target)[2]
+	for _, n := range sum.Nodes {
+		if n.Addr == killed && n.Timeout+n.Conn == 0 {
+			t.Errorf("node %+v: the killed primary's calls timed out or failed to connect, want them counted on it", n)
+		}
+	}
 	if decided, errs := tail(rows, 2); decided == 0 || errs*100 > decided {
 		t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the promotion", decided, errs)
 	}

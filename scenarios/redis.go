@@ -22,8 +22,9 @@ type reqTag struct{ sec int }
 
 // nodeStats counts what one node's client saw.
 type nodeStats struct {
-	addr                      string
-	ops, moved, ask, noscript atomic.Int64
+	addr string
+	ops  atomic.Int64
+	errs [limiter.NumErrorKinds]atomic.Int64 // replies and failures by kind, MOVED/ASK/NOSCRIPT included
 }
 
 // redirects counts MOVED, ASK and NOSCRIPT replies per node and per second. go-redis follows
@@ -83,19 +84,19 @@ func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err == nil {
 			return nil
 		}
-		var node *atomic.Int64
+		kind := limiter.ClassifyError(err)
+		h.n.errs[kind].Add(1)
 		var perSec []atomic.Int64
-		switch limiter.ClassifyError(err) {
+		switch kind {
 		case limiter.KindMoved:
-			node, perSec = &h.n.moved, h.r.moved
+			perSec = h.r.moved
 		case limiter.KindAsk:
-			node, perSec = &h.n.ask, h.r.ask
+			perSec = h.r.ask
 		case limiter.KindNoScript:
-			node, perSec = &h.n.noscript, h.r.noscript
+			perSec = h.r.noscript
 		default:
 			return err
 		}
-		node.Add(1)
 		if t, ok := ctx.Value(tagKey{}).(*reqTag); ok && t.sec >= 0 && t.sec < len(perSec) {
 			perSec[t.sec].Add(1)
 		}

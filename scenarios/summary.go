@@ -158,20 +158,23 @@ func addError(e *results.Errors, k limiter.ErrorKind, n int64) {
 
 // fillCentral adds what only a Redis-backed run knows: ops per node and where the hot keys live.
 func fillCentral(ctx context.Context, sum *results.Summary, c *redis.ClusterClient, r *redirects, d *driver, tenants, endpoints []string, ran time.Duration) {
-	var ops, moved, ask, noscript int64
+	var ops int64
+	var byKind [limiter.NumErrorKinds]int64
 	nodes := r.snapshot()
 	for _, n := range nodes {
 		ops += n.ops.Load()
-		moved += n.moved.Load()
-		ask += n.ask.Load()
-		noscript += n.noscript.Load()
+		for k := range n.errs {
+			byKind[k] += n.errs[k].Load()
+		}
 	}
 	for _, n := range nodes {
-		sum.Nodes = append(sum.Nodes, results.NodeStats{
-			Addr: n.addr, Ops: n.ops.Load(), Share: results.Ratio(n.ops.Load(), ops),
-			Moved: n.moved.Load(), Ask: n.ask.Load(), NoScript: n.noscript.Load(),
-		})
+		ns := results.NodeStats{Addr: n.addr, Ops: n.ops.Load(), Share: results.Ratio(n.ops.Load(), ops)}
+		ns.Moved, ns.Ask, ns.NoScript = n.errs[limiter.KindMoved].Load(), n.errs[limiter.KindAsk].Load(), n.errs[limiter.KindNoScript].Load()
+		ns.Timeout, ns.Conn = n.errs[limiter.KindTimeout].Load(), n.errs[limiter.KindConn].Load()
+		ns.TryAgain, ns.ClusterDown = n.errs[limiter.KindTryAgain].Load(), n.errs[limiter.KindClusterDown].Load()
+		sum.Nodes = append(sum.Nodes, ns)
 	}
+	moved, ask, noscript := byKind[limiter.KindMoved], byKind[limiter.KindAsk], byKind[limiter.KindNoScript]
 	sum.Central = results.Central{Ops: ops}
 	if ran > 0 {
 		sum.Central.OpsPerS = float64(ops) / ran.Seconds()
