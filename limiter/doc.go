@@ -11,6 +11,9 @@
 // "rl:{tenant}:endpoint". ClassifyError is the one place that maps Redis and network errors to
 // an ErrorKind. Noop allows everything, for measuring the load generator.
 //
+// The window algorithms (FixedWindow, GCRA, SlidingWindow, SlidingLog) follow the same pattern,
+// each a lua/ script run by a RedisX limiter with an in-memory twin of identical arithmetic.
+//
 // FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
 // budget, and Breaker is a per-node circuit breaker it consults.
 //

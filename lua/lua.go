@@ -9,3 +9,42 @@ import _ "embed"
 //
 //go:embed token_bucket.lua
 var TokenBucket string
+
+// Lease is the source of lease.lua: take up to want tokens from the token bucket on KEYS[1]
+// (same fields and arithmetic as token_bucket.lua) with ARGV now_ms, rate_per_ms, capacity,
+// want, min, ttl_ms, returning {granted, remaining, retry_after_ms, reset_after_ms}.
+// limiter.LeaseLimiter runs it and spends the grant in memory.
+//
+//go:embed lease.lua
+var Lease string
+
+// FixedWindow is the source of fixed_window.lua: one atomic fixed-window decision on the window's
+// counter key KEYS[1] with ARGV now_ms, window_ms, index, limit, cost, ttl_ms, returning
+// {allowed, remaining, retry_after_ms, reset_after_ms}. limiter.RedisFixedWindow runs it and
+// limiter.FixedWindow is its in-memory twin.
+//
+//go:embed fixed_window.lua
+var FixedWindow string
+
+// GCRA is the source of gcra.lua: one atomic GCRA decision on KEYS[1] with ARGV now_ms,
+// interval_ms, burst, cost, ttl_ms, returning {allowed, remaining, retry_after_ms,
+// reset_after_ms}. limiter.RedisGCRA runs it and limiter.GCRA is its in-memory twin.
+//
+//go:embed gcra.lua
+var GCRA string
+
+// SlidingWindow is the source of sliding_window.lua: one atomic sliding-window-counter decision
+// on KEYS[1] (the current window's counter) and KEYS[2] (the previous one) with ARGV now_ms,
+// window_ms, index, limit, cost, ttl_ms, returning {allowed, remaining, retry_after_ms,
+// reset_after_ms}. limiter.RedisSlidingWindow runs it; limiter.SlidingWindow is its twin.
+//
+//go:embed sliding_window.lua
+var SlidingWindow string
+
+// SlidingLog is the source of sliding_log.lua: one atomic sliding-log decision on the sorted set
+// KEYS[1] with ARGV now_ms, window_ms, limit, cost, ttl_ms, id, returning {allowed, remaining,
+// retry_after_ms, reset_after_ms}. limiter.RedisSlidingLog runs it; limiter.SlidingLog is its
+// in-memory twin.
+//
+//go:embed sliding_log.lua
+var SlidingLog string
