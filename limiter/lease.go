@@ -1,0 +1,361 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/lua"
+)
+
+// DefaultLeaseTTL is how long leased tokens stay spendable after the fetch that took them.
+const DefaultLeaseTTL = time.Second
+
+// LeaseLimiter is one gateway instance's local token lease over a central token bucket in Redis
+// (lua/lease.lua on rl:{tenant}:endpoint, the bucket of RedisTokenBucket). Per key it holds a
+// lease of whole tokens and spends it in memory (Source Lease); only when the lease cannot pay a
+// request does it run the script once for up to size tokens (Source Central for that request).
+// Central operations drop by about the lease size.
+//
+// The price, which scenarios measure:
+//   - Overspend: the central bucket debits tokens when they are leased, not when they are spent.
+//     Tokens that sit in a lease while the central bucket refills are spent later on top of
+//     what other gateways took meanwhile, so several gateways together can exceed the policy's
+//     envelope; the bound is the sum of unused leases, Outstanding summed over the gateways.
+//     Every grant itself conforms: allowed + Outstanding + LostTokens <= burst + rate*elapsed.
+//   - False denies: leased tokens expire after the lease TTL (WithLeaseTTL, default
+//     DefaultLeaseTTL, measured on the requests' clock) and are lost when the gateway dies
+//     (Drop); the central bucket never gets them back.
+//
+// Time is the gateway's: r.Now in Unix ms is passed to the script and dates the lease. At most
+// one fetch per key is in flight: other requests on the key that the lease cannot pay wait for
+// it (or their context), then spend from the refilled lease; if that fetch was refused (the
+// central bucket is empty) they are denied with its answer, and if it failed they get its error.
+// The fetch runs under its own deadline (WithLeaseTimeout, default DefaultTimeout) derived from
+// the fetching request's context; like RedisTokenBucket it never retries except one EVAL after
+// NOSCRIPT. Build the client as RedisTokenBucket's doc says.
+//
+// A decision from the lease allocates nothing; a key's entry (about 100 bytes with the key) is
+// kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
+// not usable: use NewLeaseLimiter.
+type LeaseLimiter struct {
+	c        redis.Scripter
+	sha      string
+	policy   BucketPolicy
+	args     policyArgs
+	size     int64
+	ttlMs    int64
+	timeout  time.Duration
+	seed     maphash.Seed
+	gen      atomic.Int64 // incremented by Drop; a fetch started before it loses its grant
+	lastMs   atomic.Int64 // the latest request time seen, the clock of Outstanding
+	calls    atomic.Int64
+	noScript atomic.Int64
+	lost     atomic.Int64
+	onWait   func() // test hook (lease_test.go): a request starts waiting for a fetch in flight
+	shards   [numShards]leaseShard
+}
+
+// leaseShard is one lock and its keys' leases, padded to a cache line as bucketShard.
+type leaseShard struct {
+	mu sync.Mutex
+	m  map[string]*leaseEntry
+	_  [64 - 16]byte
+}
+
+// leaseEntry is one key's lease. Guarded by its shard's lock.
+type leaseEntry struct {
+	tokens    int64      // unspent leased tokens
+	expiresAt int64      // Unix ms; the tokens are lost at or after it
+	fetch     *leaseCall // the fetch in flight, nil if none
+}
+
+// leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
+// written before done is closed and read only after.
+type leaseCall struct {
+	done    chan struct{}
+	granted int64
+	denial  Decision // the central answer when granted == 0
+	err     error
+}
+
+// LeaseOption configures NewLeaseLimiter.
+type LeaseOption func(*leaseConfig)
+
+type leaseConfig struct {
+	ttl, timeout time.Duration
+}
+
+// WithLeaseTTL sets how long leased tokens stay spendable after their fetch, on the requests'
+// clock (default DefaultLeaseTTL); must be >= 1 ms.
+func WithLeaseTTL(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.ttl = d } }
+
+// WithLeaseTimeout sets the deadline of one fetch, NOSCRIPT->EVAL included (default
+// DefaultTimeout); 0 leaves only the caller's context deadline.
+func WithLeaseTimeout(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.timeout = d } }
+
+var _ Limiter = (*LeaseLimiter)(nil)
+
+// NewLeaseLimiter returns a lease limiter over the central bucket with policy p in Redis through
+// c (a *redis.ClusterClient or *redis.Client), fetching up to size tokens at a time (1 <= size <=
+// p.Burst: a larger lease could never be granted whole). It sends nothing to Redis.
+func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...LeaseOption) (*LeaseLimiter, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: client is nil: pass a *redis.ClusterClient or *redis.Client", ErrBadConfig)
+	}
+	if err := checkPolicy(p); err != nil {
+		return nil, err
+	}
+	if size < 1 || size > p.Burst {
+		return nil, fmt.Errorf("%w: lease size %d: must be 1..%d tokens (the policy's burst)", ErrBadConfig, size, p.Burst)
+	}
+	cfg := leaseConfig{ttl: DefaultLeaseTTL, timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: lease TTL %v: must be >= 1ms", ErrBadConfig, cfg.ttl)
+	}
+	if cfg.timeout < 0 {
+		return nil, fmt.Errorf("%w: lease timeout %v: must be >= 0 (0 leaves only the caller's context deadline)", ErrBadConfig, cfg.timeout)
+	}
+	l := &LeaseLimiter{
+		c:       c,
+		sha:     redis.NewScript(lua.Lease).Hash(),
+		policy:  p,
+		args:    newPolicyArgs(p),
+		size:    size,
+		ttlMs:   cfg.ttl.Milliseconds(),
+		timeout: cfg.timeout,
+		seed:    maphash.MakeSeed(),
+	}
+	for i := range l.shards {
+		l.shards[i].m = make(map[string]*leaseEntry)
+	}
+	return l, nil
+}
+
+// Load sends SCRIPT LOAD of lease.lua (to every node through a ClusterClient) and checks the
+// hash, so that fetches do not pay NOSCRIPT->EVAL.
+func (l *LeaseLimiter) Load(ctx context.Context) error {
+	sha, err := l.c.ScriptLoad(ctx, lua.Lease).Result()
+	if err != nil {
+		return fmt.Errorf("limiter: lease script load: %w", err)
+	}
+	if sha != l.sha {
+		return fmt.Errorf("%w: SCRIPT LOAD of lease.lua returned sha %q, want %q", ErrBadReply, sha, l.sha)
+	}
+	return nil
+}
+
+// CentralCalls returns how many fetches ran the script (a NOSCRIPT->EVAL pair counts once).
+func (l *LeaseLimiter) CentralCalls() int64 { return l.calls.Load() }
+
+// NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
+func (l *LeaseLimiter) NoScriptFallbacks() int64 { return l.noScript.Load() }
+
+// LostTokens returns the leased tokens never spent: expired, or dropped by Drop.
+func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
+
+// Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
+// time seen: this gateway's share of the overspend bound. It locks every shard in turn.
+func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
+
+// OutstandingAt is Outstanding at nowMs (Unix ms).
+func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
+	var n int64
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			if nowMs < e.expiresAt {
+				n += e.tokens
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Drop simulates the death of the gateway: every lease is lost (counted in LostTokens), and a
+// fetch in flight loses its grant too. The central bucket gets nothing back.
+func (l *LeaseLimiter) Drop() {
+	for i := range l.shards {
+		l.shards[i].mu.Lock()
+	}
+	l.gen.Add(1)
+	var n int64
+	for i := range l.shards {
+		for _, e := range l.shards[i].m {
+			n += e.tokens
+			e.tokens, e.expiresAt = 0, 0
+		}
+	}
+	l.lost.Add(n)
+	for i := range l.shards {
+		l.shards[i].mu.Unlock()
+	}
+}
+
+// Allow decides r at r.Now (time.Now when zero): from the key's lease when it holds r.Cost
+// tokens, else after a fetch of max(size, missing) tokens, of which at least the missing ones
+// must be granted. Remaining is the lease's unspent tokens (the central bucket's on a central
+// denial); ResetAfter is 0 on lease decisions (the lease does not know the central bucket).
+// A request whose fetch was still in flight when Drop ran is denied (RetryAfter 1 ms): its
+// grant died with the gateway. Errors wrap the client's error (classify them with
+// ClassifyError), ErrBadReply, ErrBadRequest or the waiting request's context error.
+func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
+	nowMs, err := requestMs(r)
+	if err != nil {
+		return Decision{}, err
+	}
+	for {
+		last := l.lastMs.Load()
+		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
+			break
+		}
+	}
+	var buf [maxStackKey]byte
+	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
+	sh := &l.shards[maphash.Bytes(l.seed, key)&(numShards-1)]
+	sh.mu.Lock()
+	e := sh.m[string(key)] // no allocation: the compiler looks up without a string copy
+	if e == nil {
+		e = new(leaseEntry)
+		sh.m[string(key)] = e
+	}
+	src := Lease
+	for {
+		if e.tokens > 0 && nowMs >= e.expiresAt {
+			l.lost.Add(e.tokens)
+			e.tokens = 0
+		}
+		if e.tokens >= r.Cost {
+			e.tokens -= r.Cost
+			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
+			sh.mu.Unlock()
+			return d, nil
+		}
+		if f := e.fetch; f != nil {
+			sh.mu.Unlock()
+			if l.onWait != nil {
+				l.onWait()
+			}
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return Decision{}, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(key), ctx.Err())
+			}
+			if f.err != nil {
+				return Decision{}, f.err
+			}
+			if f.granted == 0 {
+				d := f.denial
+				d.Source = Lease
+				return d, nil
+			}
+			sh.mu.Lock()
+			continue
+		}
+		// This request fetches. need >= 1: the lease lacks need tokens for this request.
+		need := r.Cost - e.tokens
+		f := &leaseCall{done: make(chan struct{})}
+		e.fetch = f
+		gen := l.gen.Load()
+		sh.mu.Unlock()
+		granted, denial, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
+		sh.mu.Lock()
+		e.fetch = nil
+		f.granted, f.denial, f.err = granted, denial, err
+		if granted > 0 {
+			if l.gen.Load() != gen {
+				l.lost.Add(granted) // dropped while fetching: the grant is lost with the gateway
+				granted, denial = 0, Decision{RetryAfter: time.Millisecond}
+				f.granted, f.denial = granted, denial
+			} else {
+				// Leftover tokens join the new lease and live as long as it does.
+				e.tokens += granted
+				e.expiresAt = nowMs + l.ttlMs
+			}
+		}
+		close(f.done)
+		if err != nil {
+			sh.mu.Unlock()
+			return Decision{}, err
+		}
+		if granted == 0 {
+			sh.mu.Unlock()
+			denial.Source = Central
+			return denial, nil
+		}
+		// Requests spending from the lease meanwhile may have left it short again; then loop
+		// and fetch again (each round spends or is refused, so the loop ends).
+		src = Central
+	}
+}
+
+// fetch runs lease.lua once for want tokens (at least least of them). It returns the grant, or 0
+// and the central denial (Source unset).
+func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least int64) (int64, Decision, error) {
+	l.calls.Add(1)
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	keys := []string{key}
+	args := []any{nowMs, l.args.ratePerMs, l.args.capacity, want, least, l.args.ttlMs}
+	reply, err := l.c.EvalSha(ctx, l.sha, keys, args...).Result()
+	if err != nil && ClassifyError(err) == KindNoScript {
+		// The one retry: EVAL runs the script and caches it on that node.
+		l.noScript.Add(1)
+		reply, err = l.c.Eval(ctx, lua.Lease, keys, args...).Result()
+	}
+	if err != nil {
+		return 0, Decision{}, fmt.Errorf("limiter: lease %s: %w", key, err)
+	}
+	granted, d, err := decodeLeaseReply(reply, want, least)
+	if err != nil {
+		return 0, Decision{}, fmt.Errorf("limiter: lease %s: %w", key, err)
+	}
+	return granted, d, nil
+}
+
+// decodeLeaseReply checks lease.lua's reply {granted, remaining, retry_after_ms, reset_after_ms}
+// for a call with want and least (ARGV min). It returns the grant and, when it is 0, the denial.
+func decodeLeaseReply(v any, want, least int64) (int64, Decision, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 4 {
+		return 0, Decision{}, fmt.Errorf("%w: lease.lua replied %T %v, want an array of 4 integers", ErrBadReply, v, v)
+	}
+	var n [4]int64
+	for i, e := range arr {
+		x, ok := e.(int64)
+		if !ok {
+			return 0, Decision{}, fmt.Errorf("%w: lease.lua reply element %d is %T %v, want an integer", ErrBadReply, i, e, e)
+		}
+		n[i] = x
+	}
+	granted, remaining, retry, reset := n[0], n[1], n[2], n[3]
+	switch {
+	case granted != 0 && (granted < least || granted > want):
+		return 0, Decision{}, fmt.Errorf("%w: granted = %d, want 0 or %d..%d", ErrBadReply, granted, least, want)
+	case remaining < 0:
+		return 0, Decision{}, fmt.Errorf("%w: remaining = %d, want >= 0", ErrBadReply, remaining)
+	case granted > 0 && retry != 0:
+		return 0, Decision{}, fmt.Errorf("%w: retry_after_ms = %d with a grant, want 0", ErrBadReply, retry)
+	case granted == 0 && retry != -1 && (retry < 1 || retry > maxExactMs):
+		return 0, Decision{}, fmt.Errorf("%w: retry_after_ms = %d without a grant, want -1 or 1..%d", ErrBadReply, retry, maxExactMs)
+	case reset < 0 || reset > maxExactMs:
+		return 0, Decision{}, fmt.Errorf("%w: reset_after_ms = %d, want 0..%d", ErrBadReply, reset, maxExactMs)
+	}
+	if granted > 0 {
+		return granted, Decision{}, nil
+	}
+	return 0, Decision{Remaining: remaining, RetryAfter: msDuration(retry), ResetAfter: msDuration(reset)}, nil
+}
