@@ -73,6 +73,10 @@ type leaseEntry struct {
 	tokens    int64      // unspent leased tokens
 	expiresAt int64      // Unix ms; the tokens are lost at or after it
 	fetch     *leaseCall // the fetch in flight, nil if none
+	// refusedUntil (Unix ms): the central bucket refused a fetch and said when it could pay
+	// refusedCost tokens; until then a request for as many tokens is denied locally. This is exact,
+	// not a guess: refills are deterministic and other takers only lower the bucket.
+	refusedUntil, refusedCost int64
 }
 
 // leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
@@ -241,6 +245,11 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			sh.mu.Unlock()
 			return d, nil
 		}
+		if nowMs < e.refusedUntil && r.Cost >= e.refusedCost && e.fetch == nil {
+			d := Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}
+			sh.mu.Unlock()
+			return d, nil
+		}
 		if f := e.fetch; f != nil {
 			sh.mu.Unlock()
 			if l.onWait != nil {
@@ -289,6 +298,9 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			return Decision{}, err
 		}
 		if granted == 0 {
+			if denial.RetryAfter > 0 && denial.RetryAfter != RetryNever {
+				e.refusedUntil, e.refusedCost = nowMs+denial.RetryAfter.Milliseconds(), need
+			}
 			sh.mu.Unlock()
 			denial.Source = Central
 			return denial, nil

@@ -656,3 +656,41 @@ func TestLeaseSharesTheBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseRefusalIsCachedUntilRetryAfter: once the central bucket refuses a fetch it says when
+// it could pay; until then the gateway denies locally instead of asking again (a hot key over its
+// limit would otherwise cost one Redis call per request), and asks again after.
+func TestLeaseRefusalIsCachedUntilRetryAfter(t *testing.T) {
+	t.Parallel()
+	_, c := sharedCluster(t)
+	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
+	l := newLease(t, c, p, 10)
+	tenant := uniqueTenant(t)
+	at := func(ms int64) limiter.Decision {
+		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for i := range 10 {
+		if d := at(0); !d.Allowed {
+			t.Fatalf("request %d of the burst denied: %+v", i, d)
+		}
+	}
+	if d := at(0); d.Allowed || d.Source != limiter.Central || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("11th request = %+v, want a central denial with RetryAfter 100ms", d)
+	}
+	calls := l.CentralCalls()
+	for ms := int64(0); ms < 100; ms += 10 {
+		if d := at(ms); d.Allowed || d.Source != limiter.Lease || d.RetryAfter <= 0 {
+			t.Fatalf("at +%d ms: %+v, want a local denial", ms, d)
+		}
+	}
+	if got := l.CentralCalls(); got != calls {
+		t.Errorf("central calls went from %d to %d during the refusal window, want none", calls, got)
+	}
+	if d := at(100); !d.Allowed || l.CentralCalls() != calls+1 {
+		t.Errorf("at +100 ms: %+v after %d calls, want a new fetch that pays", d, l.CentralCalls()-calls)
+	}
+}

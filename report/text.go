@@ -60,7 +60,7 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		row("fault", "%s at %.1f s on %s: %s, %s", f.Kind, f.AtS, f.Target, det, rec)
 	}
 	if s.Overspend.BoundTokens > 0 {
-		row("bound", "overspend bound %.1f tokens (replication gap at the faults)", s.Overspend.BoundTokens)
+		row("bound", "overspend bound %.1f tokens (replication gap at faults, unused leases)", s.Overspend.BoundTokens)
 	}
 	if len(s.SLO.Checks) > 0 {
 		verdict := "PASS"

@@ -39,7 +39,10 @@ type driver struct {
 	redirects *redirects   // nil without Redis
 	central   bool         // decisions go to Redis: count them as central ops
 	faults    *faultRunner // nil without faults
-	onStart   func(base time.Time)
+	// gateways, when set, are per-gateway limiters (lease mode): worker i decides with
+	// gateways[i % len], so each simulated gateway instance holds its own leases.
+	gateways []limiter.Limiter
+	onStart  func(base time.Time)
 	// reload asks the cluster client to re-read the slot map; nil without Redis. See storeTrouble.
 	reload     func()
 	lastReload atomic.Int64 // ns since base
@@ -102,10 +105,14 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 	}
 	var workers sync.WaitGroup
 	for i := 0; i < d.spec.Load.Concurrency; i++ {
+		lim := d.lim
+		if len(d.gateways) > 0 {
+			lim = d.gateways[i%len(d.gateways)]
+		}
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			d.work(d.shards[i%len(d.shards)])
+			d.work(d.shards[i%len(d.shards)], lim)
 		}()
 	}
 	collected := make(chan struct{})
@@ -295,7 +302,7 @@ func (d *driver) chunk() []job {
 // work makes decisions until the job channel closes. Decisions use their own context: an
 // interrupt stops the schedule, not the requests already sent (they are bounded by the limiter's
 // timeout), so what was measured is kept.
-func (d *driver) work(rec *workerRec) {
+func (d *driver) work(rec *workerRec, lim limiter.Limiter) {
 	tag := &reqTag{}
 	ctx := context.WithValue(context.Background(), tagKey{}, tag)
 	nEp := len(d.endpoints)
@@ -307,7 +314,7 @@ func (d *driver) work(rec *workerRec) {
 		for _, j := range c {
 			sec := int(j.off / time.Second)
 			tag.sec = sec
-			dec, err := d.lim.Allow(ctx, limiter.Request{
+			dec, err := lim.Allow(ctx, limiter.Request{
 				Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: 1, Now: now,
 			})
 			end := time.Now()
@@ -322,7 +329,7 @@ func (d *driver) work(rec *workerRec) {
 				d.storeTrouble(o.errKind)
 			} else {
 				cause := Cause(dec.Source)
-				if dec.Source == limiter.Central {
+				if dec.Source == limiter.Central || dec.Source == limiter.Lease {
 					if c, ok := d.faults.currentCause(); ok {
 						cause = c
 					}

@@ -70,6 +70,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 
 	var (
 		d      *driver
+		leases []*limiter.LeaseLimiter
 		lim    limiter.Limiter
 		client *redis.ClusterClient
 		cl     *cluster.Local
@@ -112,6 +113,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			return nil, err
 		}
 		warmPools(ctx, client, spec.Load.Concurrency)
+		if spec.Limiter.Kind == "lease" {
+			sum.Environment.Mode = "lease"
+			if leases, err = newLeases(ctx, spec, client, policy); err != nil {
+				return nil, err
+			}
+			break
+		}
 		rb, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
@@ -139,6 +147,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	tenants := tenantNames(spec.Tenants.Count)
 	checker := NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	for _, l := range leases {
+		d.gateways = append(d.gateways, l)
+	}
 	if client != nil {
 		d.reload = func() { client.ReloadState(context.Background()) }
 	}
@@ -220,8 +231,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	} else {
 		sum.HotKeys = hotKeys(d, tenants, names, nil)
 	}
+	if len(leases) > 0 {
+		fillLeases(sum, leases, ran)
+	}
 	if d.faults != nil {
-		sum.Faults, sum.Overspend.BoundTokens = d.faults.recorded()
+		var bound float64
+		sum.Faults, bound = d.faults.recorded()
+		sum.Overspend.BoundTokens += bound
 		measureRecovery(sum.Faults, rows)
 	}
 	sum.SLO = spec.SLO.Evaluate(sum)
@@ -305,6 +321,41 @@ func traffic(spec *Spec) (workload.KeyDist, *workload.Mix, []string, error) {
 		return nil, nil, nil, fmt.Errorf("endpoints: %w", err)
 	}
 	return keys, mix, names, nil
+}
+
+// newLeases builds one LeaseLimiter per simulated gateway, all on the same cluster, and loads the
+// lease script on every primary before the clock starts.
+func newLeases(ctx context.Context, spec *Spec, c *redis.ClusterClient, p limiter.BucketPolicy) ([]*limiter.LeaseLimiter, error) {
+	cfg := spec.Limiter.Lease
+	out := make([]*limiter.LeaseLimiter, cfg.Gateways)
+	for i := range out {
+		l, err := limiter.NewLeaseLimiter(c, p, cfg.Size,
+			limiter.WithLeaseTTL(time.Duration(cfg.TTL)), limiter.WithLeaseTimeout(time.Duration(spec.Limiter.Timeout)))
+		if err != nil {
+			return nil, fmt.Errorf("limiter.lease: %w", err)
+		}
+		out[i] = l
+	}
+	if err := out[0].Load(ctx); err != nil {
+		return nil, fmt.Errorf("loading the lease script on the primaries: %w", err)
+	}
+	return out, nil
+}
+
+// fillLeases reports what the lease layer did: the overspend bound is the tokens leased out and
+// not yet spent at the end (no idle episode can overspend more than the unused leases), and the
+// summary's note says how many tokens expired or were dropped unused (availability lost).
+func fillLeases(sum *results.Summary, leases []*limiter.LeaseLimiter, ran time.Duration) {
+	var outstanding, lost, calls int64
+	for _, l := range leases {
+		outstanding += l.Outstanding()
+		lost += l.LostTokens()
+		calls += l.CentralCalls()
+	}
+	sum.Overspend.BoundTokens += float64(outstanding)
+	decisions := max(sum.Load.Decisions, 1)
+	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
+		len(leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)
 }
 
 // warmPools opens up to workers connections to every primary before the clock starts: dialing

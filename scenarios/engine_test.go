@@ -331,6 +331,35 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			t.Errorf("overspend %+v: more than a reordering residue", o)
 		}
 	})
+	t.Run("leases cut central calls and stay near the envelope", func(t *testing.T) {
+		spec := testSpec(t, "lease", 2000, 3*time.Second)
+		spec.Load.Concurrency = 8
+		spec.Cluster.Provider = "running"
+		spec.Limiter.Timeout = Duration(time.Second)
+		spec.Limiter.Lease = &LeaseCfg{Size: 10, Gateways: 2, TTL: Duration(2 * time.Second)}
+		if err := spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, rows := readRun(t, res.Dir)
+		checkConsistent(t, sum, rows)
+		if sum.Environment.Mode != "lease" || sum.Outcomes.Allowed == 0 {
+			t.Errorf("mode %q outcomes %+v", sum.Environment.Mode, sum.Outcomes)
+		}
+		// The hot keys fetch 10 tokens per call: far fewer Redis calls than decisions.
+		if sum.Central.Ops*2 > sum.Load.Decisions {
+			t.Errorf("central ops %d for %d decisions: leases must cut central calls", sum.Central.Ops, sum.Load.Decisions)
+		}
+		if sum.Overspend.BoundTokens <= 0 || !strings.Contains(sum.Load.Note, "lease fetches") {
+			t.Errorf("bound %v, note %q: want the unused leases as the bound and the lease figures in the note", sum.Overspend.BoundTokens, sum.Load.Note)
+		}
+		if o := sum.Overspend; float64(o.Tokens) > o.BoundTokens {
+			t.Errorf("overspend %+v beyond the bound of unused leases", o)
+		}
+	})
 	// The attached cluster is still there: Run closes only what it started.
 	if err := l.WaitHealthy(context.Background()); err != nil {
 		t.Errorf("attached cluster after the run: %v", err)

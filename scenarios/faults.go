@@ -56,8 +56,8 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 			bad(p+".kind", fmt.Sprintf("%q", f.Kind), "use one of "+strings.Join(faultKinds, ", "))
 			continue
 		}
-		if s.Limiter.Kind != "token-bucket" {
-			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket)", s.Limiter.Kind))
+		if !s.NeedsCluster() {
+			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket or lease)", s.Limiter.Kind))
 		}
 		if f.At < 0 || (s.Duration > 0 && f.At >= s.Duration) {
 			bad(p+".at", time.Duration(f.At), fmt.Sprintf("must be within the run: 0 <= at < duration (%s)", time.Duration(s.Duration)))

@@ -124,6 +124,19 @@ type LimiterCfg struct {
 	Timeout Duration `yaml:"timeout,omitempty"`
 	// Breaker stops calling a node after consecutive failures (only with endpoints' fail set).
 	Breaker *BreakerCfg `yaml:"breaker,omitempty"`
+	// Lease configures kind: lease (local token leases per simulated gateway).
+	Lease *LeaseCfg `yaml:"lease,omitempty"`
+}
+
+// LeaseCfg is the local-lease layer: each of Gateways simulated gateway instances takes up to Size
+// tokens at once from the central bucket and spends them in memory; unused tokens expire after TTL.
+type LeaseCfg struct {
+	// Size of one lease in tokens, 1..policy.burst. Default 100 (capped at the burst).
+	Size int64 `yaml:"size,omitempty"`
+	// Gateways is the number of simulated gateway instances sharing the cluster. Default 8.
+	Gateways int `yaml:"gateways,omitempty"`
+	// TTL of a lease. Default 1s.
+	TTL Duration `yaml:"ttl,omitempty"`
 }
 
 // BreakerCfg is a per-node circuit breaker: after Threshold consecutive failures the node is not
@@ -214,6 +227,20 @@ func (s *Spec) ApplyDefaults() {
 			e.LocalFraction = 0.5
 		}
 	}
+	if s.Limiter.Kind == "lease" && s.Limiter.Lease == nil {
+		s.Limiter.Lease = &LeaseCfg{}
+	}
+	if l := s.Limiter.Lease; l != nil {
+		if l.Size == 0 {
+			l.Size = min(100, max(s.Policy.Burst, 1))
+		}
+		if l.Gateways == 0 {
+			l.Gateways = 8
+		}
+		if l.TTL == 0 {
+			l.TTL = Duration(time.Second)
+		}
+	}
 	if b := s.Limiter.Breaker; b != nil {
 		if b.Threshold == 0 {
 			b.Threshold = 5
@@ -248,7 +275,9 @@ func (s *Spec) hasFailPolicy() bool {
 }
 
 // NeedsCluster reports whether the limiter under test talks to Redis.
-func (s *Spec) NeedsCluster() bool { return s.Limiter.Kind == "token-bucket" }
+func (s *Spec) NeedsCluster() bool {
+	return s.Limiter.Kind == "token-bucket" || s.Limiter.Kind == "lease"
+}
 
 // Validate reports every problem at once, each with its field path, the value and the fix.
 func (s *Spec) Validate() error {
@@ -342,9 +371,26 @@ func (s *Spec) Validate() error {
 		bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
 	}
 	switch s.Limiter.Kind {
-	case "token-bucket", "memory", "noop":
+	case "token-bucket", "lease", "memory", "noop":
 	default:
-		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, memory or noop")
+		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, lease, memory or noop")
+	}
+	if l := s.Limiter.Lease; l != nil {
+		if s.Limiter.Kind != "lease" {
+			bad("limiter.lease", "set", fmt.Sprintf("only used with limiter.kind: lease (kind is %q)", s.Limiter.Kind))
+		}
+		if l.Size < 1 || (s.Policy.Burst >= 1 && l.Size > s.Policy.Burst) {
+			bad("limiter.lease.size", l.Size, fmt.Sprintf("must be between 1 and policy.burst (%d)", s.Policy.Burst))
+		}
+		if l.Gateways < 1 || l.Gateways > 1024 {
+			bad("limiter.lease.gateways", l.Gateways, "must be between 1 and 1024")
+		}
+		if t := time.Duration(l.TTL); t < time.Millisecond || t > time.Hour {
+			bad("limiter.lease.ttl", t, "must be between 1ms and 1h")
+		}
+		if s.hasFailPolicy() {
+			bad("limiter.kind", "lease", "fail policies wrap the central token bucket only; drop endpoints' fail or use token-bucket")
+		}
 	}
 	if t := time.Duration(s.Limiter.Timeout); t < time.Millisecond || t > 10*time.Second {
 		bad("limiter.timeout", t, "must be between 1ms and 10s")
