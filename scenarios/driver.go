@@ -33,7 +33,7 @@ type job struct {
 type driver struct {
 	spec      *Spec
 	lim       limiter.Limiter
-	checker   *OverspendChecker
+	checker   envelope
 	tenants   []string
 	endpoints []string
 	redirects *redirects   // nil without Redis
@@ -67,7 +67,7 @@ type driver struct {
 	elapsed                                 atomic.Int64 // schedule time covered (ns); set before dispatchSec reaches seconds
 }
 
-func newDriver(spec *Spec, lim limiter.Limiter, checker *OverspendChecker, tenants, endpoints []string, r *redirects, central bool) *driver {
+func newDriver(spec *Spec, lim limiter.Limiter, checker envelope, tenants, endpoints []string, r *redirects, central bool) *driver {
 	secs := int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
 	nShards := min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0))
 	d := &driver{

@@ -113,6 +113,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			return nil, err
 		}
 		warmPools(ctx, client, spec.Load.Concurrency)
+		if spec.Limiter.Kind != "token-bucket" && spec.Limiter.Kind != "lease" {
+			sum.Environment.Mode = "central " + spec.Limiter.Kind
+			if lim, err = newAlgorithm(ctx, spec, client); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if spec.Limiter.Kind == "lease" {
 			sum.Environment.Mode = "lease"
 			if leases, err = newLeases(ctx, spec, client, policy); err != nil {
@@ -145,7 +152,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		return nil, err
 	}
 	tenants := tenantNames(spec.Tenants.Count)
-	checker := NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
+	var checker envelope = NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
+	if spec.windowKind() {
+		checker = NewWindowChecker(len(tenants)*len(names), spec.Policy.Limit, time.Duration(spec.Policy.Window).Milliseconds())
+	}
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
 	for _, l := range leases {
 		d.gateways = append(d.gateways, l)
@@ -321,6 +331,41 @@ func traffic(spec *Spec) (workload.KeyDist, *workload.Mix, []string, error) {
 		return nil, nil, nil, fmt.Errorf("endpoints: %w", err)
 	}
 	return keys, mix, names, nil
+}
+
+// newAlgorithm builds the Redis limiter of a non-token-bucket kind and loads its script on every
+// primary before the clock starts. GCRA is judged against the token-bucket envelope of the same
+// rate and burst (it is the same limit, kept as a theoretical arrival time); the window kinds
+// against "at most limit in any window".
+func newAlgorithm(ctx context.Context, spec *Spec, c *redis.ClusterClient) (limiter.Limiter, error) {
+	timeout := limiter.WithTimeout(time.Duration(spec.Limiter.Timeout))
+	w, n := time.Duration(spec.Policy.Window), spec.Policy.Limit
+	var (
+		lim interface {
+			limiter.Limiter
+			Load(context.Context) error
+		}
+		err error
+	)
+	switch spec.Limiter.Kind {
+	case "gcra":
+		lim, err = limiter.NewRedisGCRA(c, limiter.GCRAPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}, timeout)
+	case "fixed-window":
+		lim, err = limiter.NewRedisFixedWindow(c, limiter.FixedWindowPolicy{Window: w, Limit: n}, timeout)
+	case "sliding-window":
+		lim, err = limiter.NewRedisSlidingWindow(c, limiter.SlidingWindowPolicy{Window: w, Limit: n}, timeout)
+	case "sliding-log":
+		lim, err = limiter.NewRedisSlidingLog(c, limiter.SlidingLogPolicy{Window: w, Limit: n}, timeout)
+	default:
+		return nil, fmt.Errorf("limiter.kind %q: no Redis implementation", spec.Limiter.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if err := lim.Load(ctx); err != nil {
+		return nil, fmt.Errorf("loading the %s script on the primaries: %w", spec.Limiter.Kind, err)
+	}
+	return lim, nil
 }
 
 // newLeases builds one LeaseLimiter per simulated gateway, all on the same cluster, and loads the

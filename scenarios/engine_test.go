@@ -360,6 +360,44 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			t.Errorf("overspend %+v beyond the bound of unused leases", o)
 		}
 	})
+	t.Run("algorithms side by side on the same traffic", func(t *testing.T) {
+		over := map[string]float64{}
+		for _, kind := range []string{"gcra", "fixed-window", "sliding-window", "sliding-log"} {
+			spec := testSpec(t, "token-bucket", 2000, 3*time.Second)
+			spec.Limiter.Kind = kind
+			spec.Load.Concurrency = 4
+			spec.Cluster.Provider = "running"
+			spec.Limiter.Timeout = Duration(time.Second)
+			if kind != "gcra" {
+				spec.Policy = Policy{Limit: 20, Window: Duration(time.Second)}
+			}
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			sum, rows := readRun(t, res.Dir)
+			checkConsistent(t, sum, rows)
+			if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
+				t.Errorf("%s: outcomes %+v", kind, sum.Outcomes)
+			}
+			if sum.Environment.Mode != "central "+kind {
+				t.Errorf("%s: mode %q", kind, sum.Environment.Mode)
+			}
+			over[kind] = sum.Overspend.Ratio
+		}
+		t.Logf("overspend ratio by algorithm: %v", over)
+		// The fixed window lets up to twice the limit through around each window edge; the
+		// sliding log is exact for "at most L in any window"; GCRA is the token bucket's limit.
+		if over["fixed-window"] < 0.01 || over["fixed-window"] < 5*over["sliding-log"] {
+			t.Errorf("overspend %v: want the fixed window's edge bursts to stand out", over)
+		}
+		if over["sliding-log"] > 5e-3 || over["gcra"] > 5e-3 {
+			t.Errorf("overspend %v: sliding log and GCRA must stay near zero", over)
+		}
+	})
 	// The attached cluster is still there: Run closes only what it started.
 	if err := l.WaitHealthy(context.Background()); err != nil {
 		t.Errorf("attached cluster after the run: %v", err)

@@ -107,12 +107,17 @@ type Endpoint struct {
 	LocalFraction float64 `yaml:"local_fraction,omitempty"`
 }
 
-// Policy is the limit per tenant and endpoint.
+// Policy is the limit per tenant and endpoint: rate and burst for the token bucket, leases and
+// GCRA; limit per window for the window algorithms.
 type Policy struct {
-	// Rate in tokens (requests) per second. Required, > 0.
-	Rate float64 `yaml:"rate"`
-	// Burst is the bucket capacity in tokens. Required, >= 1.
-	Burst int64 `yaml:"burst"`
+	// Rate in tokens (requests) per second, > 0.
+	Rate float64 `yaml:"rate,omitempty"`
+	// Burst is the bucket capacity in tokens, >= 1.
+	Burst int64 `yaml:"burst,omitempty"`
+	// Limit is the most requests per Window (fixed-window, sliding-window, sliding-log).
+	Limit int64 `yaml:"limit,omitempty"`
+	// Window of the window algorithms, >= 1ms.
+	Window Duration `yaml:"window,omitempty"`
 }
 
 // LimiterCfg picks the limiter under test.
@@ -276,7 +281,20 @@ func (s *Spec) hasFailPolicy() bool {
 
 // NeedsCluster reports whether the limiter under test talks to Redis.
 func (s *Spec) NeedsCluster() bool {
-	return s.Limiter.Kind == "token-bucket" || s.Limiter.Kind == "lease"
+	switch s.Limiter.Kind {
+	case "memory", "noop":
+		return false
+	}
+	return true
+}
+
+// windowKind reports whether the limiter counts requests per window (limit/window policy).
+func (s *Spec) windowKind() bool {
+	switch s.Limiter.Kind {
+	case "fixed-window", "sliding-window", "sliding-log":
+		return true
+	}
+	return false
 }
 
 // Validate reports every problem at once, each with its field path, the value and the fix.
@@ -364,16 +382,34 @@ func (s *Spec) Validate() error {
 			bad("limiter.breaker", "set", "a breaker decides by the endpoints' fail policy: set fail on at least one endpoint")
 		}
 	}
-	if !finitePos(s.Policy.Rate) {
-		bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
-	}
-	if s.Policy.Burst < 1 {
-		bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
+	if s.windowKind() {
+		if s.Policy.Limit < 1 {
+			bad("policy.limit", s.Policy.Limit, fmt.Sprintf("limiter.kind %s needs the most requests per window, >= 1", s.Limiter.Kind))
+		}
+		if w := time.Duration(s.Policy.Window); w < time.Millisecond || w > 24*time.Hour {
+			bad("policy.window", w, "must be between 1ms and 24h, e.g. window: 1s")
+		}
+		if s.Policy.Rate != 0 || s.Policy.Burst != 0 {
+			bad("policy", "rate/burst", fmt.Sprintf("limiter.kind %s takes limit and window, not rate and burst", s.Limiter.Kind))
+		}
+		if s.hasFailPolicy() {
+			bad("limiter.kind", s.Limiter.Kind, "fail policies wrap the token bucket only for now; drop endpoints' fail")
+		}
+	} else {
+		if !finitePos(s.Policy.Rate) {
+			bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
+		}
+		if s.Policy.Burst < 1 {
+			bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
+		}
+		if s.Policy.Limit != 0 || s.Policy.Window != 0 {
+			bad("policy", "limit/window", fmt.Sprintf("limiter.kind %s takes rate and burst; limit and window are for the window algorithms", s.Limiter.Kind))
+		}
 	}
 	switch s.Limiter.Kind {
-	case "token-bucket", "lease", "memory", "noop":
+	case "token-bucket", "gcra", "fixed-window", "sliding-window", "sliding-log", "lease", "memory", "noop":
 	default:
-		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, lease, memory or noop")
+		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, gcra, fixed-window, sliding-window, sliding-log, lease, memory or noop")
 	}
 	if l := s.Limiter.Lease; l != nil {
 		if s.Limiter.Kind != "lease" {

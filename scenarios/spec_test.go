@@ -113,6 +113,9 @@ func TestParseErrors(t *testing.T) {
 		{"fail policy", validYAML + "endpoints: [{name: a, weight: 1, fail: maybe, budget: 1ns}, {name: b, weight: 1, fail: local, local_fraction: 2}]\n",
 			[]string{`endpoints[0].fail: "maybe": use open, closed or local`, "endpoints[0].budget: 1ns", "endpoints[1].local_fraction: 2"}},
 		{"breaker without fail", validYAML + "limiter: {breaker: {threshold: 0, cooldown: 1h}}\n", []string{"limiter.breaker: set: a breaker decides by the endpoints' fail policy", "limiter.breaker.cooldown: 1h0m0s"}},
+		{"window kind needs limit and window", validYAML + "limiter: {kind: fixed-window}\n", []string{"policy.limit: 0: limiter.kind fixed-window needs", "policy.window: 0s", "policy: rate/burst: limiter.kind fixed-window takes limit and window"}},
+		{"bucket kind refuses a window", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, limit: 5, window: 1s}", 1), []string{"policy: limit/window: limiter.kind token-bucket takes rate and burst"}},
+		{"lease fields", validYAML + "limiter: {kind: lease, lease: {size: 50, gateways: 0}}\n", []string{"limiter.lease.size: 50: must be between 1 and policy.burst (20)"}},
 		{"wrong type", strings.Replace(validYAML, "{count: 10}", "{count: many}", 1), []string{"line 5", "many"}},
 		{"not yaml", "name: [", []string{"x.yaml"}},
 	}

@@ -1,0 +1,219 @@
+package scenarios
+
+import (
+	"sync"
+
+	"ratelab/limiter"
+)
+
+// WindowChecker is the overspend envelope of the window algorithms: at most Limit tokens allowed
+// in any window of Window ms, per key (a sliding window, whatever window the algorithm itself
+// keeps — so the fixed window's double burst at a window edge shows up as overspend). For each key
+// it keeps the times of the last Limit conforming tokens in a ring, allocated at the key's first
+// allowed request: 8 bytes x Limit per key that was ever allowed, plus a slice header.
+//
+// An allowed request conforms when fewer than Limit - cost + 1 conforming tokens fall in
+// (t - Window, t]; otherwise it is overspend (counted, not recorded). A denied request that would
+// have conformed is a false deny, provisional for the reorder window like the token bucket's.
+// Times are clamped like the token bucket's: never backwards. Memory: the ring plus 40 bytes.
+type WindowChecker struct {
+	limit, window int64
+	rings         [][]int64 // per key: conforming times, oldest first from head[key]
+	head          []int32
+	size          []int32
+	last          []int64
+	pend          []pendingDenies // provisional false denies, as in OverspendChecker
+	reorderMs     int64
+	onCancel      func(atMs, n int64)
+	shards        [overspendShardCount]windowShard
+
+	causeMu    sync.Mutex
+	causeNames [overspendCauseSlots]string
+	nCauses    int
+}
+
+type windowShard struct {
+	mu                                                               sync.Mutex
+	allowed, denied, overRequests, falseDenies, over, unk, withdrawn int64
+	byCause                                                          [overspendCauseSlots]int64
+}
+
+// NewWindowChecker returns the envelope "at most limit in any windowMs" for keys dense keys.
+func NewWindowChecker(keys int, limit, windowMs int64) *WindowChecker {
+	c := &WindowChecker{
+		limit: max(limit, 1), window: max(windowMs, 1),
+		rings: make([][]int64, keys), head: make([]int32, keys), size: make([]int32, keys), last: make([]int64, keys),
+		pend: make([]pendingDenies, keys), reorderMs: DefaultReorderWindowMs,
+	}
+	for src := limiter.Central; src <= limiter.FailClosed; src++ {
+		c.causeNames[src] = src.String()
+	}
+	c.nCauses = int(limiter.FailClosed) + 1
+	return c
+}
+
+// CauseFor returns the Cause for name, registering it if new (see OverspendChecker.CauseFor).
+func (c *WindowChecker) CauseFor(name string) Cause {
+	c.causeMu.Lock()
+	defer c.causeMu.Unlock()
+	for i := 0; i < c.nCauses; i++ {
+		if c.causeNames[i] == name {
+			return Cause(i)
+		}
+	}
+	if c.nCauses < overspendCauseSlots {
+		c.causeNames[c.nCauses] = name
+		c.nCauses++
+		return Cause(c.nCauses - 1)
+	}
+	return overspendCauseSlots - 1
+}
+
+// SetReorderWindow sets how long a contested denial stays provisional (see
+// OverspendChecker.Observe: requests in flight together may reach the store in another order).
+func (c *WindowChecker) SetReorderWindow(ms int64, onCancel func(atMs, n int64)) {
+	c.reorderMs, c.onCancel = max(ms, 0), onCancel
+}
+
+// inWindow counts key's conforming tokens in (t - window, t]. Caller holds the shard lock.
+func (c *WindowChecker) inWindow(key int, t int64) int64 {
+	ring := c.rings[key]
+	n := int(c.size[key])
+	h := int(c.head[key])
+	var in int64
+	for i := 0; i < n; i++ {
+		if ring[(h+i)%len(ring)] > t-c.window {
+			in++
+		}
+	}
+	return in
+}
+
+// record appends cost conforming tokens at t, dropping the oldest beyond limit.
+func (c *WindowChecker) record(key int, t, cost int64) {
+	if c.rings[key] == nil {
+		c.rings[key] = make([]int64, c.limit)
+	}
+	ring := c.rings[key]
+	for range min(cost, c.limit) {
+		n := int(c.size[key])
+		h := int(c.head[key])
+		if n < len(ring) {
+			ring[(h+n)%len(ring)] = t
+			c.size[key]++
+		} else {
+			ring[h] = t
+			c.head[key] = int32((h + 1) % len(ring))
+		}
+	}
+}
+
+// ObserveAs judges one decision; see the type's doc.
+func (c *WindowChecker) ObserveAs(key int, nowMs, cost int64, allowed bool, cause Cause) Verdict {
+	sh := &c.shards[key%overspendShardCount]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := max(nowMs, c.last[key])
+	c.last[key] = t
+	pd := &c.pend[key]
+	if pd.count > 0 && t-pd.atMs > c.reorderMs {
+		*pd = pendingDenies{} // past the window: they stay counted
+	}
+	in := c.inWindow(key, t)
+	fits := in+cost <= c.limit
+	switch {
+	case allowed && fits:
+		sh.allowed++
+		c.record(key, t, cost)
+		// A denial seen earlier that this allowed request explains (it took the room first in
+		// the store) is withdrawn.
+		if room := c.limit - in - cost; pd.count > 0 && int64(pd.cost) > room {
+			n := min(int64(pd.count), int64(pd.cost)-room)
+			sh.falseDenies -= n
+			sh.withdrawn += n
+			if c.onCancel != nil {
+				c.onCancel(pd.atMs, n)
+			}
+			pd.count -= int32(n)
+			pd.cost -= int32(n)
+			if pd.count <= 0 || pd.cost <= 0 {
+				*pd = pendingDenies{}
+			}
+		}
+		return Conforming
+	case allowed:
+		sh.allowed++
+		sh.overRequests++
+		sh.over += cost
+		sh.byCause[min(int(cause), overspendCauseSlots-1)]++
+		return Overspend
+	case in+cost+int64(pd.cost) <= c.limit:
+		sh.denied++
+		sh.falseDenies++
+		if pd.count == 0 {
+			pd.atMs = t
+		}
+		pd.count++
+		pd.cost += int32(min(cost, 1<<30))
+		return FalseDeny
+	default:
+		sh.denied++
+		return Denied
+	}
+}
+
+// ObserveUnknown books a decision whose outcome is unknown (a timeout) as if it was allowed:
+// window algorithms count what they allow, and the script most likely ran.
+func (c *WindowChecker) ObserveUnknown(key int, nowMs, cost int64) {
+	sh := &c.shards[key%overspendShardCount]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := max(nowMs, c.last[key])
+	c.last[key] = t
+	if c.inWindow(key, t)+cost <= c.limit {
+		c.record(key, t, cost)
+	}
+	sh.unk++
+}
+
+// Totals sums the counters of all keys.
+func (c *WindowChecker) Totals() OverspendTotals {
+	t := OverspendTotals{ByCause: map[string]int64{}}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		t.Allowed += sh.allowed
+		t.Denied += sh.denied
+		t.OverspendRequests += sh.overRequests
+		t.FalseDenies += sh.falseDenies
+		t.OverspendTokens += sh.over
+		t.Unknown += sh.unk
+		t.Withdrawn += sh.withdrawn
+		for j, n := range sh.byCause {
+			if n > 0 {
+				name := c.causeNames[j]
+				if name == "" {
+					name = "unknown"
+				}
+				t.ByCause[name] += n
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return t
+}
+
+// envelope is what the engine asks of an overspend checker: the token-bucket envelope
+// (OverspendChecker) or the window one (WindowChecker).
+type envelope interface {
+	ObserveAs(key int, nowMs, cost int64, allowed bool, cause Cause) Verdict
+	ObserveUnknown(key int, nowMs, cost int64)
+	Totals() OverspendTotals
+	CauseFor(name string) Cause
+	SetReorderWindow(ms int64, onCancel func(atMs, n int64))
+}
+
+var (
+	_ envelope = (*OverspendChecker)(nil)
+	_ envelope = (*WindowChecker)(nil)
+)
