@@ -77,7 +77,7 @@ interrupted) and stops the local cluster; a second Ctrl-C exits at once.`,
 	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
 	f.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency (worker goroutines)")
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
-	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: token-bucket, lease, memory or noop")
+	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: token-bucket, gcra, lease, memory or noop (the window kinds need a limit/window policy)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-second progress lines")
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
