@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios/cluster"
@@ -402,4 +404,29 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 	if err := l.WaitHealthy(context.Background()); err != nil {
 		t.Errorf("attached cluster after the run: %v", err)
 	}
+	// Every key any algorithm wrote expires: idle tenants never pile up in Redis.
+	c := clustertest.Client(t, l)
+	var keys, noTTL atomic.Int64 // ForEachMaster runs the primaries concurrently
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		iter := n.Scan(ctx, 0, "rl:*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys.Add(1)
+			ttl, err := n.PTTL(ctx, iter.Val()).Result()
+			if err != nil {
+				return err
+			}
+			if ttl < 0 && ttl != -2 { // -2: expired between SCAN and PTTL
+				noTTL.Add(1)
+				t.Errorf("key %s has no TTL (%v)", iter.Val(), ttl)
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys.Load() == 0 {
+		t.Error("SCAN found no rl:* keys after the runs")
+	}
+	t.Logf("%d keys scanned, %d without a TTL", keys.Load(), noTTL.Load())
 }
