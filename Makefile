@@ -55,6 +55,16 @@ COUNT ?= 1
 bench: redis
 	$(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) ./...
 
+## fuzz: run every native fuzz target for FUZZTIME each (default 10s); new failures land in testdata/fuzz
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./scenarios:FuzzParse ./scenarios/cluster:FuzzParseClusterNodes ./scenarios/cluster:FuzzParseReplOffsets \
+	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
+
 ## lint: gofmt and go vet
 .PHONY: lint
 lint:
