@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,9 +178,80 @@ func Parse(name string, data []byte) (*Spec, error) {
 	}
 	s.ApplyDefaults()
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, withLines(name, data, err)
 	}
 	return &s, nil
+}
+
+// FieldError is one invalid value: the field's path (e.g. "endpoints[1].weight"), the value and
+// the fix.
+type FieldError struct {
+	Field, Value, Fix string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Value + ": " + e.Fix }
+
+// withLines prefixes each field error with "name:line: " where the field is written in data (or
+// just "name: " for a default that was not written).
+func withLines(name string, data []byte, err error) error {
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	var out []error
+	for _, e := range unjoin(err) {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			if line := lineOf(&root, fe.Field); line > 0 {
+				out = append(out, fmt.Errorf("%s:%d: %w", name, line, e))
+				continue
+			}
+		}
+		out = append(out, fmt.Errorf("%s: %w", name, e))
+	}
+	return errors.Join(out...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// lineOf finds the line of a field path such as "load.rate" or "faults[2].at" in a YAML document,
+// or of its nearest written parent; 0 when nothing of it is written.
+func lineOf(root *yaml.Node, path string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, part := range strings.Split(path, ".") {
+		name, idx := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
+			name = part[:i]
+			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+		}
+		next := (*yaml.Node)(nil)
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == name {
+					next, line = n.Content[i+1], n.Content[i].Line
+					break
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return line
+			}
+			n, line = n.Content[idx], n.Content[idx].Line
+		}
+	}
+	return line
 }
 
 // LoadFile reads and parses a scenario file.
@@ -301,7 +373,7 @@ func (s *Spec) windowKind() bool {
 func (s *Spec) Validate() error {
 	var errs []error
 	bad := func(field string, value any, fix string) {
-		errs = append(errs, fmt.Errorf("%s: %v: %s", field, value, fix))
+		errs = append(errs, &FieldError{Field: field, Value: fmt.Sprint(value), Fix: fix})
 	}
 	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 	if strings.TrimSpace(s.Name) == "" {

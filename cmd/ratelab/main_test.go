@@ -237,7 +237,7 @@ func TestBadInputNamesTheField(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"run", bad}, []string{"bad.yaml", "load.rate: -1", "policy.burst: 0"}},
+		{[]string{"run", bad}, []string{"bad.yaml:2: load.rate: -1", "bad.yaml:4: policy.burst: 0"}},
 		{[]string{"run", "smoke", "--rate", "0"}, []string{"load.rate: 0: must be > 0"}},
 		{[]string{"run", "smoke", "--limiter", "magic"}, []string{`limiter.kind: "magic"`}},
 		{[]string{"run", "nonexistent"}, []string{`no built-in scenario "nonexistent"`, "hot-tenant"}},
