@@ -65,6 +65,11 @@ fuzz:
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
+## soak: the 30-minute soak scenario (faults every few minutes; exits 3 if memory grows, goroutines leak or a fault does not recover)
+.PHONY: soak
+soak: redis build
+	./$(BIN) run soak
+
 ## lint: gofmt and go vet
 .PHONY: lint
 lint:

@@ -39,6 +39,8 @@ type Summary struct {
 	HotKeys []HotKey `json:"hot_keys"`
 	// Nodes is what each Redis node's client saw: commands, redirects and NOSCRIPT replies.
 	Nodes []NodeStats `json:"nodes"`
+	// Process is ratelab's own footprint: memory and goroutines after warm-up and at the end.
+	Process Process `json:"process"`
 	// Faults lists the injected faults in schedule order.
 	Faults []Fault `json:"faults"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.
@@ -179,6 +181,22 @@ type Central struct {
 	Ops int64 `json:"ops"`
 	// OpsPerS is Ops divided by the run's duration, in operations per second.
 	OpsPerS float64 `json:"ops_per_s"`
+}
+
+// Process is the generator's own footprint, to catch leaks in long runs.
+type Process struct {
+	// RSSWarmMB and RSSEndMB are the resident set size after a tenth of the run (warm-up) and at
+	// the end.
+	RSSWarmMB float64 `json:"rss_warm_mb"`
+	RSSEndMB  float64 `json:"rss_end_mb"`
+	// HeapWarmMB and HeapEndMB are the live Go heap after a forced GC at the same two moments:
+	// unlike RSS they do not grow with the collector's headroom, so growth here is a leak.
+	HeapWarmMB float64 `json:"heap_warm_mb"`
+	HeapEndMB  float64 `json:"heap_end_mb"`
+	// GoroutinesWarm and GoroutinesEnd count goroutines at the same two moments (the end is
+	// taken after the workers stopped).
+	GoroutinesWarm int `json:"goroutines_warm"`
+	GoroutinesEnd  int `json:"goroutines_end"`
 }
 
 // NodeStats is one node's share of the run, counted by a hook on its go-redis client.

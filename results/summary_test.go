@@ -90,6 +90,7 @@ var designFields = []string{
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
 	"nodes", "nodes[].addr", "nodes[].ops", "nodes[].share", "nodes[].moved", "nodes[].ask", "nodes[].noscript",
 	"nodes[].tryagain", "nodes[].clusterdown", "nodes[].timeout", "nodes[].conn",
+	"process", "process.rss_warm_mb", "process.rss_end_mb", "process.heap_warm_mb", "process.heap_end_mb", "process.goroutines_warm", "process.goroutines_end",
 	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",
 	"slo", "slo.pass", "slo.checks", "slo.checks[].name", "slo.checks[].limit", "slo.checks[].value",
 	"slo.checks[].pass",

@@ -210,7 +210,14 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	var writeErr error
 	var central int64
 	var offered, sent, dropped, behind int64
+	// The footprint is first sampled after a tenth of the run: by then pools, histograms and the
+	// collector's headroom have grown to their working size, so later growth means a leak.
+	warmSec := secs / 10
 	emit := func(sec int, s *secStats) {
+		if sec == warmSec {
+			sum.Process.RSSWarmMB, sum.Process.GoroutinesWarm = rssMB(), runtime.NumGoroutine()
+			sum.Process.HeapWarmMB = heapMB()
+		}
 		iv := d.interval(sec, s)
 		offered += iv.Offered
 		sent += iv.Sent
@@ -230,6 +237,8 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
 	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), emit)
 	stopFaults()
+	sum.Process.RSSEndMB, sum.Process.GoroutinesEnd = rssMB(), runtime.NumGoroutine()
+	sum.Process.HeapEndMB = heapMB()
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 
@@ -306,8 +315,10 @@ func openCluster(ctx context.Context, spec *Spec, opts RunOptions, logf func(str
 // preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts
 // in the run mean what they say (a flush, a restart or a promoted replica), not a cold cache.
 func preloadScript(ctx context.Context, c *redis.ClusterClient) error {
-	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		return n.ScriptLoad(ctx, lua.TokenBucket).Err()
+	err := setupRetry(ctx, func() error {
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.ScriptLoad(ctx, lua.TokenBucket).Err()
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("loading the token-bucket script on the primaries: %w", err)
@@ -362,7 +373,7 @@ func newAlgorithm(ctx context.Context, spec *Spec, c *redis.ClusterClient) (limi
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	if err := lim.Load(ctx); err != nil {
+	if err := setupRetry(ctx, func() error { return lim.Load(ctx) }); err != nil {
 		return nil, fmt.Errorf("loading the %s script on the primaries: %w", spec.Limiter.Kind, err)
 	}
 	return lim, nil
@@ -381,7 +392,7 @@ func newLeases(ctx context.Context, spec *Spec, c *redis.ClusterClient, p limite
 		}
 		out[i] = l
 	}
-	if err := out[0].Load(ctx); err != nil {
+	if err := setupRetry(ctx, func() error { return out[0].Load(ctx) }); err != nil {
 		return nil, fmt.Errorf("loading the lease script on the primaries: %w", err)
 	}
 	return out, nil
@@ -401,6 +412,20 @@ func fillLeases(sum *results.Summary, leases []*limiter.LeaseLimiter, ran time.D
 	decisions := max(sum.Load.Decisions, 1)
 	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
 		len(leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)
+}
+
+// setupRetry runs a set-up step (before the clock starts) up to three times: the client's socket
+// timeouts are the decision budget, which a busy machine can miss for a SCRIPT LOAD. Decisions
+// themselves are never retried.
+func setupRetry(ctx context.Context, step func() error) error {
+	var err error
+	for attempt := range 3 {
+		if err = step(); err == nil {
+			return nil
+		}
+		sleepCtx(ctx, time.Duration(attempt+1)*200*time.Millisecond)
+	}
+	return err
 }
 
 // warmPools opens up to workers connections to every primary before the clock starts: dialing

@@ -27,6 +27,15 @@ type SLO struct {
 	// RecoveredS bounds, for every fault, the seconds from injection to recovery (a fault that
 	// never recovered fails it).
 	RecoveredS *float64 `yaml:"recovered_s,omitempty"`
+	// RSSGrowth bounds (RSS at the end - RSS after the first second) / RSS after the first second:
+	// a soak's memory must stay flat.
+	RSSGrowth *float64 `yaml:"rss_growth,omitempty"`
+	// HeapGrowth is RSSGrowth for the live Go heap after a forced GC (the leak signal that a short
+	// run can judge; RSS also holds the collector's headroom).
+	HeapGrowth *float64 `yaml:"heap_growth,omitempty"`
+	// GoroutineGrowth bounds goroutines at the end minus after the first second (the end is taken
+	// after the workers stopped, so a run without leaks is below 0).
+	GoroutineGrowth *float64 `yaml:"goroutine_growth,omitempty"`
 }
 
 // sloField is one SLO key: its YAML name, its field, whether the value is a ceiling or a floor,
@@ -53,6 +62,21 @@ var sloFields = []sloField{
 		return r.Load.AchievedRPS / r.Load.OfferedRPS
 	}},
 	{"recovered_s", func(s *SLO) **float64 { return &s.RecoveredS }, false, worstRecovery},
+	{"rss_growth", func(s *SLO) **float64 { return &s.RSSGrowth }, false, func(r *results.Summary) float64 {
+		if r.Process.RSSWarmMB <= 0 {
+			return 0
+		}
+		return (r.Process.RSSEndMB - r.Process.RSSWarmMB) / r.Process.RSSWarmMB
+	}},
+	{"heap_growth", func(s *SLO) **float64 { return &s.HeapGrowth }, false, func(r *results.Summary) float64 {
+		if r.Process.HeapWarmMB <= 0 {
+			return 0
+		}
+		return (r.Process.HeapEndMB - r.Process.HeapWarmMB) / r.Process.HeapWarmMB
+	}},
+	{"goroutine_growth", func(s *SLO) **float64 { return &s.GoroutineGrowth }, false, func(r *results.Summary) float64 {
+		return float64(r.Process.GoroutinesEnd - r.Process.GoroutinesWarm)
+	}},
 }
 
 // worstRecovery is the longest time from a fault to its recovery; a fault that never recovered
@@ -108,7 +132,7 @@ func (s *Spec) validateSLO(bad func(field string, value any, fix string)) {
 		}
 		v := *p
 		switch {
-		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+		case math.IsNaN(v) || math.IsInf(v, 0) || (v < 0 && f.name != "goroutine_growth"):
 			bad("slo."+f.name, v, "must be a finite number >= 0")
 		case strings.HasSuffix(f.name, "_ratio") && v > 1:
 			bad("slo."+f.name, v, "is a ratio: write it between 0 and 1 (e.g. 0.001 for 0.1%)")
