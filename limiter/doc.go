@@ -13,6 +13,9 @@
 //
 // The window algorithms (FixedWindow, GCRA, SlidingWindow, SlidingLog) follow the same pattern,
 // each a lua/ script run by a RedisX limiter with an in-memory twin of identical arithmetic.
+// TwoTier and RedisTwoTier check a tenant's long quota and its endpoint's burst bucket in one
+// atomic decision that debits neither when either denies; WithRedisClock makes RedisTokenBucket
+// take time from Redis instead of the gateway.
 //
 // FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
 // budget, and Breaker is a per-node circuit breaker it consults.

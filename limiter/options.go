@@ -21,6 +21,7 @@ type config struct {
 	policyFor  PolicyFunc
 	timeout    time.Duration
 	onNoScript func()
+	redisClock bool // WithRedisClock
 }
 
 func newConfig(opts []Option) (config, error) {

@@ -19,8 +19,9 @@ import (
 // in-memory twin and returns the same decisions.
 //
 // Time is the gateway's: r.Now in Unix ms is passed to the script, which never lets a key's
-// stored time go backwards. Each decision runs under its own deadline (WithTimeout, default
-// DefaultTimeout).
+// stored time go backwards. With WithRedisClock the script takes now from Redis's TIME instead
+// and r.Now is only checked, not used. Each decision runs under its own deadline (WithTimeout,
+// default DefaultTimeout).
 //
 // The limiter never retries, except the single NOSCRIPT->EVAL step. Build the go-redis client so
 // that it does not retry or stall either:
@@ -42,6 +43,7 @@ type RedisTokenBucket struct {
 	policyFor  PolicyFunc
 	timeout    time.Duration
 	onNoScript func()
+	nargs      int // 5, or 6 with WithRedisClock (ARGV[6] = clockRedis)
 	noScript   atomic.Int64
 	calls      sync.Pool // *evalCall
 }
@@ -65,7 +67,7 @@ func newPolicyArgs(p BucketPolicy) policyArgs {
 // its own command before EvalSha returns, so a call may be reused as soon as the reply is read.
 type evalCall struct {
 	keys [1]string
-	args [5]any
+	args [6]any
 }
 
 var _ Limiter = (*RedisTokenBucket)(nil)
@@ -93,6 +95,10 @@ func NewRedisTokenBucket(c redis.Scripter, p BucketPolicy, opts ...Option) (*Red
 		policyFor:  cfg.policyFor,
 		timeout:    cfg.timeout,
 		onNoScript: cfg.onNoScript,
+		nargs:      5,
+	}
+	if cfg.redisClock {
+		b.nargs = 6
 	}
 	b.calls.New = func() any { return new(evalCall) }
 	return b, nil
@@ -142,8 +148,8 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 
 	call := b.calls.Get().(*evalCall)
 	call.keys[0] = KeyFor(r.Tenant, r.Endpoint)
-	call.args = [5]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs}
-	reply, err := b.c.EvalSha(ctx, b.sha, call.keys[:], call.args[:]...).Result()
+	call.args = [6]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}
+	reply, err := b.c.EvalSha(ctx, b.sha, call.keys[:], call.args[:b.nargs]...).Result()
 	if err != nil && ClassifyError(err) == KindNoScript {
 		// The node lost its script cache (restart, flush, promoted replica). EVAL runs the
 		// script and caches it there; this is the one retry the limiter makes.
@@ -151,7 +157,7 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 		if b.onNoScript != nil {
 			b.onNoScript()
 		}
-		reply, err = b.c.Eval(ctx, b.src, call.keys[:], call.args[:]...).Result()
+		reply, err = b.c.Eval(ctx, b.src, call.keys[:], call.args[:b.nargs]...).Result()
 	}
 	key := call.keys[0]
 	*call = evalCall{} // keep no key or boxed value alive in the pool

@@ -31,13 +31,15 @@ func TestScriptContractText(t *testing.T) {
 		{"has code", strings.Contains(src, "redis.call")},
 		{"uses only KEYS[1]", len(regexp.MustCompile(`KEYS\[[^1]`).FindAllString(src, -1)) == 0},
 		{"builds no key names (no rl: prefix, no concatenation onto KEYS)", !strings.Contains(src, "rl:") && !regexp.MustCompile(`KEYS\[1\]\s*\.\.|\.\.\s*KEYS`).MatchString(src)},
-		{"reads no server clock", !strings.Contains(src, "'TIME'") && !strings.Contains(src, `"TIME"`)},
+		// The server clock is read once, and only when the caller asks for it (ARGV[6] "redis").
+		{"reads the server clock only under ARGV[6]", strings.Count(src, "'TIME'") == 1 && !strings.Contains(src, `"TIME"`) &&
+			regexp.MustCompile(`if ARGV\[6\] ~= 'redis' then\s+return redis\.error_reply\([^\n]*\)\s+end\s+local t = redis\.call\('TIME'\)`).MatchString(src)},
 		{"stores tokens with %.17g", strings.Contains(src, "string.format('%.17g', tokens)")},
 		// Top-level (unindented) calls run on every decision, allowed or denied.
 		{"writes and expires the key unconditionally, once", strings.Count(src, "'HSET'") == 1 && strings.Count(src, "'PEXPIRE'") == 1 &&
 			regexp.MustCompile(`(?m)^redis\.call\('HSET', KEYS\[1\]`).MatchString(src) &&
 			regexp.MustCompile(`(?m)^redis\.call\('PEXPIRE', KEYS\[1\], ttl\)$`).MatchString(src)},
-		{"reads ARGV 1 to 5 only", len(regexp.MustCompile(`ARGV\[[^1-5]`).FindAllString(src, -1)) == 0},
+		{"reads ARGV 1 to 6 only", len(regexp.MustCompile(`ARGV\[[^1-6]`).FindAllString(src, -1)) == 0},
 	}
 	for _, tt := range tests {
 		if !tt.have {

@@ -3,7 +3,8 @@ package lua
 import _ "embed"
 
 // TokenBucket is the source of token_bucket.lua: one atomic token-bucket decision on KEYS[1]
-// with ARGV now_ms, rate_per_ms, capacity, cost, ttl_ms, returning
+// with ARGV now_ms, rate_per_ms, capacity, cost, ttl_ms and an optional clock ("redis": take now
+// from the server's TIME instead of now_ms), returning
 // {allowed, remaining, retry_after_ms, reset_after_ms}. The contract is written at the top of
 // the script; limiter.RedisTokenBucket runs it and limiter.TokenBucket is its in-memory twin.
 //
@@ -48,3 +49,13 @@ var SlidingWindow string
 //
 //go:embed sliding_log.lua
 var SlidingLog string
+
+// TwoTier is the source of two_tier.lua: one atomic two-tier decision on a tenant's quota
+// counter KEYS[1] (a fixed window) and its endpoint's token bucket KEYS[2] (the hash of
+// token_bucket.lua) with ARGV now_ms, rate_per_ms, capacity, cost, bucket_ttl_ms, quota_limit,
+// quota_ttl_ms, quota_window_ms, quota_index, returning {allowed, remaining, retry_after_ms,
+// reset_after_ms, tier_denied}. A request denied by either tier debits neither.
+// limiter.RedisTwoTier runs it and limiter.TwoTier is its in-memory twin.
+//
+//go:embed two_tier.lua
+var TwoTier string

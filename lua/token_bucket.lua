@@ -8,6 +8,11 @@
 --   ARGV[3]  capacity     the burst, integer tokens, >= 1
 --   ARGV[4]  cost         tokens this request takes, integer >= 0 (may exceed capacity)
 --   ARGV[5]  ttl_ms       PEXPIRE for the key: the time to refill from empty, >= 1000
+--   ARGV[6]  clock        OPTIONAL. Absent: now is ARGV[1] (the gateway's clock; the 5-ARGV
+--                         contract). "redis": now is the server's TIME in integer ms,
+--                         sec * 1000 + floor(usec / 1000), and ARGV[1] is ignored (it must still
+--                         be a number). Any other value is an error. Redis 7 replicates a
+--                         script's effects, not the script, so reading TIME is safe.
 -- Stored hash fields:
 --   tokens      float tokens left, written with %.17g so the double round-trips exactly
 --   updated_at  integer ms of the last decision; never moves backwards
@@ -21,7 +26,8 @@
 -- by step in the same IEEE double order, so limiter.TokenBucket (the in-memory twin) returns the
 -- same decision for the same sequence of calls:
 --   missing key (or updated_at 0)  -> full bucket at now
---   now     = max(now_ms, updated_at)                    (a skewed clock never refills)
+--   now     = max(now_ms, updated_at)                    (a skewed clock never refills;
+--                                                         now_ms is TIME with ARGV[6] "redis")
 --   tokens  = min(capacity, tokens + (now - updated_at) * rate_per_ms)
 --
 -- A DENIED request also writes the refilled state (tokens, updated_at = now) and PEXPIREs the
@@ -38,6 +44,13 @@ if not (now and rate and capacity and cost and ttl) then
 end
 if not (rate > 0) or capacity < 1 or cost < 0 or ttl < 1 then
   return redis.error_reply('ERR token_bucket: need rate_per_ms > 0, capacity >= 1, cost >= 0, ttl_ms >= 1')
+end
+if ARGV[6] ~= nil then
+  if ARGV[6] ~= 'redis' then
+    return redis.error_reply('ERR token_bucket: ARGV[6] (clock) must be absent or "redis"')
+  end
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated_at')
