@@ -58,7 +58,7 @@ bench: redis
 ## fuzz: run every native fuzz target for FUZZTIME each (default 10s); new failures land in testdata/fuzz
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./scenarios:FuzzParse ./scenarios/cluster:FuzzParseClusterNodes ./scenarios/cluster:FuzzParseReplOffsets \
-	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply
+	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply ./limiter:FuzzParseTariffs
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
