@@ -101,9 +101,7 @@ type OverspendChecker struct {
 	debtBy []Cause               // per key; the cause of that debt (fail-open, local)
 	class  []uint16              // per key; see overspendMaxClasses
 
-	// causeNames names the byCause slots: limiter.Source names first, then CauseFor's.
-	causeNames [overspendCauseSlots]string
-	nCauses    int
+	causes causeTable
 
 	// window is how far (ms, on the requests' clock) a contested denial stays open; see Observe.
 	window int64
@@ -144,10 +142,7 @@ func NewOverspendChecker(keys int, policy func(key int) limiter.BucketPolicy) *O
 		window: DefaultReorderWindowMs,
 		polIdx: make(map[limiter.BucketPolicy]uint16),
 	}
-	for src := limiter.Central; src <= limiter.FailClosed; src++ {
-		c.causeNames[src] = src.String()
-	}
-	c.nCauses = int(limiter.FailClosed) + 1
+	c.causes.init()
 	return c
 }
 
@@ -203,22 +198,54 @@ func (c *OverspendChecker) Observe(key int, nowMs int64, cost int64, allowed boo
 // names registered with CauseFor (failover, pause, ...).
 type Cause uint8
 
-// CauseFor returns the Cause for name, registering it if new (at most 16 causes in all; further
-// names share the last). Call it before the run, not per decision.
-func (c *OverspendChecker) CauseFor(name string) Cause {
-	c.polMu.Lock()
-	defer c.polMu.Unlock()
-	for i, n := range c.causeNames {
-		if n == name {
+// CauseFor returns the Cause for name, registering it if new (see causeTable).
+func (c *OverspendChecker) CauseFor(name string) Cause { return c.causes.causeFor(name) }
+
+// causeTable names the byCause slots of a checker: the limiter.Source names first, then the names
+// registered with causeFor (failover, pause, ...): at most 16 in all, further names share the last.
+// Register before the run, not per decision.
+type causeTable struct {
+	mu    sync.Mutex
+	names [overspendCauseSlots]string
+	n     int
+}
+
+func (t *causeTable) init() {
+	for src := limiter.Central; src <= limiter.FailClosed; src++ {
+		t.names[src] = src.String()
+	}
+	t.n = int(limiter.FailClosed) + 1
+}
+
+func (t *causeTable) causeFor(name string) Cause {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := 0; i < t.n; i++ {
+		if t.names[i] == name {
 			return Cause(i)
 		}
 	}
-	if c.nCauses < overspendCauseSlots {
-		c.causeNames[c.nCauses] = name
-		c.nCauses++
-		return Cause(c.nCauses - 1)
+	if t.n < overspendCauseSlots {
+		t.names[t.n] = name
+		t.n++
+		return Cause(t.n - 1)
 	}
 	return overspendCauseSlots - 1
+}
+
+// add adds per-slot counts to m under the slots' names.
+func (t *causeTable) add(m map[string]int64, counts *[overspendCauseSlots]int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for j, n := range counts {
+		if n > 0 {
+			name := t.names[j]
+			if name == "" {
+				name = "unknown"
+			}
+			m[name] += n
+		}
+	}
 }
 
 // ObserveAs is Observe with the overspend, if any, attributed to cause.
@@ -401,14 +428,6 @@ func (c *OverspendChecker) Totals() OverspendTotals {
 		}
 		sh.mu.Unlock()
 	}
-	for j, n := range byCause {
-		if n > 0 {
-			name := c.causeNames[j]
-			if name == "" {
-				name = "unknown"
-			}
-			t.ByCause[name] += n
-		}
-	}
+	c.causes.add(t.ByCause, &byCause)
 	return t
 }

@@ -1,10 +1,6 @@
 package scenarios
 
-import (
-	"sync"
-
-	"ratelab/limiter"
-)
+import "sync"
 
 // WindowChecker is the overspend envelope of the window algorithms: at most Limit tokens allowed
 // in any window of Window ms, per key (a sliding window, whatever window the algorithm itself
@@ -27,9 +23,7 @@ type WindowChecker struct {
 	onCancel      func(atMs, n int64)
 	shards        [overspendShardCount]windowShard
 
-	causeMu    sync.Mutex
-	causeNames [overspendCauseSlots]string
-	nCauses    int
+	causes causeTable
 }
 
 type windowShard struct {
@@ -45,29 +39,12 @@ func NewWindowChecker(keys int, limit, windowMs int64) *WindowChecker {
 		rings: make([][]int64, keys), head: make([]int32, keys), size: make([]int32, keys), last: make([]int64, keys),
 		pend: make([]pendingDenies, keys), reorderMs: DefaultReorderWindowMs,
 	}
-	for src := limiter.Central; src <= limiter.FailClosed; src++ {
-		c.causeNames[src] = src.String()
-	}
-	c.nCauses = int(limiter.FailClosed) + 1
+	c.causes.init()
 	return c
 }
 
-// CauseFor returns the Cause for name, registering it if new (see OverspendChecker.CauseFor).
-func (c *WindowChecker) CauseFor(name string) Cause {
-	c.causeMu.Lock()
-	defer c.causeMu.Unlock()
-	for i := 0; i < c.nCauses; i++ {
-		if c.causeNames[i] == name {
-			return Cause(i)
-		}
-	}
-	if c.nCauses < overspendCauseSlots {
-		c.causeNames[c.nCauses] = name
-		c.nCauses++
-		return Cause(c.nCauses - 1)
-	}
-	return overspendCauseSlots - 1
-}
+// CauseFor returns the Cause for name, registering it if new (see causeTable).
+func (c *WindowChecker) CauseFor(name string) Cause { return c.causes.causeFor(name) }
 
 // SetReorderWindow sets how long a contested denial stays provisional (see
 // OverspendChecker.Observe: requests in flight together may reach the store in another order).
@@ -189,15 +166,7 @@ func (c *WindowChecker) Totals() OverspendTotals {
 		t.OverspendTokens += sh.over
 		t.Unknown += sh.unk
 		t.Withdrawn += sh.withdrawn
-		for j, n := range sh.byCause {
-			if n > 0 {
-				name := c.causeNames[j]
-				if name == "" {
-					name = "unknown"
-				}
-				t.ByCause[name] += n
-			}
-		}
+		c.causes.add(t.ByCause, &sh.byCause)
 		sh.mu.Unlock()
 	}
 	return t
