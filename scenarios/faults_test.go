@@ -211,7 +211,7 @@ func TestMeasureRecovery(t *testing.T) {
 	}
 }
 
-// TestSoakCI runs the built-in soak cut to 24 s: every fault recovers, no goroutine leaks, memory
+// TestSoakCI runs the built-in soak cut to 28 s: every fault recovers, no goroutine leaks, memory
 // stays bounded, and the SLO verdict says so.
 func TestSoakCI(t *testing.T) {
 	t.Parallel()
