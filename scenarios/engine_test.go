@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -268,10 +269,12 @@ func TestEngineInterruptKeepsWhatWasMeasured(t *testing.T) {
 	if !sum.Interrupted {
 		t.Error("summary.interrupted = false, want true")
 	}
-	if len(rows) != 2 || seen.Load() != 2 {
-		t.Errorf("%d rows (%d reported), want 2: the full first second and the partial second", len(rows), seen.Load())
+	// The interrupt comes about half a second after the first row (later on a loaded machine):
+	// the run keeps every second it started, the last one partial, and no more.
+	if want := int(math.Ceil(sum.DurationS)); len(rows) != want || seen.Load() != int64(want) {
+		t.Errorf("%d rows (%d reported) for %.3f s, want %d: every second started, the last one partial", len(rows), seen.Load(), sum.DurationS, want)
 	}
-	if sum.DurationS < 1.4 || sum.DurationS > 2 {
+	if sum.DurationS < 1.4 || sum.DurationS > 4 {
 		t.Errorf("duration_s %v, want about 1.5", sum.DurationS)
 	}
 	if sum.Load.Decisions < 2500 {
