@@ -94,19 +94,7 @@ func TestFixedWindowSuite(t *testing.T) {
 			{ep: "a", cost: 1, want: deny(0, 100*ms, 100*ms)},
 		}},
 	}
-	for _, impl := range []struct {
-		name string
-		new  func(t *testing.T) winSubject
-	}{{"twin", newFixedWindowTwin}, {"redis", newFixedWindowRedis}} {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			runWinCases(t, impl.new, cases)
-			t.Run("bad requests are refused", func(t *testing.T) {
-				t.Parallel()
-				checkBadRequests(t, impl.new(t).lim)
-			})
-		})
-	}
+	runWinSuite(t, cases, newFixedWindowTwin, newFixedWindowRedis)
 }
 
 // TestRedisFixedWindowKeys checks what the script stores: the count in the window's key with a

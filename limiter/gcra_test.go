@@ -81,19 +81,7 @@ func TestGCRASuite(t *testing.T) {
 			{ep: "a", cost: 1, want: deny(0, 2*ms, 10*ms)},
 		}},
 	}
-	for _, impl := range []struct {
-		name string
-		new  func(t *testing.T) winSubject
-	}{{"twin", newGCRATwin}, {"redis", newGCRARedis}} {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			runWinCases(t, impl.new, cases)
-			t.Run("bad requests are refused", func(t *testing.T) {
-				t.Parallel()
-				checkBadRequests(t, impl.new(t).lim)
-			})
-		})
-	}
+	runWinSuite(t, cases, newGCRATwin, newGCRARedis)
 }
 
 // redisGCRAState reads a GCRA hash as the script stores it: tat (%.17g) and updated_at (ms).

@@ -77,19 +77,7 @@ func TestSlidingLogSuite(t *testing.T) {
 			{ep: "a", cost: 1, want: deny(0, 100*ms, 100*ms)},
 		}},
 	}
-	for _, impl := range []struct {
-		name string
-		new  func(t *testing.T) winSubject
-	}{{"twin", newSlidingLogTwin}, {"redis", newSlidingLogRedis}} {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			runWinCases(t, impl.new, cases)
-			t.Run("bad requests are refused", func(t *testing.T) {
-				t.Parallel()
-				checkBadRequests(t, impl.new(t).lim)
-			})
-		})
-	}
+	runWinSuite(t, cases, newSlidingLogTwin, newSlidingLogRedis)
 }
 
 // TestRedisSlidingLogKeys checks what the script stores: one member per unit allowed, trimmed as

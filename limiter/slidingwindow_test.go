@@ -78,19 +78,7 @@ func TestSlidingWindowSuite(t *testing.T) {
 			{ep: "a", cost: 1, want: deny(0, 110*ms, 200*ms)},
 		}},
 	}
-	for _, impl := range []struct {
-		name string
-		new  func(t *testing.T) winSubject
-	}{{"twin", newSlidingWindowTwin}, {"redis", newSlidingWindowRedis}} {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			runWinCases(t, impl.new, cases)
-			t.Run("bad requests are refused", func(t *testing.T) {
-				t.Parallel()
-				checkBadRequests(t, impl.new(t).lim)
-			})
-		})
-	}
+	runWinSuite(t, cases, newSlidingWindowTwin, newSlidingWindowRedis)
 }
 
 // TestRedisSlidingWindowKeys checks what the script stores: the count in the current window's

@@ -62,6 +62,24 @@ func runWinCases(t *testing.T, newSubject func(t *testing.T) winSubject, cases [
 	}
 }
 
+// runWinSuite runs cases over the in-memory twin and the Redis implementation of one algorithm,
+// and checks that both refuse bad requests.
+func runWinSuite(t *testing.T, cases []winCase, twin, onRedis func(t *testing.T) winSubject) {
+	for _, impl := range []struct {
+		name string
+		new  func(t *testing.T) winSubject
+	}{{"twin", twin}, {"redis", onRedis}} {
+		t.Run(impl.name, func(t *testing.T) {
+			t.Parallel()
+			runWinCases(t, impl.new, cases)
+			t.Run("bad requests are refused", func(t *testing.T) {
+				t.Parallel()
+				checkBadRequests(t, impl.new(t).lim)
+			})
+		})
+	}
+}
+
 // redisPTTL returns a key's PTTL on c.
 func redisPTTL(t *testing.T, c redis.Cmdable, key string) time.Duration {
 	t.Helper()

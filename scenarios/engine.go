@@ -109,9 +109,6 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		redir = newRedirects(secs)
 		client = newClusterClient(cl.Addrs(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, redir)
 		defer client.Close()
-		if err := preloadScript(ctx, client); err != nil {
-			return nil, err
-		}
 		warmPools(ctx, client, spec.Load.Concurrency)
 		if spec.Limiter.Kind != "token-bucket" && spec.Limiter.Kind != "lease" {
 			sum.Environment.Mode = "central " + spec.Limiter.Kind
@@ -126,6 +123,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 				return nil, err
 			}
 			break
+		}
+		if err := preloadScript(ctx, client); err != nil {
+			return nil, err
 		}
 		rb, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
 		if err != nil {

@@ -135,12 +135,15 @@ func newClusterClient(addrs []string, timeout time.Duration, workers int, r *red
 	})
 	// go-redis logs every failed dial; during a fault that is thousands of lines on stderr. The
 	// run counts them instead (errors.conn, errors.timeout).
-	redis.SetLogger(quietLogger{})
+	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
 	c.OnNewNode(func(n *redis.Client) {
 		n.AddHook(nodeHook{r: r, n: r.node(n.Options().Addr)})
 	})
 	return c
 }
+
+// quietOnce installs quietLogger once: go-redis's logger is process-wide.
+var quietOnce sync.Once
 
 // quietLogger drops go-redis's internal log lines.
 type quietLogger struct{}
