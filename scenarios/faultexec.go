@@ -496,7 +496,11 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 				last = s
 			}
 		}
-		if last+1 < len(rows) && (i+1 >= len(faults) || last+1 < end) {
+		switch {
+		case last < 0:
+			// Trouble stayed under the noise floor throughout: recovered as soon as detected.
+			f.RecoveredS = f.DetectedS
+		case last+1 < len(rows) && (i+1 >= len(faults) || last+1 < end):
 			f.RecoveredS = float64(last + 1)
 		}
 	}

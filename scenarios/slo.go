@@ -79,12 +79,15 @@ var sloFields = []sloField{
 	}},
 }
 
-// worstRecovery is the longest time from a fault to its recovery; a fault that never recovered
-// counts as the whole rest of the run.
+// worstRecovery is the longest time from a fault to its recovery; a fault that was detected and
+// never recovered counts as the whole rest of the run, one never detected (no trouble seen) as 0.
 func worstRecovery(r *results.Summary) float64 {
 	worst := 0.0
 	for _, f := range r.Faults {
-		d := f.RecoveredS - f.AtS
+		if f.DetectedS == 0 {
+			continue
+		}
+		d := max(f.RecoveredS-f.AtS, 0)
 		if f.RecoveredS == 0 {
 			d = r.DurationS - f.AtS
 		}

@@ -17,7 +17,8 @@ func TestSLOEvaluate(t *testing.T) {
 	sum.Load = results.Load{OfferedRPS: 1000, AchievedRPS: 900, Decisions: 1000}
 	sum.Outcomes.Errors = 5
 	sum.Overspend.Ratio = 0.002
-	sum.Faults = []results.Fault{{AtS: 5, RecoveredS: 7.5}, {AtS: 10, RecoveredS: 0}}
+	// The third fault left no trace (a restart of a replica, say): it never needed to recover.
+	sum.Faults = []results.Fault{{AtS: 5, DetectedS: 5, RecoveredS: 7.5}, {AtS: 10, DetectedS: 10.5, RecoveredS: 0}, {AtS: 15}}
 	tests := []struct {
 		name  string
 		flags []string
