@@ -60,7 +60,8 @@ bench: redis
 # interesting input for the default 60 s stalls the run (and ends it with a spurious deadline error).
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./scenarios:FuzzParse ./scenarios/cluster:FuzzParseClusterNodes ./scenarios/cluster:FuzzParseReplOffsets \
-	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply ./limiter:FuzzParseTariffs ./limiter:FuzzTwinMatchesRedis
+	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply ./limiter:FuzzParseTariffs ./limiter:FuzzTwinMatchesRedis \
+	./workload/trace:FuzzDecode
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

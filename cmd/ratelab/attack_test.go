@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/limiter/gateway"
+	"ratelab/results"
+)
+
+func TestAttackRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--url", "http://10.1.2.3:8080/"}, []string{"loopback", "--allow-remote"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--policy", "rate=x,burst=1"}, []string{"--policy", `rate "x"`, "rate=50"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--pacer", "zigzag"}, []string{`pacer "zigzag"`, "constant or poisson"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--trace", "/nonexistent.trace"}, []string{"--trace", "no such file"}},
+	} {
+		out, err := exec.Command(binary, append([]string{"attack", "-q"}, tc.args...)...).CombinedOutput()
+		if code := exitCode(err); code != 1 {
+			t.Errorf("attack %v: exit %d, want 1; output %q", tc.args, code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("attack %v: output %q lacks %q", tc.args, out, w)
+			}
+		}
+	}
+}
+
+// `ratelab trace gen`, `trace info` and `attack --trace` as a user runs them, against the
+// gateway's middleware on loopback: the run directory has the report and vegeta's results.
+func TestAttackReplaysGeneratedTrace(t *testing.T) {
+	t.Parallel()
+	policy := limiter.BucketPolicy{Rate: 10, Burst: 5}
+	tb, err := limiter.NewTokenBucket(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.NewServer("127.0.0.1:0", tb, nil, gateway.WithPolicy(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "gen.trace")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ratelab %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("trace", "gen", "--rate", "300", "--duration", "1s", "--tenants", "10", "--endpoints", "search:3,read:1", "--out", tracePath)
+	if info := run("trace", "info", tracePath); !strings.Contains(info, "requests   300 ") || !strings.Contains(info, "[search read]") {
+		t.Errorf("trace info:\n%s", info)
+	}
+	out := filepath.Join(dir, "run")
+	text := run("attack", "-q", "--url", "http://"+ln.Addr().String()+"/", "--trace", tracePath, "--speed", "2",
+		"--policy", "rate=10,burst=5", "--out", out)
+	for _, f := range []string{"report.html", "results.bin", results.SummaryFile, results.TimeseriesFile, "latency.png"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v\n%s", f, err, text)
+		}
+	}
+	sum, err := results.ReadSummary(filepath.Join(out, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Load.Decisions != 300 || sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
+		t.Errorf("decisions %d allowed %d denied %d; want all 300 answered, some 429\n%s",
+			sum.Load.Decisions, sum.Outcomes.Allowed, sum.Outcomes.Denied, text)
+	}
+	if !strings.Contains(text, "vegeta report") {
+		t.Errorf("the summary does not say how to read results.bin:\n%s", text)
+	}
+}

@@ -1,0 +1,223 @@
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/results"
+	"ratelab/workload"
+	"ratelab/workload/trace"
+)
+
+// Defaults of Options' zero fields.
+const (
+	DefaultRate       = 1000.0
+	DefaultDuration   = 10 * time.Second
+	DefaultTenants    = 1000
+	DefaultTheta      = workload.DefaultTheta
+	DefaultSeed       = 1
+	DefaultEndpoint   = "api"
+	DefaultKeyHeader  = "X-API-Key"
+	DefaultWorkers    = 32
+	DefaultMaxWorkers = 512
+	DefaultTimeout    = 10 * time.Second
+	// MaxKeys bounds tenants x endpoints: the overspend envelope keeps ~50 bytes per key.
+	MaxKeys = 50_000_000
+	// ReqHeader carries the targeter's request index to the RoundTripper, which ties it to
+	// vegeta's Seq (vegeta's Result carries neither the tenant nor the request headers).
+	ReqHeader = "X-Ratelab-Req"
+)
+
+// ErrNotLoopback reports a target URL off 127.0.0.0/8, ::1 and localhost without AllowRemote.
+var ErrNotLoopback = errors.New("attack: URL is not loopback")
+
+// ErrInvalid wraps every Options.Validate problem.
+var ErrInvalid = errors.New("attack: invalid option")
+
+// Options configure Run. Zero fields take the defaults above.
+type Options struct {
+	// URL is the base URL; each request goes to URL + "/" + endpoint. Loopback only unless
+	// AllowRemote.
+	URL         string
+	AllowRemote bool
+
+	// Rate (requests/s), Duration, Pacer ("constant" or "poisson"), Tenants, Theta (Zipf skew)
+	// and Seed generate the schedule as a scenario would; ignored with Trace.
+	Rate     float64
+	Duration time.Duration
+	Pacer    string
+	Tenants  int
+	Theta    float64
+	Seed     uint64
+	// Endpoints and Weights are the endpoint mix (default one endpoint, DefaultEndpoint);
+	// Weights nil means equal weights.
+	Endpoints []string
+	Weights   []float64
+	// TenantPrefix names generated tenants: the API key of tenant i is TenantPrefix + i
+	// (default trace.DefaultTenantPrefix, the scenario engine's names).
+	TenantPrefix string
+
+	// Trace, when set, is replayed instead of a generated schedule, Speed times faster
+	// (default 1), with its tenants' names as API keys.
+	Trace *trace.Trace
+	Speed float64
+	// NoTenantOrder turns off tenant ordering, which is on with a Trace: each request waits
+	// until the previous request of the same tenant has been answered, so the target decides
+	// every tenant's requests in trace order (a wait shows in the latency, which counts from
+	// the intended start).
+	NoTenantOrder bool
+	// TimeHeader, if set, sends each request's trace time (Unix ms, unscaled by Speed) in
+	// this header, and the overspend envelopes judge at that time instead of at the two ends of
+	// the send-to-response interval: for a target whose limiter clock follows the header,
+	// replays and their overspend are exact.
+	TimeHeader string
+	// CostHeader, if set, sends each request's cost in this header; without it every
+	// request must cost 1 (the target cannot know another cost).
+	CostHeader string
+
+	// Policy is the declared per-(tenant, endpoint) bucket the responses are judged against.
+	Policy limiter.BucketPolicy
+	// KeyHeader carries the tenant's API key (default DefaultKeyHeader).
+	KeyHeader string
+
+	// Workers and MaxWorkers bound vegeta's workers (defaults DefaultWorkers, DefaultMaxWorkers).
+	// When all MaxWorkers are busy vegeta sends late; the lateness is in the latency.
+	Workers, MaxWorkers uint64
+	// Timeout bounds one request (default DefaultTimeout).
+	Timeout time.Duration
+
+	// Out is the run directory (default out/attack-<yyyymmdd-hhmmss>).
+	Out string
+	// Version is ratelab's version, for the summary.
+	Version string
+	// Logf receives progress lines; OnInterval every per-second row as it is written.
+	Logf       func(format string, args ...any)
+	OnInterval func(results.Interval)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Rate == 0 {
+		o.Rate = DefaultRate
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Pacer == "" {
+		o.Pacer = "constant"
+	}
+	if o.Tenants == 0 {
+		o.Tenants = DefaultTenants
+	}
+	if o.Theta == 0 {
+		o.Theta = DefaultTheta
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if len(o.Endpoints) == 0 {
+		o.Endpoints = []string{DefaultEndpoint}
+	}
+	if o.TenantPrefix == "" {
+		o.TenantPrefix = trace.DefaultTenantPrefix
+	}
+	if o.Speed == 0 {
+		o.Speed = 1
+	}
+	if o.KeyHeader == "" {
+		o.KeyHeader = DefaultKeyHeader
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = DefaultMaxWorkers
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Validate reports every problem of o (after defaults) at once, each naming the option, the
+// value and the fix.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...))
+	}
+	if err := CheckURL(o.URL, o.AllowRemote); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Policy.Validate(); err != nil {
+		bad("policy: %v; declare the target's limit, e.g. rate=50,burst=100", err)
+	}
+	if o.Trace == nil {
+		if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
+			bad("rate %v: want requests per second > 0, e.g. 2000", o.Rate)
+		}
+		if o.Duration < 0 {
+			bad("duration %v: want > 0, e.g. 10s", o.Duration)
+		}
+		if o.Pacer != "constant" && o.Pacer != "poisson" {
+			bad("pacer %q: want constant or poisson", o.Pacer)
+		}
+		if o.Tenants < 1 || o.Tenants*len(o.Endpoints) > MaxKeys {
+			bad("tenants %d: want 1..%d (tenants x endpoints <= %d)", o.Tenants, MaxKeys/max(1, len(o.Endpoints)), MaxKeys)
+		}
+		if !(o.Theta > 0 && o.Theta <= workload.MaxTheta) {
+			bad("zipf %v: want a skew in (0, %v], e.g. 0.99", o.Theta, workload.MaxTheta)
+		}
+		if o.Weights != nil && len(o.Weights) != len(o.Endpoints) {
+			bad("weights: %d for %d endpoints; give one per endpoint", len(o.Weights), len(o.Endpoints))
+		}
+	} else {
+		if len(o.Trace.Records) == 0 {
+			bad("trace: no records")
+		}
+		if !(o.Speed > 0) || math.IsInf(o.Speed, 0) {
+			bad("speed %v: want a factor > 0, e.g. 2 for twice as fast", o.Speed)
+		}
+		if o.CostHeader == "" {
+			for i, r := range o.Trace.Records {
+				if r.Cost != 1 {
+					bad("trace record %d costs %d tokens: set a cost header (--cost-header NAME) the target reads, or replay a trace of cost-1 requests", i, r.Cost)
+					break
+				}
+			}
+		}
+	}
+	if o.Workers > o.MaxWorkers {
+		bad("workers %d: more than max workers %d", o.Workers, o.MaxWorkers)
+	}
+	if o.Timeout < 0 {
+		bad("timeout %v: want > 0, e.g. 10s", o.Timeout)
+	}
+	return errors.Join(errs...)
+}
+
+// CheckURL refuses a URL that is not absolute http(s), and one whose host is not a loopback
+// IP or "localhost" unless allowRemote: ratelab sends load to this machine only by default.
+func CheckURL(raw string, allowRemote bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url %q: want an absolute http URL such as http://127.0.0.1:8080/", ErrInvalid, raw)
+	}
+	host := u.Hostname()
+	if allowRemote || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: url %q: host %q is not on this machine; load tests here stay on loopback (127.0.0.1), pass --allow-remote to attack it anyway",
+		ErrNotLoopback, raw, host)
+}

@@ -1,0 +1,64 @@
+package attack
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"ratelab/limiter"
+)
+
+// ParsePolicy reads a declared bucket policy written "rate=50,burst=100" (tokens per second,
+// tokens), the form of `ratelab attack --policy`.
+func ParsePolicy(s string) (limiter.BucketPolicy, error) {
+	var p limiter.BucketPolicy
+	var haveRate, haveBurst bool
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return p, fmt.Errorf("%w: policy %q: %q is not key=value; write rate=50,burst=100", ErrInvalid, s, kv)
+		}
+		switch strings.TrimSpace(k) {
+		case "rate":
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || !(f > 0) || math.IsInf(f, 0) {
+				return p, fmt.Errorf("%w: policy %q: rate %q: want tokens per second > 0, e.g. rate=50", ErrInvalid, s, v)
+			}
+			p.Rate, haveRate = f, true
+		case "burst":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 1 {
+				return p, fmt.Errorf("%w: policy %q: burst %q: want a whole number of tokens >= 1, e.g. burst=100", ErrInvalid, s, v)
+			}
+			p.Burst, haveBurst = n, true
+		default:
+			return p, fmt.Errorf("%w: policy %q: unknown key %q; the keys are rate and burst", ErrInvalid, s, k)
+		}
+	}
+	if !haveRate || !haveBurst {
+		return p, fmt.Errorf("%w: policy %q: give both rate and burst, e.g. rate=50,burst=100", ErrInvalid, s)
+	}
+	return p, nil
+}
+
+// ParseEndpoints reads an endpoint mix written "search:3,read:1" (name:weight; a name alone
+// weighs 1), the form of `ratelab attack --endpoints`.
+func ParseEndpoints(s string) (names []string, weights []float64, err error) {
+	for _, item := range strings.Split(s, ",") {
+		name, w, hasW := strings.Cut(strings.TrimSpace(item), ":")
+		if name == "" {
+			return nil, nil, fmt.Errorf("%w: endpoints %q: empty name; write search:3,read:1", ErrInvalid, s)
+		}
+		weight := 1.0
+		if hasW {
+			weight, err = strconv.ParseFloat(w, 64)
+			if err != nil || !(weight >= 0) || math.IsInf(weight, 0) {
+				return nil, nil, fmt.Errorf("%w: endpoints %q: weight %q of %s: want a number >= 0", ErrInvalid, s, w, name)
+			}
+		}
+		names = append(names, name)
+		weights = append(weights, weight)
+	}
+	return names, weights, nil
+}
