@@ -49,11 +49,13 @@ test: redis
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
-## bench: Go benchmarks of the hot paths (run with COUNT=10 and compare with benchstat)
+## bench: Go benchmarks of the hot paths (COUNT=10 for benchstat), then `ratelab bench`: five sections on one local cluster -> results/bench/
 COUNT ?= 1
+BENCH_FLAGS ?=
 .PHONY: bench
-bench: redis
+bench: redis build
 	$(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) ./...
+	./$(BIN) bench --out results/bench $(BENCH_FLAGS)
 
 ## fuzz: run every native fuzz target for FUZZTIME each (default 10s); new failures land in testdata/fuzz
 # -fuzzminimizetime 5x: FuzzTwinMatchesRedis calls Redis per request, and minimising each new

@@ -659,38 +659,93 @@ func TestLeaseSharesTheBucket(t *testing.T) {
 
 // TestLeaseRefusalIsCachedUntilRetryAfter: once the central bucket refuses a fetch it says when
 // it could pay; until then the gateway denies locally instead of asking again (a hot key over its
-// limit would otherwise cost one Redis call per request), and asks again after.
+// limit would otherwise cost one Redis call per request), and asks again after. A gateway whose
+// own grant drained the bucket knows as much without asking: its next requests are denied
+// locally at once, with a RetryAfter no later than the central one.
 func TestLeaseRefusalIsCachedUntilRetryAfter(t *testing.T) {
 	t.Parallel()
 	_, c := sharedCluster(t)
 	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
 	l := newLease(t, c, p, 10)
+	other := newLease(t, c, p, 10) // a second gateway on the same key
 	tenant := uniqueTenant(t)
-	at := func(ms int64) limiter.Decision {
+	atOn := func(l *limiter.LeaseLimiter, ms int64) limiter.Decision {
 		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
+	at := func(ms int64) limiter.Decision { return atOn(l, ms) }
 	for i := range 10 {
 		if d := at(0); !d.Allowed {
 			t.Fatalf("request %d of the burst denied: %+v", i, d)
 		}
 	}
-	if d := at(0); d.Allowed || d.Source != limiter.Central || d.RetryAfter != 100*time.Millisecond {
-		t.Fatalf("11th request = %+v, want a central denial with RetryAfter 100ms", d)
-	}
 	calls := l.CentralCalls()
-	for ms := int64(0); ms < 100; ms += 10 {
+	if d := at(0); d.Allowed || d.Source != limiter.Lease || d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
+		t.Fatalf("11th request = %+v, want a local denial (the grant drained the bucket) with RetryAfter in (0, 100ms]", d)
+	}
+	// The other gateway learns it from Redis: a central denial, then local ones.
+	if d := atOn(other, 0); d.Allowed || d.Source != limiter.Central || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("other gateway's first request = %+v, want a central denial with RetryAfter 100ms", d)
+	}
+	otherCalls := other.CentralCalls()
+	for ms := int64(0); ms < 90; ms += 10 {
 		if d := at(ms); d.Allowed || d.Source != limiter.Lease || d.RetryAfter <= 0 {
 			t.Fatalf("at +%d ms: %+v, want a local denial", ms, d)
 		}
+		if d := atOn(other, ms); d.Allowed || d.Source != limiter.Lease || d.RetryAfter <= 0 {
+			t.Fatalf("other gateway at +%d ms: %+v, want a local denial", ms, d)
+		}
 	}
-	if got := l.CentralCalls(); got != calls {
-		t.Errorf("central calls went from %d to %d during the refusal window, want none", calls, got)
+	if got, gotOther := l.CentralCalls(), other.CentralCalls(); got != calls || gotOther != otherCalls {
+		t.Errorf("central calls went from %d, %d to %d, %d during the refusal window, want none", calls, otherCalls, got, gotOther)
 	}
 	if d := at(100); !d.Allowed || l.CentralCalls() != calls+1 {
 		t.Errorf("at +100 ms: %+v after %d calls, want a new fetch that pays", d, l.CentralCalls()-calls)
+	}
+}
+
+// TestLeaseBatchedFetches: with a pipelining client, concurrent fetches on different keys travel
+// together (fewer pipelines than fetches), each still decided as a plain call would be; without
+// batching every fetch is its own call; a client that cannot pipeline cannot batch.
+func TestLeaseBatchedFetches(t *testing.T) {
+	t.Parallel()
+	_, c := sharedCluster(t)
+	p := limiter.BucketPolicy{Rate: 100, Burst: 100}
+	run := func(l *limiter.LeaseLimiter) {
+		t.Helper()
+		const callers = 48
+		var wg sync.WaitGroup
+		prefix := uniqueTenant(t)
+		for i := range callers {
+			wg.Go(func() {
+				d, err := l.Allow(context.Background(), limiter.Request{Tenant: prefix + "-" + strconv.Itoa(i), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
+				if want := (limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central}); err != nil || d != want {
+					t.Errorf("cold key %d: %+v, %v; want %+v", i, d, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		if calls := l.CentralCalls(); calls != callers {
+			t.Fatalf("CentralCalls %d, want %d (one fetch per cold key)", calls, callers)
+		}
+	}
+	batched := newLease(t, c, p, 10, limiter.WithLeaseBatching(true, limiter.WithBatchSize(48), limiter.WithBatchWindow(time.Second)))
+	run(batched)
+	if n := batched.FetchPipelines(); n < 1 || n > 12 {
+		t.Fatalf("48 concurrent fetches in %d pipelines, want 1..12 (batched)", n)
+	}
+	plain := newLease(t, c, p, 10, limiter.WithLeaseBatching(false))
+	run(plain)
+	if n := plain.FetchPipelines(); n != 0 {
+		t.Fatalf("FetchPipelines without batching = %d, want 0", n)
+	}
+	if _, err := limiter.NewLeaseLimiter(newGateScripter(c), p, 10, limiter.WithLeaseBatching(true)); !errors.Is(err, limiter.ErrBadConfig) {
+		t.Fatalf("batching over a client without pipelines: %v, want ErrBadConfig", err)
+	}
+	if _, err := limiter.NewLeaseLimiter(c, p, 10, limiter.WithLeaseBatching(true, limiter.WithFlushers(0))); !errors.Is(err, limiter.ErrBadConfig) {
+		t.Fatalf("batching with 0 flushers: %v, want ErrBadConfig", err)
 	}
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ratelab/scenarios/bench"
+)
+
+// benchOptions are the flags of `ratelab bench`.
+type benchOptions struct {
+	out          string
+	quick, quiet bool
+	seconds      time.Duration
+	conns, depth int
+}
+
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the generator, the in-memory bucket, central modes, the redis-benchmark ceiling and leases",
+		Long: `Start one local Redis Cluster (3 primaries x 1 replica) and measure, in this order:
+  1. the generator alone (no-op limiter, 2,000,000 offered): decisions/s, schedule lag p99;
+  2. the in-memory token bucket: decisions/s, allocations per decision;
+  3. central decisions on one primary, closed loop, conns x depth callers each: go-redis plain
+     calls, go-redis AutoPipeline, ratelab's coalescing pipelines: decisions/s, p50, p99;
+  4. redis-benchmark EVALSHA of the same script on the same primary, -c conns -P depth, and the
+     ratio of the best central mode to it;
+  5. hot-tenant-lease at 100,000 offered: achieved ratio, p99.
+Writes OUT/README.md (a Markdown table, the command, the machine) and OUT/raw.json.
+Needs redis-server and redis-benchmark (make redis).`,
+		Example: "  ratelab bench\n  ratelab bench --quick --out /tmp/bench",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
+			if o.quiet {
+				logf = nil
+			}
+			rep, err := bench.Run(ctx, bench.Options{
+				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth,
+				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\nwritten: %s, %s\n", bench.Markdown(rep),
+				filepath.Join(o.out, bench.ReadmeFile), filepath.Join(o.out, bench.RawFile))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", bench.DefaultOut, "directory for README.md and raw.json")
+	f.BoolVar(&o.quick, "quick", false, "short sections (about 20 s in all): a smoke test, noisy numbers")
+	f.DurationVar(&o.seconds, "seconds", 0, fmt.Sprintf("length of each central variant (default %v, %v with --quick); scenarios run twice as long", bench.DefaultSeconds, bench.QuickSeconds))
+	f.IntVar(&o.conns, "conns", bench.DefaultConns, "connections to the primary: coalescing pipelines in flight and redis-benchmark -c")
+	f.IntVar(&o.depth, "depth", bench.DefaultDepth, "pipeline depth: coalescing batch size and redis-benchmark -P")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ratelab/scenarios/bench"
+)
+
+// TestBenchQuick runs `ratelab bench --quick` as a user would: one local cluster, all five
+// sections briefly. README.md must hold a row for each section with a positive rate, the ratio
+// line and the reproducing command; raw.json the same numbers. Thresholds are the issue's
+// targets only in the README text: a loaded CI machine measures what it measures, so the test
+// checks that every section measured something, not how much.
+func TestBenchQuick(t *testing.T) {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		t.Fatalf("redis-benchmark is not on PATH (install redis-tools: make redis): %v", err)
+	}
+	out := t.TempDir()
+	start := time.Now()
+	cmd := exec.Command(binary, "bench", "--quick", "-q", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ratelab bench --quick: %v\n%s", err, b)
+	}
+	t.Logf("ratelab bench --quick took %v", time.Since(start))
+	readme, err := os.ReadFile(filepath.Join(out, bench.ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(readme)
+	for _, want := range []string{"`ratelab bench --quick -q --out " + out + "`", "**ratio**", "Redis 7", "cores"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("README.md lacks %q:\n%s", want, md)
+		}
+	}
+	rows := map[string]int{}
+	for _, line := range strings.Split(md, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 8 {
+			continue
+		}
+		section := strings.TrimSpace(cells[1])
+		for _, s := range []string{bench.SectionGenerator, bench.SectionMemory, bench.SectionCentral, bench.SectionCeiling, bench.SectionLease} {
+			if section != s {
+				continue
+			}
+			rows[s]++
+			rate := strings.ReplaceAll(strings.TrimSpace(cells[3]), ",", "")
+			if rate == "" || rate == "0" || strings.HasPrefix(rate, "-") {
+				t.Errorf("section %s: decisions/s cell %q, want a positive number: %s", s, cells[3], line)
+			}
+		}
+	}
+	want := map[string]int{bench.SectionGenerator: 1, bench.SectionMemory: 1, bench.SectionCentral: 3, bench.SectionCeiling: 1, bench.SectionLease: 1}
+	for s, n := range want {
+		if rows[s] != n {
+			t.Errorf("README.md has %d rows of section %q, want %d:\n%s", rows[s], s, n, md)
+		}
+	}
+
+	raw, err := os.ReadFile(filepath.Join(out, bench.RawFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("raw.json: %v", err)
+	}
+	positive := map[string]float64{
+		"generator decisions/s": rep.Generator.DecisionsPerSec,
+		"memory decisions/s":    rep.Memory.DecisionsPerSec,
+		"ceiling requests/s":    rep.Ceiling.RequestsPerSec,
+		"ratio":                 rep.Ratio.Value,
+		"lease achieved/s":      rep.Lease.AchievedRPS,
+		"lease p99":             rep.Lease.P99Ms,
+	}
+	for _, c := range rep.Central {
+		positive[c.Mode+" decisions/s"] = c.DecisionsPerSec
+		positive[c.Mode+" p99"] = c.P99Ms
+	}
+	for name, v := range positive {
+		if !(v > 0) {
+			t.Errorf("raw.json %s = %v, want > 0", name, v)
+		}
+	}
+	if rep.Schema != bench.SchemaReport || len(rep.Central) != 3 || rep.Memory.AllocsPerDecision < 0 {
+		t.Errorf("raw.json: schema %q, %d central variants, allocs %v; want %q, 3, >= 0", rep.Schema, len(rep.Central), rep.Memory.AllocsPerDecision, bench.SchemaReport)
+	}
+}

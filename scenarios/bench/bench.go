@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"ratelab/scenarios/cluster"
+)
+
+// Defaults of Options.
+const (
+	// DefaultOut is where README.md and raw.json go.
+	DefaultOut = "results/bench"
+	// DefaultSeconds is how long each central variant runs (closed loop), and the generator
+	// and lease sections' scenario duration is derived from it.
+	DefaultSeconds = 5 * time.Second
+	// QuickSeconds replaces DefaultSeconds with Quick.
+	QuickSeconds = time.Second
+	// DefaultConns is the number of connections (redis-benchmark -c) and of coalescing pipelines
+	// in flight to the primary.
+	DefaultConns = 4
+	// DefaultDepth is the pipeline depth (redis-benchmark -P) and the coalescing batch size.
+	DefaultDepth = 64
+)
+
+// Options configure one bench run. The zero value is a full run into DefaultOut.
+type Options struct {
+	// Out is the directory for README.md and raw.json (created). Default DefaultOut.
+	Out string
+	// Quick shortens every section (about 15 s in all) for smoke tests; numbers are noisier.
+	Quick bool
+	// Seconds overrides the per-section duration (DefaultSeconds, QuickSeconds with Quick).
+	Seconds time.Duration
+	// Conns and Depth set the central comparison: Conns x Depth callers for every variant,
+	// coalescing with Conns pipelines of up to Depth decisions, redis-benchmark -c Conns -P Depth.
+	// Defaults DefaultConns, DefaultDepth.
+	Conns, Depth int
+	// Command is the command line that reproduces the run, written into README.md.
+	Command string
+	// Version is ratelab's version, recorded in raw.json.
+	Version string
+	// RedisBenchmark is the redis-benchmark binary. Default "redis-benchmark" on PATH.
+	RedisBenchmark string
+	// Logf receives progress; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) defaults() error {
+	if o.Out == "" {
+		o.Out = DefaultOut
+	}
+	if o.Seconds == 0 {
+		o.Seconds = DefaultSeconds
+		if o.Quick {
+			o.Seconds = QuickSeconds
+		}
+	}
+	if o.Conns == 0 {
+		o.Conns = DefaultConns
+	}
+	if o.Depth == 0 {
+		o.Depth = DefaultDepth
+	}
+	if o.RedisBenchmark == "" {
+		o.RedisBenchmark = "redis-benchmark"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	var errs []error
+	if o.Seconds < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("bench: seconds %v: must be >= 100ms (default %v)", o.Seconds, DefaultSeconds))
+	}
+	if o.Conns < 1 || o.Conns > 64 {
+		errs = append(errs, fmt.Errorf("bench: conns %d: must be 1..64 (default %d)", o.Conns, DefaultConns))
+	}
+	if o.Depth < 1 || o.Depth > 1024 {
+		errs = append(errs, fmt.Errorf("bench: depth %d: must be 1..1024 (default %d)", o.Depth, DefaultDepth))
+	}
+	return errors.Join(errs...)
+}
+
+// Report is raw.json: every number of the run, with where it was measured.
+type Report struct {
+	Schema    string        `json:"schema"`
+	Command   string        `json:"command"`
+	StartedAt time.Time     `json:"started_at"`
+	Quick     bool          `json:"quick"`
+	Machine   Machine       `json:"machine"`
+	Generator Generator     `json:"generator"`
+	Memory    Memory        `json:"memory"`
+	Central   []Central     `json:"central"`
+	Ceiling   Ceiling       `json:"ceiling"`
+	Ratio     Ratio         `json:"ratio"`
+	Lease     Lease         `json:"lease"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// SchemaReport is Report.Schema.
+const SchemaReport = "ratelab.bench/v1"
+
+// Machine is where the numbers were measured.
+type Machine struct {
+	Cores        int    `json:"cores"`
+	GOMAXPROCS   int    `json:"gomaxprocs"`
+	CPU          string `json:"cpu"`
+	OS           string `json:"os"`
+	Go           string `json:"go"`
+	Ratelab      string `json:"ratelab"`
+	RedisVersion string `json:"redis_version"`
+	Bench        string `json:"redis_benchmark"`
+	Cluster      string `json:"cluster"`
+}
+
+// Generator is section 1.
+type Generator struct {
+	OfferedRPS      float64 `json:"offered_rps"`
+	DecisionsPerSec float64 `json:"decisions_per_s"`
+	Dropped         int64   `json:"dropped"`
+	ScheduleLagP99  float64 `json:"schedule_lag_p99_ms"`
+	LatencyP99Ms    float64 `json:"latency_p99_ms"`
+}
+
+// Memory is section 2.
+type Memory struct {
+	DecisionsPerSec   float64 `json:"decisions_per_s"`
+	NsPerDecision     float64 `json:"ns_per_decision"`
+	AllocsPerDecision float64 `json:"allocs_per_decision"`
+	Keys              int     `json:"keys"`
+}
+
+// Central is one variant of section 3.
+type Central struct {
+	Mode            string  `json:"mode"`
+	Callers         int     `json:"callers"`
+	Decisions       int64   `json:"decisions"`
+	Errors          int64   `json:"errors"`
+	DecisionsPerSec float64 `json:"decisions_per_s"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
+	// CPUPerDecisionUs is ratelab's own CPU time (user + system, every goroutine) per decision:
+	// what the client costs, independent of how busy the machine's other processes keep it.
+	CPUPerDecisionUs float64 `json:"cpu_us_per_decision"`
+	// PerPipeline is the average decisions per pipeline (coalescing only).
+	PerPipeline float64 `json:"decisions_per_pipeline,omitempty"`
+}
+
+// Ceiling is section 4.
+type Ceiling struct {
+	Command        string  `json:"command"`
+	Conns          int     `json:"conns"`
+	Depth          int     `json:"depth"`
+	Requests       int     `json:"requests"`
+	RequestsPerSec float64 `json:"requests_per_s"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	// Runs are the rates of the run before and the run after the central variants; the
+	// higher one is RequestsPerSec.
+	Runs []float64 `json:"runs_requests_per_s"`
+}
+
+// Ratio compares the best central variant with the ceiling.
+type Ratio struct {
+	Best  string  `json:"best_mode"`
+	Value float64 `json:"value"`
+}
+
+// Lease is section 5.
+type Lease struct {
+	OfferedRPS   float64 `json:"offered_rps"`
+	AchievedRPS  float64 `json:"achieved_rps"`
+	Achieved     float64 `json:"achieved_ratio"`
+	Dropped      int64   `json:"dropped"`
+	Errors       int64   `json:"errors"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	CentralOpsPS float64 `json:"central_ops_per_s"`
+}
+
+// Run measures the five sections on one local cluster (3 primaries x 1 replica, as the built-in
+// scenarios use) and writes README.md and raw.json into opts.Out. A section that fails stops the
+// run: the numbers of a bench are only useful together.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	rep := &Report{
+		Schema: SchemaReport, Command: opts.Command, StartedAt: started.UTC(), Quick: opts.Quick,
+		Machine: Machine{
+			Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+			OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Ratelab: opts.Version,
+		},
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: output directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "ratelab-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: temp directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	opts.Logf("bench: starting a local Redis Cluster (3 primaries x 1 replica)")
+	cl, err := cluster.StartLocal(ctx, cluster.Options{Primaries: 3, Replicas: 1, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer cl.Close()
+	rep.Machine.RedisVersion = cl.RedisVersion()
+	rep.Machine.Bench = benchVersion(ctx, opts.RedisBenchmark)
+	rep.Machine.Cluster = "local 3x1"
+	state := filepath.Join(tmp, "cluster.json")
+	if err := cl.SaveState(state); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+
+	opts.Logf("bench 1/5: generator with a no-op limiter")
+	if rep.Generator, err = runGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
+		return nil, err
+	}
+	opts.Logf("bench 2/5: in-memory token bucket")
+	rep.Memory = runMemory(opts)
+	target, err := newTarget(ctx, cl.Addrs())
+	if err != nil {
+		return nil, err
+	}
+	opts.Logf("bench 3/5: central decisions (plain, autopipeline, coalescing), %d callers each", opts.Conns*opts.Depth)
+	// The ceiling runs twice, before and after the central variants, and the higher rate
+	// counts: a machine busy with other work during one of them lowers the ceiling, which would
+	// flatter the ratio.
+	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (before the central variants)", target.addr)
+	before, err := runCeiling(ctx, opts, target)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Central, err = runCentral(ctx, opts, target); err != nil {
+		return nil, err
+	}
+	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (after the central variants)", target.addr)
+	after, err := runCeiling(ctx, opts, target)
+	if err != nil {
+		return nil, err
+	}
+	rep.Ceiling = before
+	if after.RequestsPerSec > before.RequestsPerSec {
+		rep.Ceiling = after
+	}
+	rep.Ceiling.Runs = []float64{before.RequestsPerSec, after.RequestsPerSec}
+	for _, c := range rep.Central {
+		if r := c.DecisionsPerSec / rep.Ceiling.RequestsPerSec; r > rep.Ratio.Value {
+			rep.Ratio = Ratio{Best: c.Mode, Value: r}
+		}
+	}
+	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
+	if rep.Lease, err = runLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(started)
+	if err := write(opts.Out, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// cpuModel returns the first "model name" of /proc/cpuinfo, or "" where there is none.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseBenchCSV(t *testing.T) {
+	t.Parallel()
+	good := `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"evalsha abc 1 k 1 0.1 200 1 2000","27352.30","2.314","0.144","0.687","7.023","11.903","48.735"
+`
+	c, err := parseBenchCSV([]byte(good))
+	if err != nil || c.RequestsPerSec != 27352.30 || c.P50Ms != 0.687 || c.P99Ms != 11.903 {
+		t.Fatalf("parseBenchCSV = %+v, %v; want rps 27352.30, p50 0.687, p99 11.903", c, err)
+	}
+	for name, in := range map[string]string{
+		"empty":       "",
+		"header only": `"test","rps"` + "\n",
+		"no p99":      `"test","rps","p50_latency_ms"` + "\n" + `"x","10","1"` + "\n",
+		"zero rps":    strings.Replace(good, "27352.30", "0", 1),
+		"not number":  strings.Replace(good, "27352.30", "fast", 1),
+	} {
+		if _, err := parseBenchCSV([]byte(in)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestScheduleLagP99(t *testing.T) {
+	t.Parallel()
+	have, err := scheduleLagP99("achieved 10 of 20 requests/s; schedule lag p99 0.125 ms (time from intended start to dispatch; counted in latency)")
+	if err != nil || have != 0.125 {
+		t.Fatalf("scheduleLagP99 = %v, %v; want 0.125", have, err)
+	}
+	if _, err := scheduleLagP99("no lag here"); err == nil {
+		t.Fatal("a note without the lag: no error")
+	}
+}
+
+func TestNum(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		have float64
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {2_000_000.4, "2,000,000"}, {123456.6, "123,457"}} {
+		if got := num(tc.have); got != tc.want {
+			t.Errorf("num(%v) = %q, want %q", tc.have, got, tc.want)
+		}
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
+	o := Options{Quick: true}
+	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth {
+		t.Fatalf("defaults of a quick run: %+v, %v", o, err)
+	}
+	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000}
+	err := bad.defaults()
+	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("defaults of %+v: %v; want an error naming %q", bad, err, want)
+		}
+	}
+}
