@@ -42,7 +42,12 @@ type driver struct {
 	// gateways, when set, are per-gateway limiters (lease mode): worker i decides with
 	// gateways[i % len], so each simulated gateway instance holds its own leases.
 	gateways []limiter.Limiter
-	onStart  func(base time.Time)
+	// nGateways is the number of simulated gateways: worker i belongs to gateway i % nGateways.
+	nGateways int
+	// skew, when not nil, is each gateway's clock offset in ns (a clock-skew fault sets it):
+	// the gateway's requests carry now + skew, while the envelope judges them at the true now.
+	skew    []atomic.Int64
+	onStart func(base time.Time)
 	// reload asks the cluster client to re-read the slot map; nil without Redis. See storeTrouble.
 	reload     func()
 	lastReload atomic.Int64 // ns since base
@@ -72,7 +77,7 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker envelope, tenants, endpo
 	nShards := min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0))
 	d := &driver{
 		spec: spec, lim: lim, checker: checker, tenants: tenants, endpoints: endpoints,
-		redirects: r, central: central, seconds: secs,
+		redirects: r, central: central, seconds: secs, nGateways: spec.gatewayCount(),
 		jobs:      make(chan []job, spec.Load.MaxInflight),
 		free:      make(chan []job, min(spec.Load.MaxInflight, 4096)),
 		offered:   make([]atomic.Int64, secs),
@@ -92,6 +97,9 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker envelope, tenants, endpo
 	for k := range d.storeErrs {
 		d.storeErrs[k] = make([]atomic.Int64, secs)
 	}
+	if spec.hasFault(FaultClockSkew) {
+		d.skew = make([]atomic.Int64, d.nGateways)
+	}
 	d.finalized.Store(-1)
 	return d
 }
@@ -105,6 +113,7 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 	}
 	var workers sync.WaitGroup
 	for i := 0; i < d.spec.Load.Concurrency; i++ {
+		g := i % max(d.nGateways, 1)
 		lim := d.lim
 		if len(d.gateways) > 0 {
 			lim = d.gateways[i%len(d.gateways)]
@@ -112,7 +121,7 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			d.work(d.shards[i%len(d.shards)], lim)
+			d.work(d.shards[i%len(d.shards)], lim, g)
 		}()
 	}
 	collected := make(chan struct{})
@@ -302,7 +311,7 @@ func (d *driver) chunk() []job {
 // work makes decisions until the job channel closes. Decisions use their own context: an
 // interrupt stops the schedule, not the requests already sent (they are bounded by the limiter's
 // timeout), so what was measured is kept.
-func (d *driver) work(rec *workerRec, lim limiter.Limiter) {
+func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int) {
 	tag := &reqTag{}
 	ctx := context.WithValue(context.Background(), tagKey{}, tag)
 	nEp := len(d.endpoints)
@@ -314,8 +323,13 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter) {
 		for _, j := range c {
 			sec := int(j.off / time.Second)
 			tag.sec = sec
+			reqNow := now
+			if d.skew != nil {
+				// The gateway's clock, skewed on purpose; the envelope keeps the true time.
+				reqNow = now.Add(time.Duration(d.skew[gateway].Load()))
+			}
 			dec, err := lim.Allow(ctx, limiter.Request{
-				Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: 1, Now: now,
+				Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: 1, Now: reqNow,
 			})
 			end := time.Now()
 			o = outcome{sec: sec, latency: end.Sub(d.base) - j.off, dec: dec, err: err, cost: 1}
@@ -329,7 +343,9 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter) {
 				d.storeTrouble(o.errKind)
 			} else {
 				cause := Cause(dec.Source)
-				if dec.Source == limiter.Central || dec.Source == limiter.Lease {
+				// An in-process limiter under test (memory) decides Local; a fault's cause applies
+				// to it as to the store's decisions.
+				if dec.Source == limiter.Central || dec.Source == limiter.Lease || !d.central {
 					if c, ok := d.faults.currentCause(); ok {
 						cause = c
 					}

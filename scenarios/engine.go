@@ -66,7 +66,21 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Environment = results.Environment{
 		Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: opts.Version, Mode: spec.Limiter.Kind,
 	}
-	policy := limiter.BucketPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}
+	policy := spec.bucketPolicy()
+	// Tariffs give each tenant endpoint its plan's bucket, reloaded while the run goes.
+	var tariffs *tariffRun
+	if spec.hasTariffs() {
+		bgT, cancelT := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancelT()
+		if tariffs, err = startTariffs(bgT, spec, logf); err != nil {
+			return nil, err
+		}
+		policy = tariffs.cache.Lookup("tenant-0", spec.Endpoints[0].Name).Bucket
+	}
+	var bucketOpts []limiter.Option
+	if tariffs != nil {
+		bucketOpts = append(bucketOpts, limiter.WithPolicyFunc(tariffs.cache.BucketPolicyFunc()))
+	}
 
 	var (
 		d      *driver
@@ -82,7 +96,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		lim = limiter.Noop{}
 		sum.Environment.Provider = "none"
 	case "memory":
-		tb, err := limiter.NewTokenBucket(policy)
+		tb, err := limiter.NewTokenBucket(policy, bucketOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
@@ -127,13 +141,22 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		if err := preloadScript(ctx, client); err != nil {
 			return nil, err
 		}
-		rb, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
+		bucketOpts = append(bucketOpts, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
+		if spec.Limiter.Clock == ClockRedis {
+			bucketOpts = append(bucketOpts, limiter.WithRedisClock())
+			sum.Environment.Mode = "central, redis clock"
+		}
+		rb, err := limiter.NewRedisTokenBucket(client, policy, bucketOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 		bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancelBG()
-		lim, err = withFailPolicy(bg, spec, rb, client, policy, func(r limiter.Request, k limiter.ErrorKind) {
+		policyFor := func(string, string) limiter.BucketPolicy { return policy }
+		if tariffs != nil {
+			policyFor = tariffs.cache.BucketPolicyFunc()
+		}
+		lim, err = withFailPolicy(bg, spec, rb, client, policyFor, func(r limiter.Request, k limiter.ErrorKind) {
 			if d != nil {
 				d.storeFailure(r, k)
 			}
@@ -152,10 +175,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		return nil, err
 	}
 	tenants := tenantNames(spec.Tenants.Count)
-	var checker envelope = NewOverspendChecker(len(tenants)*len(names), func(int) limiter.BucketPolicy { return policy })
-	if spec.windowKind() {
-		checker = NewWindowChecker(len(tenants)*len(names), spec.Policy.Limit, time.Duration(spec.Policy.Window).Milliseconds())
-	}
+	checker := newEnvelope(spec, tenants, names, policy, tariffs)
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
 	for _, l := range leases {
 		d.gateways = append(d.gateways, l)
@@ -169,6 +189,14 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		keyOf := func(tenant string) string { return limiter.KeyFor(tenant, names[0]) }
 		d.faults = newFaultRunner(cl, spec.Faults, keyOf(tenants[0]), keyOf, checker.CauseFor, logf)
 		d.faults.slotTraffic = d.slotTraffic
+		d.faults.skew, d.faults.gateways = d.skew, d.nGateways
+		if len(leases) > 0 {
+			d.faults.dropGateway = func(i int) int64 {
+				before := leases[i].LostTokens()
+				leases[i].Drop()
+				return leases[i].LostTokens() - before
+			}
+		}
 		d.faults.onInject = func(at float64) {
 			if sec := int(at); sec >= 0 && sec < len(d.faultsAt) {
 				d.faultsAt[sec].Add(1)
@@ -252,6 +280,14 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	}
 	if len(leases) > 0 {
 		fillLeases(sum, leases, ran)
+	}
+	if tc, ok := checker.(*TwoTierChecker); ok {
+		over, denied := tc.QuotaTotals()
+		sum.Load.Note += fmt.Sprintf("; two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
+			spec.Policy.Quota.Limit, time.Duration(spec.Policy.Quota.Window), over, denied)
+	}
+	if tariffs != nil {
+		sum.Load.Note += "; " + tariffs.note(d.base)
 	}
 	if d.faults != nil {
 		var bound float64
@@ -360,13 +396,19 @@ func newAlgorithm(ctx context.Context, spec *Spec, c *redis.ClusterClient) (limi
 	)
 	switch spec.Limiter.Kind {
 	case "gcra":
-		lim, err = limiter.NewRedisGCRA(c, limiter.GCRAPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}, timeout)
+		b := spec.bucketPolicy()
+		lim, err = limiter.NewRedisGCRA(c, limiter.GCRAPolicy{Rate: b.Rate, Burst: b.Burst}, timeout)
 	case "fixed-window":
 		lim, err = limiter.NewRedisFixedWindow(c, limiter.FixedWindowPolicy{Window: w, Limit: n}, timeout)
 	case "sliding-window":
 		lim, err = limiter.NewRedisSlidingWindow(c, limiter.SlidingWindowPolicy{Window: w, Limit: n}, timeout)
 	case "sliding-log":
 		lim, err = limiter.NewRedisSlidingLog(c, limiter.SlidingLogPolicy{Window: w, Limit: n}, timeout)
+	case "two-tier":
+		lim, err = limiter.NewRedisTwoTier(c, limiter.TwoTierPolicy{
+			Bucket: spec.bucketPolicy(),
+			Quota:  spec.Policy.Quota.Limit, QuotaWindow: time.Duration(spec.Policy.Quota.Window),
+		}, timeout)
 	default:
 		return nil, fmt.Errorf("limiter.kind %q: no Redis implementation", spec.Limiter.Kind)
 	}

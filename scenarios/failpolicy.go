@@ -81,7 +81,7 @@ func (s *slotOwners) nodeOf(r limiter.Request) string {
 
 // withFailPolicy wraps the store limiter with the endpoints' fail policies (and the breaker) when
 // any endpoint has one. onFailure hears of every store failure a policy answered.
-func withFailPolicy(ctx context.Context, spec *Spec, inner limiter.Limiter, c *redis.ClusterClient, policy limiter.BucketPolicy,
+func withFailPolicy(ctx context.Context, spec *Spec, inner limiter.Limiter, c *redis.ClusterClient, policyFor limiter.PolicyFunc,
 	onFailure func(limiter.Request, limiter.ErrorKind)) (limiter.Limiter, error) {
 	if !spec.hasFailPolicy() {
 		return inner, nil
@@ -108,7 +108,7 @@ func withFailPolicy(ctx context.Context, spec *Spec, inner limiter.Limiter, c *r
 		go owners.run(ctx, c)
 		opts = append(opts, limiter.WithBreaker(limiter.NewBreaker(b.Threshold, time.Duration(b.Cooldown)), owners.nodeOf))
 	}
-	safe, err := limiter.NewFailSafe(inner, func(string, string) limiter.BucketPolicy { return policy },
+	safe, err := limiter.NewFailSafe(inner, policyFor,
 		func(endpoint string) limiter.FailPolicy { return pols[endpoint] }, opts...)
 	if err != nil {
 		return nil, err

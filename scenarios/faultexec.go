@@ -40,6 +40,12 @@ type faultRunner struct {
 	onInject func(atS float64)
 	// slotTraffic returns decisions so far per slot (for reshard); nil means no preference.
 	slotTraffic func() map[int]int64
+	// skew is the driver's per-gateway clock offset (ns), set by clock-skew faults; nil without.
+	skew []atomic.Int64
+	// gateways is the number of simulated gateways; dropGateway kills gateway i (its leases are
+	// lost, it goes on empty) and returns the tokens lost; nil when gateways hold no state.
+	gateways    int
+	dropGateway func(i int) int64
 	active      atomic.Int32 // number of faults whose cause is current
 	cause       atomic.Int32 // the newest active fault's Cause
 
@@ -51,7 +57,11 @@ type faultRunner struct {
 }
 
 func newFaultRunner(cl *cluster.Local, specs []FaultSpec, hotKey string, keyOf func(string) string, causeFor func(string) Cause, logf func(string, ...any)) *faultRunner {
-	r := &faultRunner{cl: cl, specs: append([]FaultSpec(nil), specs...), nodes: cl.Nodes(), hotKey: hotKey, keyOf: keyOf, causeFor: causeFor, logf: logf}
+	r := &faultRunner{cl: cl, specs: append([]FaultSpec(nil), specs...), hotKey: hotKey, keyOf: keyOf, causeFor: causeFor, logf: logf}
+	if cl != nil {
+		// Gateway faults run without a cluster (limiter.kind memory).
+		r.nodes = cl.Nodes()
+	}
 	sort.SliceStable(r.specs, func(i, j int) bool { return r.specs[i].At < r.specs[j].At })
 	return r
 }
@@ -93,6 +103,10 @@ func (r *faultRunner) wait() { r.wg.Wait() }
 // inject executes one fault and records its event.
 func (r *faultRunner) inject(ctx context.Context, f FaultSpec) {
 	at := time.Since(r.base).Seconds()
+	if gatewayFault(f.Kind) {
+		r.injectGateway(ctx, f, at)
+		return
+	}
 	targets, desc, err := r.resolve(f)
 	if f.Kind == FaultReshard {
 		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
@@ -504,4 +518,53 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 			f.RecoveredS = float64(last + 1)
 		}
 	}
+}
+
+// injectGateway executes a fault of the simulated gateways and records its event. A clock skew
+// holds its cause while it lasts, so the overspend it lets through is attributed to it; a
+// gateway kill holds none: what it costs is false denies, not overspend.
+func (r *faultRunner) injectGateway(ctx context.Context, f FaultSpec, at float64) {
+	ev := results.Fault{AtS: at, Kind: f.Kind}
+	if r.onInject != nil {
+		r.onInject(at)
+	}
+	targets, fix := gatewayTargets(f.Target, r.gateways)
+	desc := f.Target
+	if desc == "" {
+		desc = "all"
+	}
+	desc = fmt.Sprintf("%s (%d of %d gateways)", desc, len(targets), r.gateways)
+	switch {
+	case fix != "":
+		ev.Target = fmt.Sprintf("%s (failed: %s)", f.Target, fix)
+	case f.Kind == FaultClockSkew && r.skew != nil:
+		off := time.Duration(f.Offset)
+		ev.Target = fmt.Sprintf("%s, offset %s", desc, off)
+		r.logf("fault at %.1fs: %s %s", at, f.Kind, ev.Target)
+		release := r.hold("clock-skew")
+		for _, g := range targets {
+			r.skew[g].Store(int64(off))
+		}
+		if f.For == 0 {
+			<-ctx.Done()
+		} else {
+			sleepCtx(ctx, time.Duration(f.For))
+		}
+		for _, g := range targets {
+			r.skew[g].Store(0)
+		}
+		release()
+	case f.Kind == FaultGatewayKill && r.dropGateway != nil:
+		var lost int64
+		for _, g := range targets {
+			lost += r.dropGateway(g)
+		}
+		ev.Target = fmt.Sprintf("%s, %d leased tokens lost", desc, lost)
+		r.logf("fault at %.1fs: %s %s", at, f.Kind, ev.Target)
+	default:
+		ev.Target = fmt.Sprintf("%s (failed: the run's limiter has no such gateway state)", desc)
+	}
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
 }

@@ -16,21 +16,30 @@ const (
 	FaultReshard     = "reshard"      // live-migrate `slots` slots from one primary to another
 	FaultScriptFlush = "script-flush" // SCRIPT FLUSH: the next EVALSHA answers NOSCRIPT
 	FaultRestart     = "restart"      // stop and start the target node (same port, same node ID)
+	FaultClockSkew   = "clock-skew"   // offset the target gateways' clocks by `offset` for `for`
+	FaultGatewayKill = "gateway-kill" // the target gateways die and restart empty: their leases are lost
 )
 
-var faultKinds = []string{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart}
+var faultKinds = []string{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill}
+
+// gatewayFault reports whether a fault kind acts on the simulated gateways, not on the cluster.
+func gatewayFault(kind string) bool { return kind == FaultClockSkew || kind == FaultGatewayKill }
 
 // FaultSpec is one scheduled fault.
 type FaultSpec struct {
 	// At is when the fault starts, from the start of the run. Required, inside the run.
 	At Duration `yaml:"at"`
-	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart.
+	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart
+	// (faults of the cluster), clock-skew or gateway-kill (faults of the simulated gateways).
 	Kind string `yaml:"kind"`
 	// Target is hottest (the primary owning the hottest tenant's slot), node:N (the N-th node as
 	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, all, or
 	// killed (the node an earlier kill-primary took down: to restart it). Default hottest.
+	// Gateway faults take gateway:N (the N-th simulated gateway), gateways:K (the first K) or
+	// all (the default).
 	Target string `yaml:"target,omitempty"`
-	// For is how long a pause or latency fault lasts (latency: 0 = to the end of the run).
+	// For is how long a pause, latency or clock-skew fault lasts (latency and clock-skew: 0 = to
+	// the end of the run).
 	For Duration `yaml:"for,omitempty"`
 	// Mode of a failover: default, force or takeover (CLUSTER FAILOVER's option).
 	Mode string `yaml:"mode,omitempty"`
@@ -41,6 +50,8 @@ type FaultSpec struct {
 	Slots int    `yaml:"slots,omitempty"`
 	From  string `yaml:"from,omitempty"`
 	To    string `yaml:"to,omitempty"`
+	// Offset of a clock-skew fault: added to the target gateways' now (negative: behind).
+	Offset Duration `yaml:"offset,omitempty"`
 }
 
 // validateFaults checks the fault schedule against the run: kinds, times inside the run, targets
@@ -56,11 +67,18 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 			bad(p+".kind", fmt.Sprintf("%q", f.Kind), "use one of "+strings.Join(faultKinds, ", "))
 			continue
 		}
-		if !s.NeedsCluster() {
-			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket or lease)", s.Limiter.Kind))
-		}
 		if f.At < 0 || (s.Duration > 0 && f.At >= s.Duration) {
 			bad(p+".at", time.Duration(f.At), fmt.Sprintf("must be within the run: 0 <= at < duration (%s)", time.Duration(s.Duration)))
+		}
+		if f.Offset != 0 && f.Kind != FaultClockSkew {
+			bad(p+".offset", time.Duration(f.Offset), "only a clock-skew fault has an offset")
+		}
+		if gatewayFault(f.Kind) {
+			s.validateGatewayFault(p, f, bad)
+			continue
+		}
+		if !s.NeedsCluster() {
+			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket or lease)", s.Limiter.Kind))
 		}
 		if err := checkTarget(f.Target, nodes, s.Tenants.Count); err != "" {
 			bad(p+".target", fmt.Sprintf("%q", f.Target), err)
@@ -165,4 +183,61 @@ func (s *Spec) hasFault(kind string) bool {
 		}
 	}
 	return false
+}
+
+// validateGatewayFault checks a clock-skew or gateway-kill fault: a gateway target that exists,
+// the offset of a skew, and a limiter the fault means something for.
+func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad func(field string, value any, fix string)) {
+	g := s.gatewayCount()
+	if _, err := gatewayTargets(f.Target, g); err != "" {
+		bad(p+".target", fmt.Sprintf("%q", f.Target), err)
+	}
+	switch f.Kind {
+	case FaultClockSkew:
+		if o := time.Duration(f.Offset); o == 0 || o < -time.Hour || o > time.Hour {
+			bad(p+".offset", o, "a skew needs an offset between -1h and 1h, not 0, e.g. offset: 2s (ahead) or offset: -2s (behind)")
+		}
+		if f.For < 0 {
+			bad(p+".for", time.Duration(f.For), "must be >= 0 (0 = until the end of the run)")
+		}
+		if s.Limiter.Kind == "noop" {
+			bad(p+".kind", f.Kind, "limiter.kind noop ignores time: a skew changes nothing")
+		}
+	case FaultGatewayKill:
+		if s.Limiter.Kind != "lease" {
+			bad(p+".kind", f.Kind, fmt.Sprintf("a gateway's death loses its leases: only limiter.kind lease keeps state in the gateway (kind is %q)", s.Limiter.Kind))
+		}
+		if f.For != 0 {
+			bad(p+".for", time.Duration(f.For), "a gateway-kill is instant (the gateway restarts empty): drop for")
+		}
+	}
+}
+
+// gatewayTargets resolves a gateway fault's target against g simulated gateways: the indices it
+// names, or "" and what to write instead.
+func gatewayTargets(t string, g int) ([]int, string) {
+	fix := fmt.Sprintf("use all, gateway:N (0 <= N < %d) or gateways:K (the first K, 1 <= K <= %d); set limiter.gateways (or limiter.lease.gateways) for more", g, g)
+	n := g
+	switch {
+	case t == "" || t == "all":
+	case strings.HasPrefix(t, "gateway:"):
+		i, err := strconv.Atoi(strings.TrimPrefix(t, "gateway:"))
+		if err != nil || i < 0 || i >= g {
+			return nil, fix
+		}
+		return []int{i}, ""
+	case strings.HasPrefix(t, "gateways:"):
+		k, err := strconv.Atoi(strings.TrimPrefix(t, "gateways:"))
+		if err != nil || k < 1 || k > g {
+			return nil, fix
+		}
+		n = k
+	default:
+		return nil, fix
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out, ""
 }

@@ -119,6 +119,37 @@ type Policy struct {
 	Limit int64 `yaml:"limit,omitempty"`
 	// Window of the window algorithms, >= 1ms.
 	Window Duration `yaml:"window,omitempty"`
+	// Quota is the long tier of limiter.kind two-tier: at most Limit requests per tenant per
+	// Window (a fixed window aligned on the Unix epoch), on top of the rate/burst bucket per
+	// tenant endpoint.
+	Quota *QuotaCfg `yaml:"quota,omitempty"`
+	// File names a tariff file (limiter.ParseTariffs format: plans -> limits per endpoint, tenant
+	// -> plan), relative to the scenario file's directory. It replaces rate and burst: each tenant
+	// endpoint gets its plan's bucket, and the file is re-read every second while the run goes.
+	File string `yaml:"file,omitempty"`
+	// Tariffs is the same document written inline instead of File.
+	Tariffs *InlineTariffs `yaml:"tariffs,omitempty"`
+}
+
+// InlineTariffs is a tariff document written inside a scenario, kept as YAML: limiter.ParseTariffs
+// validates it.
+type InlineTariffs struct{ node *yaml.Node }
+
+// UnmarshalYAML keeps the document as written.
+func (t *InlineTariffs) UnmarshalYAML(n *yaml.Node) error {
+	t.node = n
+	return nil
+}
+
+// MarshalYAML writes the document back.
+func (t InlineTariffs) MarshalYAML() (any, error) { return t.node, nil }
+
+// QuotaCfg is a two-tier policy's long quota.
+type QuotaCfg struct {
+	// Limit in requests per tenant per Window, >= 1.
+	Limit int64 `yaml:"limit"`
+	// Window of the quota, 1ms..8760h, e.g. 24h for a daily quota.
+	Window Duration `yaml:"window"`
 }
 
 // LimiterCfg picks the limiter under test.
@@ -130,8 +161,17 @@ type LimiterCfg struct {
 	Timeout Duration `yaml:"timeout,omitempty"`
 	// Breaker stops calling a node after consecutive failures (only with endpoints' fail set).
 	Breaker *BreakerCfg `yaml:"breaker,omitempty"`
-	// Lease configures kind: lease (local token leases per simulated gateway).
+	// Lease configures kind: lease (local token leases per simulated gateway). Other kinds ignore
+	// it, so a lease scenario runs centrally on the same trace with --limiter token-bucket.
 	Lease *LeaseCfg `yaml:"lease,omitempty"`
+	// Clock is whose time a decision uses: gateway (the request's now, sent to the script; the
+	// stored time never moves backwards) or redis (TIME inside the script; token-bucket only).
+	// Default gateway.
+	Clock string `yaml:"clock,omitempty"`
+	// Gateways is how many simulated gateway instances the workers are split across (worker i
+	// belongs to gateway i mod Gateways), for faults that hit some gateways only (clock-skew).
+	// Default 1; kind lease takes lease.gateways instead.
+	Gateways int `yaml:"gateways,omitempty"`
 }
 
 // LeaseCfg is the local-lease layer: each of Gateways simulated gateway instances takes up to Size
@@ -260,7 +300,14 @@ func LoadFile(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data)
+	s, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveFiles(path, data); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ApplyDefaults fills every field left empty with its documented default.
@@ -295,6 +342,9 @@ func (s *Spec) ApplyDefaults() {
 	if s.Limiter.Timeout == 0 {
 		s.Limiter.Timeout = Duration(DefaultTimeout)
 	}
+	if s.Limiter.Clock == "" {
+		s.Limiter.Clock = ClockGateway
+	}
 	for i := range s.Endpoints {
 		e := &s.Endpoints[i]
 		if e.Fail != "" && e.Budget == 0 {
@@ -309,7 +359,7 @@ func (s *Spec) ApplyDefaults() {
 	}
 	if l := s.Limiter.Lease; l != nil {
 		if l.Size == 0 {
-			l.Size = min(100, max(s.Policy.Burst, 1))
+			l.Size = min(100, max(s.bucketPolicy().Burst, 1))
 		}
 		if l.Gateways == 0 {
 			l.Gateways = 8
@@ -454,7 +504,9 @@ func (s *Spec) Validate() error {
 			bad("limiter.breaker", "set", "a breaker decides by the endpoints' fail policy: set fail on at least one endpoint")
 		}
 	}
-	if s.windowKind() {
+	if s.hasTariffs() {
+		s.validateTariffs(bad)
+	} else if s.windowKind() {
 		if s.Policy.Limit < 1 {
 			bad("policy.limit", s.Policy.Limit, fmt.Sprintf("limiter.kind %s needs the most requests per window, >= 1", s.Limiter.Kind))
 		}
@@ -468,27 +520,38 @@ func (s *Spec) Validate() error {
 			bad("limiter.kind", s.Limiter.Kind, "fail policies wrap the token bucket only for now; drop endpoints' fail")
 		}
 	} else {
-		if !finitePos(s.Policy.Rate) {
-			bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
-		}
-		if s.Policy.Burst < 1 {
-			bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
-		}
-		if s.Policy.Limit != 0 || s.Policy.Window != 0 {
-			bad("policy", "limit/window", fmt.Sprintf("limiter.kind %s takes rate and burst; limit and window are for the window algorithms", s.Limiter.Kind))
+		byWindow := s.Policy.Limit != 0 || s.Policy.Window != 0
+		switch {
+		case byWindow && (s.Policy.Rate != 0 || s.Policy.Burst != 0):
+			bad("policy", "limit/window", fmt.Sprintf("limiter.kind %s takes rate and burst, or limit and window (read as rate limit/window, burst limit), not both", s.Limiter.Kind))
+		case byWindow:
+			// The same limit as a bucket, so one scenario runs through every algorithm.
+			if s.Policy.Limit < 1 {
+				bad("policy.limit", s.Policy.Limit, "must be >= 1 (with window, it reads as burst limit, rate limit/window)")
+			}
+			if w := time.Duration(s.Policy.Window); w < time.Millisecond || w > 24*time.Hour {
+				bad("policy.window", w, "must be between 1ms and 24h, e.g. window: 1s")
+			}
+		default:
+			if !finitePos(s.Policy.Rate) {
+				bad("policy.rate", s.Policy.Rate, "must be > 0 tokens per second")
+			}
+			if s.Policy.Burst < 1 {
+				bad("policy.burst", s.Policy.Burst, "must be >= 1 token")
+			}
 		}
 	}
 	switch s.Limiter.Kind {
-	case "token-bucket", "gcra", "fixed-window", "sliding-window", "sliding-log", "lease", "memory", "noop":
+	case "token-bucket", "gcra", "fixed-window", "sliding-window", "sliding-log", "two-tier", "lease", "memory", "noop":
 	default:
-		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, gcra, fixed-window, sliding-window, sliding-log, lease, memory or noop")
+		bad("limiter.kind", fmt.Sprintf("%q", s.Limiter.Kind), "use token-bucket, gcra, fixed-window, sliding-window, sliding-log, two-tier, lease, memory or noop")
 	}
+	s.validateFamily(bad)
 	if l := s.Limiter.Lease; l != nil {
-		if s.Limiter.Kind != "lease" {
-			bad("limiter.lease", "set", fmt.Sprintf("only used with limiter.kind: lease (kind is %q)", s.Limiter.Kind))
-		}
-		if l.Size < 1 || (s.Policy.Burst >= 1 && l.Size > s.Policy.Burst) {
-			bad("limiter.lease.size", l.Size, fmt.Sprintf("must be between 1 and policy.burst (%d)", s.Policy.Burst))
+		// Other kinds ignore it, so --limiter can switch a lease scenario to central on the same
+		// trace; it must still be valid.
+		if b := s.bucketPolicy().Burst; l.Size < 1 || (b >= 1 && l.Size > b) {
+			bad("limiter.lease.size", l.Size, fmt.Sprintf("must be between 1 and policy.burst (%d)", b))
 		}
 		if l.Gateways < 1 || l.Gateways > 1024 {
 			bad("limiter.lease.gateways", l.Gateways, "must be between 1 and 1024")
@@ -496,7 +559,7 @@ func (s *Spec) Validate() error {
 		if t := time.Duration(l.TTL); t < time.Millisecond || t > time.Hour {
 			bad("limiter.lease.ttl", t, "must be between 1ms and 1h")
 		}
-		if s.hasFailPolicy() {
+		if s.hasFailPolicy() && s.Limiter.Kind == "lease" {
 			bad("limiter.kind", "lease", "fail policies wrap the central token bucket only; drop endpoints' fail or use token-bucket")
 		}
 	}

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -114,8 +116,30 @@ func TestParseErrors(t *testing.T) {
 			[]string{`endpoints[0].fail: "maybe": use open, closed or local`, "endpoints[0].budget: 1ns", "endpoints[1].local_fraction: 2"}},
 		{"breaker without fail", validYAML + "limiter: {breaker: {threshold: 0, cooldown: 1h}}\n", []string{"limiter.breaker: set: a breaker decides by the endpoints' fail policy", "limiter.breaker.cooldown: 1h0m0s"}},
 		{"window kind needs limit and window", validYAML + "limiter: {kind: fixed-window}\n", []string{"policy.limit: 0: limiter.kind fixed-window needs", "policy.window: 0s", "policy: rate/burst: limiter.kind fixed-window takes limit and window"}},
-		{"bucket kind refuses a window", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, limit: 5, window: 1s}", 1), []string{"policy: limit/window: limiter.kind token-bucket takes rate and burst"}},
+		{"bucket kind refuses a window", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, limit: 5, window: 1s}", 1), []string{"policy: limit/window: limiter.kind token-bucket takes rate and burst, or limit and window"}},
+		{"bucket kind by window", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{limit: 0, window: 48h}", 1), []string{"x.yaml:6: policy.limit: 0: must be >= 1", "x.yaml:6: policy.window: 48h0m0s"}},
 		{"lease fields", validYAML + "limiter: {kind: lease, lease: {size: 50, gateways: 0}}\n", []string{"limiter.lease.size: 50: must be between 1 and policy.burst (20)"}},
+		{"two-tier without quota", validYAML + "limiter: {kind: two-tier}\n", []string{"x.yaml:6: policy.quota: missing: limiter.kind two-tier needs the long tier"}},
+		{"two-tier quota fields", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, quota: {limit: 0, window: 1us}}", 1) + "limiter: {kind: two-tier}\n",
+			[]string{"x.yaml:6: policy.quota.limit: 0: must be between 1 and 2^53", "x.yaml:6: policy.quota.window: 1µs: must be a whole number of milliseconds"}},
+		{"quota without two-tier", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, quota: {limit: 5, window: 1h}}", 1),
+			[]string{`x.yaml:6: policy.quota: set: a quota is the long tier of limiter.kind two-tier (kind is "token-bucket")`}},
+		{"two-tier with fail policy", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, quota: {limit: 5, window: 1h}}", 1) + "limiter: {kind: two-tier}\nendpoints: [{name: a, weight: 1, fail: open}]\n",
+			[]string{"limiter.kind: two-tier: fail policies wrap the token bucket only"}},
+		{"clock", validYAML + "limiter: {clock: atomic}\n", []string{`x.yaml:7: limiter.clock: "atomic": use gateway (the request's time) or redis`}},
+		{"redis clock needs token bucket", validYAML + "limiter: {kind: gcra, clock: redis}\n", []string{`x.yaml:7: limiter.clock: redis: only limiter.kind token-bucket takes its time from Redis (kind is "gcra")`}},
+		{"gateways", validYAML + "limiter: {gateways: 2000}\n", []string{"x.yaml:7: limiter.gateways: 2000: must be between 1 and 1024", "load.concurrency: 256: must be at least the number of simulated gateways (2000)"}},
+		{"gateways with lease", validYAML + "limiter: {kind: lease, gateways: 2}\n", []string{"limiter.gateways: 2: kind lease counts its gateways in limiter.lease.gateways"}},
+		{"clock-skew fields", validYAML + "limiter: {gateways: 2}\nfaults: [{at: 1s, kind: clock-skew, target: gateway:2}, {at: 1s, kind: clock-skew, target: gateways:3, offset: 2h, for: -1s}, {at: 1s, kind: pause, for: 1s, offset: 1s}]\n",
+			[]string{`x.yaml:8: faults[0].target: "gateway:2": use all, gateway:N (0 <= N < 2) or gateways:K`, "faults[0].offset: 0s: a skew needs an offset", `faults[1].target: "gateways:3"`, "faults[1].offset: 2h0m0s", "faults[1].for: -1s", "faults[2].offset: 1s: only a clock-skew fault has an offset"}},
+		{"clock-skew on noop", validYAML + "limiter: {kind: noop}\nfaults: [{at: 1s, kind: clock-skew, offset: 1s}]\n", []string{"faults[0].kind: clock-skew: limiter.kind noop ignores time"}},
+		{"gateway-kill needs leases", validYAML + "faults: [{at: 1s, kind: gateway-kill, for: 1s}]\n", []string{`faults[0].kind: gateway-kill: a gateway's death loses its leases: only limiter.kind lease`, "faults[0].for: 1s: a gateway-kill is instant"}},
+		{"tariffs with limits", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, file: t.yaml}", 1) + "limiter: {kind: gcra}\n",
+			[]string{"x.yaml:6: policy: rate/burst/limit/window/quota: the tariffs give every tenant's limits", "limiter.kind: gcra: tariffs set a bucket per tenant endpoint"}},
+		{"tariffs file and inline", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{file: t.yaml, tariffs: {version: 1}}", 1),
+			[]string{"policy.file: t.yaml: give the tariffs either as a file or inline"}},
+		{"inline tariffs invalid", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{tariffs: {version: 0, plans: {free: {default: {rate: -1, burst: 5}}}, default_plan: gold}}", 1),
+			[]string{"x.yaml:6: policy.tariffs: invalid:", "version: 0: must be >= 1", "plans.free.default.rate: -1", `default_plan: "gold": no such plan`}},
 		{"wrong type", strings.Replace(validYAML, "{count: 10}", "{count: many}", 1), []string{"line 5", "many"}},
 		{"not yaml", "name: [", []string{"x.yaml"}},
 	}
@@ -152,6 +176,7 @@ func TestResolve(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(validYAML))
+	f.Add([]byte(strings.Replace(validYAML, "{rate: 10, burst: 20}", "{tariffs: {version: 1, plans: {a: {default: {rate: 1, burst: 2}}}, default_plan: a}}", 1)))
 	for _, n := range BuiltinNames() {
 		data, _ := BuiltinYAML(n)
 		f.Add(data)
@@ -169,4 +194,77 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("resolved spec does not parse: %v\n%s", err, s.YAML())
 		}
 	})
+}
+
+func TestLimiterFamilyFieldsParse(t *testing.T) {
+	t.Parallel()
+	twoTier := strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, quota: {limit: 500, window: 24h}}", 1) +
+		"limiter: {kind: two-tier, gateways: 4}\nfaults: [{at: 1s, kind: clock-skew, target: gateways:2, offset: -2s, for: 500ms}]\n"
+	s, err := Parse("x.yaml", []byte(twoTier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := s.Policy.Quota; q == nil || q.Limit != 500 || time.Duration(q.Window) != 24*time.Hour || s.Limiter.Clock != ClockGateway || s.gatewayCount() != 4 {
+		t.Errorf("two-tier spec = %+v / %+v, want quota 500 per 24h, clock gateway, 4 gateways", s.Policy, s.Limiter)
+	}
+	if got, _ := gatewayTargets(s.Faults[0].Target, 4); len(got) != 2 || got[1] != 1 || time.Duration(s.Faults[0].Offset) != -2*time.Second {
+		t.Errorf("skew fault %+v resolves to gateways %v, want [0 1] with offset -2s", s.Faults[0], got)
+	}
+
+	byWindow, err := Parse("x.yaml", []byte(strings.Replace(validYAML, "{rate: 10, burst: 20}", "{limit: 50, window: 2s}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byWindow.bucketPolicy(); got.Rate != 25 || got.Burst != 50 {
+		t.Errorf("limit 50 per 2s as a bucket = %+v, want rate 25 burst 50", got)
+	}
+
+	inline := strings.Replace(validYAML, "{rate: 10, burst: 20}", `
+  tariffs:
+    version: 3
+    plans:
+      free: {default: {rate: 5, burst: 10}}
+      pro: {default: {rate: 50, burst: 100}}
+    tenants: {tenant-0: pro}
+    default_plan: free`, 1)
+	s, err = Parse("x.yaml", []byte(inline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := s.inlineTariffs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tt.Version() != 3 || tt.Lookup("tenant-0", "default").Bucket.Burst != 100 || tt.Lookup("tenant-1", "default").Bucket.Burst != 10 {
+		t.Errorf("inline tariffs: version %d, tenant-0 %+v, tenant-1 %+v", tt.Version(), tt.Lookup("tenant-0", "default"), tt.Lookup("tenant-1", "default"))
+	}
+	again, err := Parse("resolved", s.YAML())
+	if err != nil || string(again.YAML()) != string(s.YAML()) {
+		t.Errorf("inline tariffs do not round-trip: %v\n%s", err, s.YAML())
+	}
+
+	// A tariff file is found next to the scenario and written back absolute.
+	dir := t.TempDir()
+	tariffs := "version: 1\nplans: {free: {default: {rate: 5, burst: 10}}}\ndefault_plan: free\n"
+	if err := os.WriteFile(filepath.Join(dir, "tariffs.yaml"), []byte(tariffs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte(strings.Replace(validYAML, "{rate: 10, burst: 20}", "{file: tariffs.yaml}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = LoadFile(scen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Policy.File != filepath.Join(dir, "tariffs.yaml") {
+		t.Errorf("policy.file = %q, want it resolved next to the scenario", s.Policy.File)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tariffs.yaml"), []byte("version: 1\nplans: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadFile(scen)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:6: policy.file:") || !strings.Contains(err.Error(), "default_plan") {
+		t.Errorf("LoadFile with a broken tariff file = %v, want the scenario line and the tariff file's problem", err)
+	}
 }
