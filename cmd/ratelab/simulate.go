@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ratelab/scenarios"
+	"ratelab/scenarios/simulate"
+)
+
+type simulateFlags struct {
+	cfg         simulate.Config
+	calibration string
+	serviceUs   float64
+	serviceCV   float64
+	serviceKind string
+	clientMs    float64
+	failover    bool
+	fo          simulate.Failover
+	json        bool
+}
+
+// newSimulateCmd is `ratelab simulate` (and `ratelab simulate calibrate`).
+func newSimulateCmd() *cobra.Command {
+	var f simulateFlags
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Discrete-event model of N shards at rates this machine cannot run (1M-10M decisions/s)",
+		Long: `Simulate --shards single-threaded primaries (FIFO, service time from a calibration) under
+open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to shards by CRC16 slot,
+optional leases, and optionally a failover of the busiest primary (or --failover-shard).
+Prints per-shard utilisation, throughput, p50/p99, central calls/s and the failover's overspend
+bound. The steady state is simulated for min(--horizon, --max-requests/--rate) seconds; the
+failover phase simulates the failed shard alone (its arrivals are an independent Poisson stream)
+through its whole outage. The service time and client part come from --calibration FILE
+(written by 'ratelab simulate calibrate'), or --service-us/--service-cv/--client-ms, or defaults
+(80,000 calls/s per primary; see docs/capacity.md).`,
+		Example: "  ratelab simulate --shards 30 --rate 5000000 --tenants 1000000 --zipf 0.99\n" +
+			"  ratelab simulate --shards 30 --rate 5000000 --lease 100 --failover --fail open",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cal := simulate.DefaultCalibration()
+			if f.calibration != "" {
+				c, err := simulate.ReadCalibration(f.calibration)
+				if err != nil {
+					return err
+				}
+				cal = c
+			}
+			set := cmd.Flags().Changed
+			if set("service-us") {
+				cal.Service.MeanUs = f.serviceUs
+			}
+			if set("service-cv") {
+				cal.Service.CV = f.serviceCV
+			}
+			if set("service-dist") {
+				cal.Service.Kind = f.serviceKind
+			}
+			if set("client-ms") {
+				cal.Client = simulate.ConstantMs(f.clientMs)
+			}
+			f.cfg.Service, f.cfg.Client = cal.Service, cal.Client
+			if f.failover {
+				fo := f.fo
+				f.cfg.Failover = &fo
+			}
+			res, err := simulate.Run(f.cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				b, err := json.MarshalIndent(res, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(out, string(b))
+				return err
+			}
+			fmt.Fprintf(out, "calibration: %s\n", cal.Source)
+			_, err = fmt.Fprint(out, res.Text())
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.cfg.Shards, "shards", 3, "primaries")
+	fl.Float64Var(&f.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
+	fl.IntVar(&f.cfg.Tenants, "tenants", 1_000_000, "tenants")
+	fl.Float64Var(&f.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
+	fl.Int64Var(&f.cfg.Lease, "lease", 0, "lease size in tokens (0: central decisions)")
+	fl.IntVar(&f.cfg.Gateways, "gateways", 8, "gateways holding leases")
+	fl.DurationVar(&f.cfg.LeaseTTL, "lease-ttl", time.Second, "lease lifetime")
+	fl.DurationVar(&f.cfg.Timeout, "timeout", simulate.DefaultTimeout, "client decision timeout")
+	fl.DurationVar(&f.cfg.Horizon, "horizon", simulate.DefaultHorizon, "simulated time of the steady state (shortened to --max-requests/--rate)")
+	fl.IntVar(&f.cfg.MaxRequests, "max-requests", simulate.DefaultMaxRequests, "bound on simulated arrivals in the steady state")
+	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "random seed")
+	fl.StringVar(&f.calibration, "calibration", "", "calibration JSON from 'ratelab simulate calibrate'")
+	fl.Float64Var(&f.serviceUs, "service-us", 0, "mean script time per call on a primary's thread, µs (overrides the calibration)")
+	fl.Float64Var(&f.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
+	fl.StringVar(&f.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
+	fl.Float64Var(&f.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
+	fl.BoolVar(&f.failover, "failover", false, "fail a primary and report the outage and overspend bound")
+	fl.IntVar(&f.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
+	fl.DurationVar(&f.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
+	fl.DurationVar(&f.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
+	fl.DurationVar(&f.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
+	fl.DurationVar(&f.fo.ReplicationLag, "repl-lag", simulate.DefaultReplicationLag, "replication lag: debits in this window are lost")
+	fl.StringVar(&f.fo.Fail, "fail", "error", "decisions on the dead primary: open, closed or error")
+	fl.Float64Var(&f.fo.PolicyRate, "policy-rate", 100, "each key's bucket rate, to bound fail-open overspend")
+	fl.Float64Var(&f.fo.PolicyBurst, "policy-burst", 200, "each key's bucket burst")
+	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	cmd.AddCommand(newSimulateCalibrateCmd())
+	return cmd
+}
+
+func newSimulateCalibrateCmd() *cobra.Command {
+	var (
+		rate     float64
+		duration time.Duration
+		out      string
+		runDir   string
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate [NAME|FILE]",
+		Short: "Measure the model's inputs on one local primary and write them as JSON",
+		Long: `Start a one-primary local cluster, run the scenario (default hot-tenant) at a low --rate and
+derive the service time per call (the primary's main-thread CPU over the script calls, spread
+from Redis's own EVALSHA p50/p99) and the client part of latency (the run's latency quantiles
+minus the service time). Writes --out for 'ratelab simulate --calibration'.`,
+		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --out calibration.json",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "hot-tenant"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			spec, err := scenarios.Resolve(name)
+			if err != nil {
+				return err
+			}
+			if !spec.NeedsCluster() {
+				return errors.New("calibrate: the scenario's limiter does not use Redis; pick one that does")
+			}
+			spec.Load.Rate = rate
+			spec.Duration = scenarios.Duration(duration)
+			if err := spec.Validate(); err != nil {
+				return err
+			}
+			ctx, stop := interruptContext(cmd.Context())
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			cal, sum, err := simulate.CalibrateLocal(ctx, spec, runDir, func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) })
+			if err != nil {
+				return err
+			}
+			if err := simulate.WriteCalibration(out, cal); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s\nservice %s mean %.1f µs cv %.2f; run p50 %.3f ms p99 %.3f ms at %.0f/s\n%s\n",
+				cal.Source, cal.Service.Kind, cal.Service.MeanUs, cal.Service.CV, sum.LatencyMs.P50, sum.LatencyMs.P99, sum.Load.AchievedRPS, out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&rate, "rate", 1000, "offered rate of the calibration run (low: no queueing)")
+	fl.DurationVar(&duration, "duration", 5*time.Second, "length of the calibration run")
+	fl.StringVar(&out, "out", "calibration.json", "where to write the calibration")
+	fl.StringVar(&runDir, "run-dir", "", "keep the calibration run's directory here (default a temp dir)")
+	return cmd
+}
