@@ -114,13 +114,17 @@ func checkCharts(t *testing.T, dir string) {
 	}
 }
 
-// checkSelfContained checks that report.html needs nothing but itself: no scripts, no external
-// references, every chart inline, and user text escaped.
+// checkSelfContained checks that report.html needs nothing but itself: no external references or
+// script files (one inline script, the self-check the browser test reads), every chart inline,
+// and user text escaped.
 func checkSelfContained(t *testing.T, html string) {
 	// The SVG namespace URIs are identifiers, not fetches.
 	h := strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, "")
 	h = strings.ReplaceAll(h, `xmlns:xlink="http://www.w3.org/1999/xlink"`, "")
-	for _, bad := range []string{"<script", "http://", "https://", "<link", "<img", "<?xml", "@import"} {
+	if n := strings.Count(h, "<script"); n != 1 || strings.Contains(h, "<script src") {
+		t.Errorf("report.html has %d scripts, want only the inline self-check", n)
+	}
+	for _, bad := range []string{"<script src", "http://", "https://", "<link", "<img", "<?xml", "@import"} {
 		if strings.Contains(h, bad) {
 			t.Errorf("report.html contains %q", bad)
 		}

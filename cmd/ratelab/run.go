@@ -2,22 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"ratelab/report"
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/cluster"
 )
 
 // exitSLOFailed is the exit code of a run that completed but failed an SLO check.
@@ -51,6 +56,7 @@ type runOptions struct {
 	cpuProfile  string
 	memProfile  string
 	slo         []string
+	repeat      int
 }
 
 func newRunCmd() *cobra.Command {
@@ -62,7 +68,14 @@ func newRunCmd() *cobra.Command {
 plots and report.html to out/<scenario>-<time>/ (or --out).
 
 Ctrl-C stops the schedule, lets in-flight decisions finish, writes what was measured (marked
-interrupted) and stops the local cluster; a second Ctrl-C exits at once.`,
+interrupted) and stops the local cluster; a second Ctrl-C exits at once.
+
+--repeat N runs the scenario N times with the same seed, each repetition in OUT/rep-01 ...
+OUT/rep-NN with its full outputs, for ` + "`ratelab compare`" + `. A local cluster is started once and
+shared by the repetitions, unless the scenario has faults (a kill or a reshard changes the
+cluster, and a latency fault needs proxies of its own): then each repetition starts its own, as a
+single run does. Exit code 3 if any repetition fails its SLO; an interrupted repetition keeps
+what it measured and no further one starts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenario(cmd, args[0], o)
@@ -82,6 +95,7 @@ interrupted) and stops the local cluster; a second Ctrl-C exits at once.`,
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
+	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for `ratelab compare`")
 	return cmd
 }
 
@@ -92,6 +106,12 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	}
 	if err := applyOverrides(cmd, spec, o); err != nil {
 		return err
+	}
+	if o.repeat < 1 {
+		return fmt.Errorf("--repeat %d: want 1 or more repetitions", o.repeat)
+	}
+	if o.repeat > 1 {
+		return runRepeated(cmd, spec, o)
 	}
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
@@ -109,10 +129,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) },
 	}
 	if !o.quiet {
-		opts.OnInterval = func(iv results.Interval) {
-			fmt.Fprintf(stderr, "  t=%3.0fs offered %7d sent %7d dropped %6d allowed %7d denied %7d errors %5d p99 %8.3f ms\n",
-				iv.TS, iv.Offered, iv.Sent, iv.Dropped, iv.Allowed, iv.Denied, iv.Errors, iv.P99Ms)
-		}
+		opts.OnInterval = progressLine(stderr)
 	}
 	res, err := scenarios.Run(ctx, spec, opts)
 	stopProfiles()
@@ -139,6 +156,14 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}
 	}
 	return nil
+}
+
+// progressLine prints one line per second of a run.
+func progressLine(w io.Writer) func(results.Interval) {
+	return func(iv results.Interval) {
+		fmt.Fprintf(w, "  t=%3.0fs offered %7d sent %7d dropped %6d allowed %7d denied %7d errors %5d p99 %8.3f ms\n",
+			iv.TS, iv.Offered, iv.Sent, iv.Dropped, iv.Allowed, iv.Denied, iv.Errors, iv.P99Ms)
+	}
 }
 
 // applyOverrides puts the flags the user set over the scenario and validates the result.
@@ -240,4 +265,141 @@ func startProfiles(cpu, mem string) (func(), error) {
 			}
 		})
 	}, nil
+}
+
+// repDir is the directory of repetition i (1-based) inside a repeated run's directory.
+func repDir(out string, i int) string { return filepath.Join(out, fmt.Sprintf("rep-%02d", i)) }
+
+// runRepeated runs spec o.repeat times with the same seed, each repetition in OUT/rep-NN with
+// its summary, timeseries, plots and report. A local cluster is started once for all of them
+// unless the scenario's faults change or instrument the cluster.
+func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err error) {
+	ctx, stop := interruptContext(cmd.Context())
+	defer stop()
+	stopProfiles, err := startProfiles(o.cpuProfile, o.memProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
+	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
+	out := o.out
+	if out == "" {
+		out = filepath.Join("out", spec.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	stateFile := o.stateFile
+	var sharedAddrs []string
+	shared := spec.NeedsCluster() && spec.Cluster.Provider == "local" && len(spec.Faults) == 0
+	if spec.NeedsCluster() && spec.Cluster.Provider == "local" && !shared {
+		logf("the scenario has faults: each repetition starts its own cluster, as a single run does")
+	}
+	if shared {
+		// One cluster owned by this process (its nodes die with it, even on a second Ctrl-C or a
+		// crash); the repetitions attach to it through a state file, as to `ratelab cluster up`'s.
+		cl, state, serr := startSharedCluster(ctx, spec, logf)
+		if serr != nil {
+			return serr
+		}
+		sharedAddrs = cl.Addrs()
+		defer func() {
+			if cerr := cl.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("stopping the shared cluster: %w", cerr)
+			}
+			os.RemoveAll(filepath.Dir(state))
+		}()
+		spec.Cluster.Provider, stateFile = "running", state
+	}
+	var sums []*results.Summary
+	var failed []string
+	for i := 1; i <= o.repeat; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		dir := repDir(out, i)
+		if shared {
+			if ferr := flushCluster(ctx, sharedAddrs); ferr != nil {
+				return fmt.Errorf("repetition %d of %d: emptying the shared cluster: %w", i, o.repeat, ferr)
+			}
+		}
+		logf("repetition %d of %d -> %s", i, o.repeat, dir)
+		ropts := scenarios.RunOptions{Out: dir, Version: version, StateFile: stateFile, Logf: logf}
+		if !o.quiet {
+			ropts.OnInterval = progressLine(stderr)
+		}
+		res, rerr := scenarios.Run(ctx, spec, ropts)
+		if res == nil {
+			return fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, o.repeat, rerr, out)
+		}
+		if shared {
+			// The repetitions ran on a local cluster; "running" is only how they reached it.
+			res.Summary.Environment.Provider = "local"
+			if werr := results.WriteSummary(filepath.Join(dir, results.SummaryFile), res.Summary); werr != nil && rerr == nil {
+				rerr = werr
+			}
+		}
+		if gerr := report.Generate(dir); gerr != nil && rerr == nil {
+			rerr = fmt.Errorf("writing the report of %s: %w", dir, gerr)
+		}
+		if rerr != nil {
+			return fmt.Errorf("repetition %d of %d: %w (its data is in %s)", i, o.repeat, rerr, dir)
+		}
+		s := res.Summary
+		sums = append(sums, s)
+		verdict := "SLO pass"
+		if !s.SLO.Pass {
+			verdict = "SLO FAILED: " + failedChecks(s.SLO)
+			failed = append(failed, filepath.Base(dir))
+		}
+		if s.Interrupted {
+			verdict = "INTERRUPTED after " + strconv.FormatFloat(s.DurationS, 'f', 1, 64) + " s"
+		}
+		fmt.Fprintf(stdout, "rep %2d/%d  p50 %8.3f ms  p99 %8.3f ms  p99.9 %8.3f ms  achieved %8.0f/s  overspend %.2g  errors %d  %s\n",
+			i, o.repeat, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.P999, s.Load.AchievedRPS, s.Overspend.Ratio, s.Outcomes.Errors, verdict)
+	}
+	fmt.Fprintf(stdout, "%d of %d repetitions in %s; compare with: ratelab compare BASE %s\n", len(sums), o.repeat, out, out)
+	if ctx.Err() != nil || (len(sums) > 0 && sums[len(sums)-1].Interrupted) {
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d of %d repetitions; what ran is in %s", len(sums), o.repeat, out)}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed in %s", strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
+// startSharedCluster starts the local cluster spec describes, owned by this process, and records
+// it in a state file in a temp dir for the repetitions to attach to.
+func startSharedCluster(ctx context.Context, spec *scenarios.Spec, logf func(string, ...any)) (*cluster.Local, string, error) {
+	logf("starting one local Redis Cluster for every repetition: %d primaries x %d replicas", spec.Cluster.Primaries, *spec.Cluster.Replicas)
+	// The options openCluster in scenarios uses for a single run, so both measure the same cluster.
+	cl, err := cluster.StartLocal(ctx, cluster.Options{
+		Primaries: spec.Cluster.Primaries, Replicas: *spec.Cluster.Replicas,
+		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout), Logf: logf,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "ratelab-repeat-")
+	if err == nil {
+		state := filepath.Join(dir, "cluster.json")
+		if err = cl.SaveState(state); err == nil {
+			return cl, state, nil
+		}
+		os.RemoveAll(dir)
+	}
+	return nil, "", errors.Join(fmt.Errorf("recording the shared cluster: %w", err), cl.Close())
+}
+
+// flushCluster empties every primary of the shared cluster before a repetition, so that each
+// starts from empty buckets as a run on a fresh cluster does: the overspend envelope assumes every
+// bucket starts full, and the previous repetition's keys (same seed, same keys) outlive it by
+// their TTL. Scripts stay cached: FLUSHALL does not touch the script cache.
+func flushCluster(ctx context.Context, addrs []string) error {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.FlushAll(ctx).Err()
+	})
 }

@@ -1,0 +1,225 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Defaults of Options.
+const (
+	// DefaultAlpha is the significance level: p below it rejects "same distribution" (benchstat's).
+	DefaultAlpha = 0.05
+	// DefaultConfidence is the confidence level of the medians' intervals (benchstat's).
+	DefaultConfidence = 0.95
+)
+
+// Options tune a comparison. The zero value uses the defaults.
+type Options struct {
+	// Alpha is the significance level of the U test; default DefaultAlpha.
+	Alpha float64
+	// Confidence is the level of the medians' confidence intervals; default DefaultConfidence.
+	Confidence float64
+	// Thresholds override Metric.Default by metric name (see ParseThreshold).
+	Thresholds map[string]Threshold
+}
+
+func (o Options) withDefaults() Options {
+	if o.Alpha == 0 {
+		o.Alpha = DefaultAlpha
+	}
+	if o.Confidence == 0 {
+		o.Confidence = DefaultConfidence
+	}
+	return o
+}
+
+// Verdict is the outcome of one metric.
+type Verdict string
+
+// Verdicts, from the gate's point of view. Only Regression fails it.
+const (
+	// Regression: significant, worse, and beyond the threshold.
+	Regression Verdict = "REGRESSION"
+	// WorseWithin: significant and worse, but within the threshold.
+	WorseWithin Verdict = "worse, within threshold"
+	// Improved: significant and better.
+	Improved Verdict = "improved"
+	// NoChange: the U test finds no significant difference.
+	NoChange Verdict = "~ no significant change"
+	// TooFew: not enough runs for the U test to ever reach significance.
+	TooFew Verdict = "too few runs for a verdict"
+)
+
+// Row is one metric compared.
+type Row struct {
+	Metric Metric
+	// Base and New are each set's values, sorted.
+	Base, New []float64
+	// BaseMedian, NewMedian and their confidence intervals (infinite with too few runs).
+	BaseMedian, BaseLo, BaseHi float64
+	NewMedian, NewLo, NewHi    float64
+	// DeltaPct is (NewMedian/BaseMedian - 1) * 100; NaN when BaseMedian is 0.
+	DeltaPct float64
+	// Delta is NewMedian - BaseMedian, in the metric's unit.
+	Delta float64
+	// P is the Mann-Whitney U test's two-sided p-value.
+	P float64
+	// Threshold is the one applied.
+	Threshold Threshold
+	Verdict   Verdict
+}
+
+// Report is a whole comparison.
+type Report struct {
+	Base, New *Set
+	Options   Options
+	Rows      []Row
+	// MinRuns is the least number of runs per set for which the U test can reach significance
+	// at Options.Alpha (4 at 0.05).
+	MinRuns int
+	// Notes are warnings for the reader: too few runs, different scenarios, skipped runs.
+	Notes []string
+	// NoVerdict is true when both sets have fewer than MinRuns runs: no difference could be
+	// significant, so "no regression" would be a pass the data cannot back.
+	NoVerdict bool
+}
+
+// Regressed reports whether any metric regressed: the gate fails.
+func (r *Report) Regressed() bool {
+	for _, row := range r.Rows {
+		if row.Verdict == Regression {
+			return true
+		}
+	}
+	return false
+}
+
+// Regressions lists the regressed metrics' names.
+func (r *Report) Regressions() []string {
+	var out []string
+	for _, row := range r.Rows {
+		if row.Verdict == Regression {
+			out = append(out, row.Metric.Name)
+		}
+	}
+	return out
+}
+
+// Compare compares every metric of Metrics between base and new. A metric regresses only when
+// the U test finds the sets different (p < alpha) and new's median is worse than base's by more
+// than the metric's threshold.
+func Compare(base, new *Set, opts Options) (*Report, error) {
+	opts = opts.withDefaults()
+	if opts.Alpha <= 0 || opts.Alpha >= 1 {
+		return nil, fmt.Errorf("compare: alpha = %g: want 0 < alpha < 1, e.g. 0.05", opts.Alpha)
+	}
+	if opts.Confidence <= 0 || opts.Confidence >= 1 {
+		return nil, fmt.Errorf("compare: confidence = %g: want 0 < confidence < 1, e.g. 0.95", opts.Confidence)
+	}
+	for name := range opts.Thresholds {
+		if _, ok := metricByName(name); !ok {
+			return nil, fmt.Errorf("compare: threshold for unknown metric %q; use one of %s", name, metricNames())
+		}
+	}
+	rep := &Report{Base: base, New: new, Options: opts, MinRuns: minRunsFor(opts.Alpha)}
+	nb, nn := len(base.Runs), len(new.Runs)
+	tooFew := nb < rep.MinRuns && nn < rep.MinRuns
+	rep.NoVerdict = tooFew
+	if nb < rep.MinRuns || nn < rep.MinRuns {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"%d BASE and %d NEW runs: the U test needs at least %d runs in each set to reach p < %g at all; run with --repeat %d or more",
+			nb, nn, rep.MinRuns, opts.Alpha, max(rep.MinRuns, 6)))
+	}
+	if need := minRunsForCI(opts.Confidence); min(nb, nn) < need {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("a %g%% confidence interval of a median needs at least %d runs (shown as ±∞ with fewer)", 100*opts.Confidence, need))
+	}
+	if bs, ns := base.Scenarios(), new.Scenarios(); len(bs) != 1 || len(ns) != 1 || bs[0] != ns[0] {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("scenarios differ: BASE %s, NEW %s: the comparison may not mean much",
+			strings.Join(bs, ","), strings.Join(ns, ",")))
+	}
+	if be, ne := environments(base), environments(new); be != ne {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("environments differ: BASE %s, NEW %s: a difference may be the machine's", be, ne))
+	}
+	for _, s := range base.Skipped {
+		rep.Notes = append(rep.Notes, "BASE left out "+s)
+	}
+	for _, s := range new.Skipped {
+		rep.Notes = append(rep.Notes, "NEW left out "+s)
+	}
+	for _, m := range Metrics {
+		row := Row{Metric: m, Threshold: m.Default}
+		if t, ok := opts.Thresholds[m.Name]; ok {
+			row.Threshold = t
+		}
+		row.Base, row.New = values(base, m), values(new, m)
+		row.BaseMedian = median(row.Base)
+		row.NewMedian = median(row.New)
+		row.BaseLo, row.BaseHi, _ = medianCI(row.Base, opts.Confidence)
+		row.NewLo, row.NewHi, _ = medianCI(row.New, opts.Confidence)
+		row.Delta = row.NewMedian - row.BaseMedian
+		row.DeltaPct = math.NaN()
+		if row.BaseMedian != 0 {
+			row.DeltaPct = (row.NewMedian/row.BaseMedian - 1) * 100
+		} else if row.NewMedian == 0 {
+			row.DeltaPct = 0
+		}
+		row.P = mannWhitneyP(row.Base, row.New)
+		row.Verdict = verdict(row, opts.Alpha, tooFew)
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+// verdict judges one row.
+func verdict(row Row, alpha float64, tooFew bool) Verdict {
+	if row.P >= alpha {
+		if tooFew {
+			return TooFew
+		}
+		return NoChange
+	}
+	m := row.Metric
+	worse := row.NewMedian > row.BaseMedian
+	if !m.HigherIsWorse {
+		worse = row.NewMedian < row.BaseMedian
+	}
+	switch {
+	case !worse && row.NewMedian != row.BaseMedian:
+		return Improved
+	case !worse:
+		return NoChange // the distributions differ but their medians do not
+	case row.Threshold.exceeded(m, row.BaseMedian, row.NewMedian):
+		return Regression
+	default:
+		return WorseWithin
+	}
+}
+
+// environments describes the distinct measuring environments of a set's runs (Redis version,
+// topology, cores, mode): the parts that change numbers when they change.
+func environments(s *Set) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range s.Runs {
+		e := r.Summary.Environment
+		d := fmt.Sprintf("redis %s %dx%d, %d cores, %s", e.RedisVersion, e.Primaries, e.Replicas, e.Cores, e.Mode)
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+// values reads metric m from every run of s, sorted.
+func values(s *Set, m Metric) []float64 {
+	out := make([]float64, len(s.Runs))
+	for i, r := range s.Runs {
+		out[i] = m.Value(r.Summary)
+	}
+	sort.Float64s(out)
+	return out
+}
