@@ -60,6 +60,10 @@ func newClusterUpCmd() *cobra.Command {
 				stateFile = cluster.DefaultStateFile()
 			}
 			fmt.Fprintf(out, "\naddrs: %s\nstate: %s\nstop:  ratelab cluster down --state %s\n", strings.Join(l.Addrs(), ","), stateFile, stateFile)
+			if pf := l.PasswordFile(); pf != "" {
+				// The password itself is never printed: it would land in terminals and CI logs.
+				fmt.Fprintf(out, "password: in %s (mode 0600); export %s=\"$(cat %s)\"\n", pf, cluster.PasswordEnv, pf)
+			}
 			return nil
 		},
 	}
@@ -72,6 +76,7 @@ func newClusterUpCmd() *cobra.Command {
 	f.StringVar(&opts.Dir, "dir", "", "parent dir of the cluster's temp dir (default: system temp dir)")
 	f.StringArrayVar(&opts.ExtraConfig, "config", nil, "extra redis.conf line for every node (repeatable)")
 	f.StringVar(&stateFile, "state", "", "state file (default "+cluster.DefaultStateFile()+")")
+	f.BoolVar(&opts.RequirePass, "requirepass", false, "protect every node with a generated password (requirepass + masterauth), written to a mode-0600 file in the cluster's dir, never printed")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages on stderr")
 	return cmd
 }

@@ -66,11 +66,20 @@ func (l *Local) runningAddrs() []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, m := range l.members {
-		if m != nil && m.running() {
+		if m != nil && l.alive(m) {
 			out = append(out, m.Addr)
 		}
 	}
 	return out
+}
+
+// alive reports whether m runs: as the provider that adopted it says, or by its process. The
+// caller holds l.mu or reads only immutable fields.
+func (l *Local) alive(m *member) bool {
+	if l.live != nil {
+		return l.live(m.Node)
+	}
+	return m.running()
 }
 
 // running reports whether m's process runs: ours and not exited, or recorded and still the node.

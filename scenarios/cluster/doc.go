@@ -33,6 +33,15 @@
 //   - Targets (targets.go, replication.go): PrimaryFor(slot), ReplicasOf(primary) and
 //     ReplOffsets(primary) resolve what a fault hits and how far replication lags.
 //
+// Providers and secrets (see docs/clusters.md): Cluster is the interface the scenario engine
+// needs; *Local, *External and the docker provider (package cluster/docker, which reuses the
+// formation through Adopt) implement it, and a fault a provider cannot do wraps ErrUnsupported.
+// Options.RequirePass gives every node a generated password (never logged; Local.Password,
+// Local.PasswordFile), Options.TLS makes every node TLS-only (client port, bus, replication).
+// ConnectExternal reaches a cluster someone else runs (ParseExternal, password from
+// $RATELAB_REDIS_PASSWORD or a file, never from a URL), checks it read-only, refuses destructive
+// faults without AllowFaults; KeyPrefix and CleanupPrefix confine a run's keys and remove them.
+//
 // The package never installs signal handlers, never sends traffic anywhere but 127.0.0.1, never
 // generates load, never decides when a fault happens (the scenario engine does) and never
 // writes run outputs.

@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,4 +71,21 @@ func ExampleLocal_MigrateSlots() {
 		log.Fatal(err) // names the slot and the step
 	}
 	fmt.Println(len(res.Slots), "slots,", res.Keys, "keys moved")
+}
+
+// ParseExternal takes seeds and an ACL user from the URL; the password comes from
+// $RATELAB_REDIS_PASSWORD or a file, and the config never prints it.
+func ExampleParseExternal() {
+	cfg, err := cluster.ParseExternal("rediss://ratelab@10.0.0.1:6379,10.0.0.2:6379")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg.Password = "from-the-environment"
+	fmt.Println(cfg)
+	_, err = cluster.ParseExternal("redis://ratelab:secret@10.0.0.1:6379")
+	fmt.Println(err != nil, strings.Contains(err.Error(), "secret"))
+	// Output:
+	// rediss://ratelab@10.0.0.1:6379,10.0.0.2:6379 (password: set (redacted), tls: ca="" cert="" key="")
+	// true false
 }

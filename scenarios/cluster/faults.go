@@ -41,6 +41,9 @@ func (l *Local) addrsLocked() []string {
 // syscall.SIGCONT to resume, syscall.SIGKILL to crash it). An exited process is reaped by this
 // package; signalling it again is an error.
 func (l *Local) Signal(addr string, sig os.Signal) error {
+	if l.adopted {
+		return fmt.Errorf("cluster: signal %v to node %s: %w: the node runs outside this process (use its provider)", sig, addr, ErrUnsupported)
+	}
 	m, err := l.member(addr)
 	if err != nil {
 		return err
@@ -95,6 +98,9 @@ func (l *Local) Resume(addr string) error { return l.Signal(addr, sigResume) }
 // returns once it answers PING. It does not wait for the cluster to converge: use WaitHealthy.
 // Do not Restart the same node from two goroutines at once.
 func (l *Local) Restart(ctx context.Context, addr string) error {
+	if l.adopted {
+		return fmt.Errorf("cluster: restart node %s: %w: the node runs outside this process (use its provider)", addr, ErrUnsupported)
+	}
 	m, err := l.member(addr)
 	if err != nil {
 		return err
@@ -116,7 +122,7 @@ func (l *Local) Restart(ctx context.Context, addr string) error {
 		_ = stopProc(p, DefaultStopTimeout)
 		return fmt.Errorf("cluster: restart node %s: the cluster was closed meanwhile", addr)
 	}
-	if err := waitServing(ctx, p, m.RealAddr, m.Dir); err != nil {
+	if err := waitServing(ctx, p, m.RealAddr, m.Dir, l.auth); err != nil {
 		return err
 	}
 	l.opts.Logf("cluster: node %s restarted (pid %d)", addr, p.pid)
@@ -193,7 +199,7 @@ func (l *Local) checkHealthy(ctx context.Context) error {
 	members := append([]*member(nil), l.members...)
 	running := map[string]bool{}
 	for _, m := range members {
-		if m != nil && m.running() {
+		if m != nil && l.alive(m) {
 			running[m.Addr] = true
 		}
 	}

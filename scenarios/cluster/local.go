@@ -25,6 +25,11 @@ type Local struct {
 	bin     string  // resolved redis-server path
 	root    string  // per-cluster temp dir holding node-<i>/ dirs
 	version string
+	auth    auth // credentials of every control connection (Options.RequirePass, Options.TLS)
+	// adopted: the nodes run elsewhere (Adopt): no process to signal, restart or stop.
+	adopted bool
+	// live, when set (Adopt), tells which nodes run; otherwise the process does.
+	live func(Node) bool
 	// owned: Close stops the processes. False for Detached starts and for Attach.
 	owned bool
 
@@ -103,6 +108,9 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 			_ = l.Close()
 		}
 	}()
+	if err := l.setupAuth(); err != nil {
+		return nil, err
+	}
 	o.Logf("cluster: starting %d redis-server %s nodes (%d primaries x %d replicas) in %s", n, version, o.Primaries, o.Replicas, root)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -162,18 +170,19 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 			return err
 		}
 		node.Pid = p.pid
-		m := &member{Node: node, proc: p, client: newNodeClient(addr), proxy: px}
+		m := &member{Node: node, proc: p, client: l.controlClient(addr), proxy: px}
 		l.mu.Lock()
 		l.members[i] = m
 		l.mu.Unlock()
-		err = waitServing(ctx, p, addr, dir)
+		err = waitServing(ctx, p, addr, dir, l.auth)
 		if err == nil {
 			// Another program's redis-server may hold the port (our node then exits with "address
 			// already in use", possibly after the PING): make sure the answer came from our process.
 			pid, perr := serverPid(ctx, m.client)
 			switch {
 			case perr != nil:
-				err = fmt.Errorf("cluster: node %s: INFO server: %w", addr, perr)
+				err = fmt.Errorf("cluster: node %s: INFO server: %w\nlast lines of %s:\n%s", addr, perr,
+					filepath.Join(dir, logName), logTail(filepath.Join(dir, logName), logTailLines))
 			case pid != p.pid:
 				_ = stopProc(p, DefaultStopTimeout)
 				err = fmt.Errorf("cluster: port %d answers as redis-server pid %d, not our node pid %d: %w; choose another base port or 0 for free ports",
@@ -232,7 +241,7 @@ func (l *Local) Nodes() []Node {
 			continue
 		}
 		n := m.Node
-		if (m.proc != nil && m.proc.exited()) || (m.proc == nil && !processAlive(n.Pid)) {
+		if !l.alive(m) {
 			n.Pid = 0
 		}
 		out = append(out, n)

@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,6 +98,7 @@ func (m *member) has(addr string) bool { return m.Addr == addr || m.RealAddr == 
 func nodeConfig(port, announcePort int, dir string, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\n", port)
+	b.WriteString(authConfig(port, opts)) // under TLS: port 0 and tls-port instead
 	b.WriteString("bind 127.0.0.1\n")
 	// A node learns its own IP only from a MEET; a lone primary would otherwise announce ":PORT".
 	b.WriteString("cluster-announce-ip 127.0.0.1\n")
@@ -170,11 +169,11 @@ func startProc(bin, dir string, port, announcePort int, opts Options) (*proc, er
 }
 
 // waitServing polls addr with PING until it answers +PONG, the process exits or ctx ends.
-func waitServing(ctx context.Context, p *proc, addr, dir string) error {
+func waitServing(ctx context.Context, p *proc, addr, dir string, a auth) error {
 	t := time.NewTicker(readyPoll)
 	defer t.Stop()
 	for {
-		if pingRaw(ctx, addr) == nil {
+		if pingRaw(ctx, addr, a) == nil {
 			return nil
 		}
 		select {
@@ -187,33 +186,6 @@ func waitServing(ctx context.Context, p *proc, addr, dir string) error {
 		case <-t.C:
 		}
 	}
-}
-
-// pingRaw sends an inline PING over a fresh connection. It is used before a go-redis client
-// exists, so that a node still starting produces no client log noise.
-func pingRaw(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
 }
 
 // serverPid asks the node on addr for its process_id (INFO server).
@@ -244,11 +216,9 @@ func addrInUse(dir string) bool {
 	return bytes.Contains(bytes.ToLower(b), []byte("address already in use"))
 }
 
-// newNodeClient returns a small control client for one node: no retries (formation decides what
-// to retry), context deadlines honoured, no CLIENT SETINFO / MAINT_NOTIFICATIONS chatter.
-func newNodeClient(addr string) *redis.Client { return redis.NewClient(nodeClientOptions(addr)) }
-
-// nodeClientOptions are newNodeClient's options.
+// nodeClientOptions are the options of a small control client for one node (Local.controlClient
+// adds credentials): no retries (formation decides what to retry), context deadlines honoured,
+// no CLIENT SETINFO / MAINT_NOTIFICATIONS chatter.
 func nodeClientOptions(addr string) *redis.Options {
 	return &redis.Options{
 		Addr:                     addr,

@@ -65,6 +65,20 @@ type Options struct {
 	// (which then fixes the real ports). Default false. Not with Detached: the proxies live in
 	// this process.
 	Proxy bool
+	// RequirePass sets a generated random password on every node (requirepass, and masterauth
+	// for replication). Local.Password returns it and Local.ClientOptions carries it; it is
+	// written only to the nodes' redis.conf and to a mode-0600 file in the cluster's dir, never
+	// logged. Default false.
+	RequirePass bool
+	// TLS, when set, makes every node speak TLS only: tls-port instead of port (so Node.Addr is
+	// a TLS port), tls-cluster and tls-replication on, client certificates optional. Not with
+	// Proxy or Detached. Default nil (plain TCP). On a loaded machine raise NodeTimeout (e.g.
+	// 5 s): a node keeps a MEET in handshake for at most NodeTimeout, and a TLS handshake on
+	// the bus can take longer than the default 1 s.
+	TLS *TLSFiles
+
+	// password is the generated requirepass, set by StartLocal (not by callers).
+	password string
 }
 
 // withDefaults returns o with every zero field replaced by its default.
@@ -116,6 +130,14 @@ func (o Options) Validate() error {
 	}
 	if o.Proxy && o.Detached {
 		probs = append(probs, "Proxy = true with Detached = true: the proxies live in this process and would die with it; drop one of them")
+	}
+	if o.TLS != nil {
+		if o.Proxy || o.Detached {
+			probs = append(probs, "TLS set with Proxy or Detached: a TLS cluster runs without the latency proxy and in this process; drop one of them")
+		}
+		if o.TLS.CertFile == "" || o.TLS.KeyFile == "" || o.TLS.CAFile == "" {
+			probs = append(probs, fmt.Sprintf("TLS = %s: the nodes need CertFile, KeyFile and CAFile (PEM)", o.TLS))
+		}
 	}
 	for i, line := range o.ExtraConfig {
 		if strings.ContainsAny(line, "\r\n") {

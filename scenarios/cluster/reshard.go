@@ -94,6 +94,7 @@ type migration struct {
 	others         []*redis.Client // control clients of the other primaries
 	otherAddrs     []string
 	toHost, toPort string
+	auth           auth // credentials MIGRATE passes to the target
 }
 
 // MigrateSlots moves n slots (the highest n that the primary on fromAddr serves, or
@@ -207,8 +208,9 @@ func (l *Local) planMigration(ctx context.Context, n int, from, to *member, cfg 
 	}
 	mg := &migration{
 		cfg: cfg, from: fromNode, to: toNode, toHost: host, toPort: port,
-		src: newMigrateClient(fromNode.RealAddr, cfg.timeout),
-		dst: newMigrateClient(toNode.RealAddr, cfg.timeout),
+		src:  l.newMigrateClient(fromNode.RealAddr, cfg.timeout),
+		dst:  l.newMigrateClient(toNode.RealAddr, cfg.timeout),
+		auth: l.auth,
 	}
 	l.mu.Lock()
 	for _, m := range l.members {
@@ -290,7 +292,16 @@ func (mg *migration) slot(ctx context.Context, s int) (int, error) {
 			break
 		}
 		args := make([]any, 0, 7+len(keys))
-		args = append(args, "MIGRATE", mg.toHost, mg.toPort, "", 0, timeoutMs, "KEYS")
+		args = append(args, "MIGRATE", mg.toHost, mg.toPort, "", 0, timeoutMs)
+		// The source connects to the target as a client: it needs the target's credentials.
+		// (The error below names the command without them.)
+		switch {
+		case mg.auth.user != "":
+			args = append(args, "AUTH2", mg.auth.user, mg.auth.password)
+		case mg.auth.password != "":
+			args = append(args, "AUTH", mg.auth.password)
+		}
+		args = append(args, "KEYS")
 		for _, k := range keys {
 			args = append(args, k)
 		}
@@ -335,8 +346,9 @@ func (mg *migration) close() {
 
 // newMigrateClient is a control client whose read timeout leaves room for a MIGRATE that may
 // take up to timeout.
-func newMigrateClient(addr string, timeout time.Duration) *redis.Client {
+func (l *Local) newMigrateClient(addr string, timeout time.Duration) *redis.Client {
 	o := nodeClientOptions(addr)
+	l.auth.apply(o)
 	o.ReadTimeout = timeout + probeTimeout
 	return redis.NewClient(o)
 }

@@ -30,6 +30,9 @@ type state struct {
 	Replicas     int       `json:"replicas"`
 	NodeTimeout  string    `json:"node_timeout"`
 	Nodes        []Node    `json:"nodes"`
+	// PasswordFile holds the RequirePass password (mode 0600); the password itself is never
+	// recorded here.
+	PasswordFile string `json:"password_file,omitempty"`
 }
 
 // DefaultStateFile is $XDG_RUNTIME_DIR/ratelab-cluster.json, or the same name in os.TempDir().
@@ -48,7 +51,7 @@ func (l *Local) SaveState(path string) error {
 	st := state{
 		Schema: stateSchema, StartedAt: time.Now().UTC(), Dir: l.root, RedisServer: l.bin,
 		RedisVersion: l.version, Primaries: l.opts.Primaries, Replicas: l.opts.Replicas,
-		NodeTimeout: l.opts.NodeTimeout.String(), Nodes: nodes,
+		NodeTimeout: l.opts.NodeTimeout.String(), Nodes: nodes, PasswordFile: l.PasswordFile(),
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -101,11 +104,19 @@ func readState(path string) (*Local, error) {
 		bin: st.RedisServer, root: st.Dir, version: st.RedisVersion, stateFile: path,
 	}
 	l.opts.Replicas = st.Replicas // as recorded, whatever withDefaults made of it
+	if st.PasswordFile != "" {
+		pw, err := readPasswordFile(st.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: state file %s: %w; remove it if no cluster runs", path, err)
+		}
+		l.auth.password = pw
+		l.opts.RequirePass, l.opts.password = true, pw
+	}
 	for _, n := range st.Nodes {
 		if n.RealAddr == "" { // recorded before Node had RealAddr: no proxy, the same address
 			n.RealAddr, n.RealPort = n.Addr, n.Port
 		}
-		l.members = append(l.members, &member{Node: n, client: newNodeClient(n.RealAddr)})
+		l.members = append(l.members, &member{Node: n, client: l.controlClient(n.RealAddr)})
 	}
 	return l, nil
 }
@@ -145,6 +156,9 @@ func (l *Local) Stop() error {
 }
 
 func (l *Local) stop() error {
+	if l.adopted {
+		return errors.Join(fmt.Errorf("cluster: Stop: %w: the nodes run outside this process", ErrUnsupported), l.Close())
+	}
 	l.mu.Lock()
 	members := append([]*member(nil), l.members...)
 	stateFile := l.stateFile

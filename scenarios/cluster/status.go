@@ -43,7 +43,7 @@ func (l *Local) Status(ctx context.Context) Status {
 			continue
 		}
 		l.mu.Lock()
-		ns := NodeStatus{Node: m.Node, Running: m.running(), State: "down"}
+		ns := NodeStatus{Node: m.Node, Running: l.alive(m), State: "down"}
 		l.mu.Unlock()
 		if !ns.Running {
 			ns.Pid = 0
