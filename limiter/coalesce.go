@@ -185,24 +185,12 @@ func (b *CoalescingBucket) Close() error {
 // next pipeline to the key's primary. Errors are RedisTokenBucket's, plus the caller's context
 // error when it ends before the reply.
 func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, error) {
-	nowMs, err := requestMs(r)
+	argv, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
 	if err != nil {
 		return Decision{}, err
 	}
-	args := &b.args
-	if b.policyFor != nil {
-		p, err := checkedPolicy(b.policyFor(r.Tenant, r.Endpoint), b.policy, r)
-		if err != nil {
-			return Decision{}, err
-		}
-		if p != b.policy {
-			pa := newPolicyArgs(p)
-			args = &pa
-		}
-	}
 	key := KeyFor(r.Tenant, r.Endpoint)
-	all := [...]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}
-	reply, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, all[:b.nargs])
+	reply, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, argv[:b.nargs])
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}

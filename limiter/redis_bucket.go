@@ -125,20 +125,9 @@ func (b *RedisTokenBucket) NoScriptFallbacks() int64 { return b.noScript.Load() 
 // Allow decides r at r.Now (time.Now when zero) with one script run on r's key. Errors wrap the
 // client's error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, error) {
-	nowMs, err := requestMs(r)
+	argv, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
 	if err != nil {
 		return Decision{}, err
-	}
-	args := &b.args
-	if b.policyFor != nil {
-		p, err := checkedPolicy(b.policyFor(r.Tenant, r.Endpoint), b.policy, r)
-		if err != nil {
-			return Decision{}, err
-		}
-		if p != b.policy {
-			pa := newPolicyArgs(p)
-			args = &pa
-		}
 	}
 	if b.timeout > 0 {
 		var cancel context.CancelFunc
@@ -148,7 +137,7 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 
 	call := b.calls.Get().(*evalCall)
 	call.keys[0] = KeyFor(r.Tenant, r.Endpoint)
-	call.args = [6]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}
+	call.args = argv
 	reply, err := b.c.EvalSha(ctx, b.sha, call.keys[:], call.args[:b.nargs]...).Result()
 	if err != nil && ClassifyError(err) == KindNoScript {
 		// The node lost its script cache (restart, flush, promoted replica). EVAL runs the
@@ -171,4 +160,26 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	}
 	d.Source = Central
 	return d, nil
+}
+
+// bucketArgs checks r and returns the token-bucket script's ARGV for it (now, rate per ms,
+// capacity, cost, TTL, clock mode), with r's own policy when policyFor gives one. RedisTokenBucket
+// and CoalescingBucket both build their calls here, so the two transports send the same script
+// call for the same request.
+func bucketArgs(r Request, policy BucketPolicy, args *policyArgs, policyFor PolicyFunc) ([6]any, error) {
+	nowMs, err := requestMs(r)
+	if err != nil {
+		return [6]any{}, err
+	}
+	if policyFor != nil {
+		p, err := checkedPolicy(policyFor(r.Tenant, r.Endpoint), policy, r)
+		if err != nil {
+			return [6]any{}, err
+		}
+		if p != policy {
+			pa := newPolicyArgs(p)
+			args = &pa
+		}
+	}
+	return [6]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}, nil
 }
