@@ -155,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	case encErr != nil:
 		return &Result{dir, sum}, fmt.Errorf("writing %s: %w", ResultsFile, encErr)
 	}
-	if err := writeFiles(dir, sum, col.total.hist); err != nil {
+	if err := results.WriteRunFiles(dir, sum, col.total.hist); err != nil {
 		return &Result{dir, sum}, err
 	}
 	return &Result{Dir: dir, Summary: sum}, nil
@@ -237,19 +237,4 @@ func hotKeys(p *plan, counts []int64) []results.HotKey {
 		out = append(out, results.HotKey{Key: key, Share: results.Ratio(counts[k], all)})
 	}
 	return out
-}
-
-func writeFiles(dir string, sum *results.Summary, h *results.Histogram) error {
-	f, err := os.Create(filepath.Join(dir, results.HistogramFile))
-	if err != nil {
-		return err
-	}
-	if _, err := h.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", results.HistogramFile, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return results.WriteSummary(filepath.Join(dir, results.SummaryFile), sum)
 }
