@@ -68,9 +68,29 @@ const (
 // overspendShard is one lock and the counters of the keys it guards: 8 + 7*8 + 16*8 = 192 bytes,
 // three cache lines, so neighbouring shards' counters do not false-share.
 type overspendShard struct {
-	mu                                                                   sync.Mutex
+	mu sync.Mutex
+	keyCounts
+}
+
+// keyCounts are the counters an envelope shard keeps for the keys it guards (every envelope:
+// token bucket, window, two-tier), read under the shard's lock.
+type keyCounts struct {
 	allowed, denied, overRequests, falseDenies, over, unknown, withdrawn int64
 	byCause                                                              [overspendCauseSlots]int64
+}
+
+// addTo adds the counters to t and the per-cause overspend to byCause.
+func (k *keyCounts) addTo(t *OverspendTotals, byCause *[overspendCauseSlots]int64) {
+	t.Allowed += k.allowed
+	t.Denied += k.denied
+	t.OverspendRequests += k.overRequests
+	t.FalseDenies += k.falseDenies
+	t.OverspendTokens += k.over
+	t.Unknown += k.unknown
+	t.Withdrawn += k.withdrawn
+	for j, n := range k.byCause {
+		byCause[j] += n
+	}
 }
 
 // OverspendChecker is the overspend envelope: for each key a virtual exact token bucket, started
@@ -416,16 +436,7 @@ func (c *OverspendChecker) Totals() OverspendTotals {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		t.Allowed += sh.allowed
-		t.Denied += sh.denied
-		t.OverspendRequests += sh.overRequests
-		t.FalseDenies += sh.falseDenies
-		t.OverspendTokens += sh.over
-		t.Unknown += sh.unknown
-		t.Withdrawn += sh.withdrawn
-		for j, n := range sh.byCause {
-			byCause[j] += n
-		}
+		sh.addTo(&t, &byCause)
 		sh.mu.Unlock()
 	}
 	c.causes.add(t.ByCause, &byCause)

@@ -46,10 +46,8 @@ type quotaState struct {
 // tierShard guards the quota state of the tenants t with t mod 256 == its index, and counts the
 // decisions the quota tier judged alone (never passed to the bucket envelope).
 type tierShard struct {
-	mu                                  sync.Mutex
-	allowed, overRequests, over, denied int64
-	unknown, withdrawn                  int64
-	byCause                             [overspendCauseSlots]int64
+	mu        sync.Mutex
+	keyCounts // falseDenies stays 0: the bucket envelope judges those
 }
 
 // NewTwoTierChecker returns the two-tier envelope for tenants x endpoints keys (key = tenant *
@@ -181,18 +179,13 @@ func (c *TwoTierChecker) Totals() OverspendTotals {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		t.Allowed += sh.allowed
-		t.Denied += sh.denied
-		t.OverspendRequests += sh.overRequests
-		t.OverspendTokens += sh.over
-		t.Unknown += sh.unknown
+		k := sh.keyCounts
+		k.withdrawn = 0
+		k.addTo(&t, &byCause)
 		// Withdrawn quota denials were counted as false denies by the bucket envelope.
 		n := min(sh.withdrawn, t.FalseDenies)
 		t.FalseDenies -= n
 		t.Withdrawn += n
-		for j, n := range sh.byCause {
-			byCause[j] += n
-		}
 		sh.mu.Unlock()
 	}
 	c.bucket.causes.add(t.ByCause, &byCause)

@@ -27,9 +27,8 @@ type WindowChecker struct {
 }
 
 type windowShard struct {
-	mu                                                               sync.Mutex
-	allowed, denied, overRequests, falseDenies, over, unk, withdrawn int64
-	byCause                                                          [overspendCauseSlots]int64
+	mu sync.Mutex
+	keyCounts
 }
 
 // NewWindowChecker returns the envelope "at most limit in any windowMs" for keys dense keys.
@@ -150,25 +149,20 @@ func (c *WindowChecker) ObserveUnknown(key int, nowMs, cost int64) {
 	if c.inWindow(key, t)+cost <= c.limit {
 		c.record(key, t, cost)
 	}
-	sh.unk++
+	sh.unknown++
 }
 
 // Totals sums the counters of all keys.
 func (c *WindowChecker) Totals() OverspendTotals {
 	t := OverspendTotals{ByCause: map[string]int64{}}
+	var byCause [overspendCauseSlots]int64
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		t.Allowed += sh.allowed
-		t.Denied += sh.denied
-		t.OverspendRequests += sh.overRequests
-		t.FalseDenies += sh.falseDenies
-		t.OverspendTokens += sh.over
-		t.Unknown += sh.unk
-		t.Withdrawn += sh.withdrawn
-		c.causes.add(t.ByCause, &sh.byCause)
+		sh.addTo(&t, &byCause)
 		sh.mu.Unlock()
 	}
+	c.causes.add(t.ByCause, &byCause)
 	return t
 }
 
