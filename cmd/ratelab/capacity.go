@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -159,12 +158,7 @@ not guessed. Prints every step of the reasoning.`,
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				b, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(out, string(b))
-				return err
+				return printJSON(out, res)
 			}
 			for i, s := range res.Steps {
 				fmt.Fprintf(out, "%d. %s\n", i+1, s)

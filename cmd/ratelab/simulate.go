@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -75,12 +74,7 @@ through its whole outage. The service time and client part come from --calibrati
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				b, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(out, string(b))
-				return err
+				return printJSON(out, res)
 			}
 			fmt.Fprintf(out, "calibration: %s\n", cal.Source)
 			_, err = fmt.Fprint(out, res.Text())
