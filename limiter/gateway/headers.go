@@ -1,18 +1,30 @@
 package gateway
 
 import (
+	"math"
 	"net/http"
 	"net/textproto"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"ratelab/limiter"
 )
 
-// The response headers the middleware sets. RateLimit-* are the names of the IETF draft
-// "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers, the three-field
-// form); their values are integers: tokens, and seconds for the reset.
+// The response headers the middleware sets. RateLimit-Policy and RateLimit are the structured
+// fields of the current IETF draft "RateLimit header fields for HTTP"
+// (draft-ietf-httpapi-ratelimit-headers): one policy named "burst" with its quota q (the burst,
+// in tokens) and window w (seconds for an empty bucket to refill), and the remaining tokens r and
+// seconds t until the bucket is full again, e.g.
+//
+//	RateLimit-Policy: "burst";q=200;w=2
+//	RateLimit: "burst";r=17;t=2
+//
+// RateLimit-Limit, -Remaining and -Reset are the draft's earlier three-field form, which many
+// clients still read; both are sent.
 const (
+	HeaderPolicy     = "RateLimit-Policy"
+	HeaderRateLimit  = "RateLimit"
 	HeaderLimit      = "RateLimit-Limit"
 	HeaderRemaining  = "RateLimit-Remaining"
 	HeaderReset      = "RateLimit-Reset"
@@ -24,6 +36,8 @@ const (
 // Canonical forms of the header names (textproto.CanonicalMIMEHeaderKey, as Header.Get looks
 // them up), for writing the header map directly without canonicalising on every request.
 var (
+	keyPolicy     = textproto.CanonicalMIMEHeaderKey(HeaderPolicy)
+	keyRateLimit  = textproto.CanonicalMIMEHeaderKey(HeaderRateLimit)
 	keyLimit      = textproto.CanonicalMIMEHeaderKey(HeaderLimit)
 	keyRemaining  = textproto.CanonicalMIMEHeaderKey(HeaderRemaining)
 	keyReset      = textproto.CanonicalMIMEHeaderKey(HeaderReset)
@@ -83,23 +97,56 @@ var sourceValues = func() (v [limiter.FailClosed + 1][]string) {
 // allocation of a decided request (net/http keeps the header value slices until the response
 // is written, so they cannot live on the stack).
 type scratch struct {
-	vals [4]string
+	vals [6]string
 	// body fits {"error":"rate limited","retry_after_ms":N}\n for any int64 N (41+19+2 bytes).
 	body [64]byte
+	// sf holds the two structured fields' bytes: "burst";q=N;w=N and "burst";r=N;t=N, each at
+	// most 14+2*19 bytes.
+	sf [128]byte
+}
+
+// WindowSeconds is the RateLimit-Policy window of a bucket: the seconds an empty bucket takes to
+// refill to its burst, rounded up (at least 1); 0 when the policy is unknown.
+func WindowSeconds(p limiter.BucketPolicy) int64 {
+	if p.Burst <= 0 || !(p.Rate > 0) {
+		return 0
+	}
+	return max(1, int64(math.Ceil(float64(p.Burst)/p.Rate)))
+}
+
+// structured appends `"burst";<a>=<x>;<b>=<y>` to buf and returns the field as a string that
+// shares buf's bytes (sc lives until the response is written, and net/http only reads it).
+func structured(buf []byte, a string, x int64, b string, y int64) ([]byte, string) {
+	start := len(buf)
+	buf = append(buf, `"burst";`...)
+	buf = append(buf, a...)
+	buf = strconv.AppendInt(append(buf, '='), x, 10)
+	buf = append(append(buf, ';'), b...)
+	buf = strconv.AppendInt(append(buf, '='), y, 10)
+	field := buf[start:]
+	return buf, unsafe.String(unsafe.SliceData(field), len(field))
 }
 
 // setDecisionHeaders writes the RateLimit headers of d, and Retry-After when d is a denial,
-// with values in sc. limit is the policy's burst in tokens; limit <= 0 (unknown) omits
-// RateLimit-Limit.
-func setDecisionHeaders(h http.Header, sc *scratch, d limiter.Decision, limit int64) {
+// with values in sc. p is the policy that decided (its burst and rate); a zero p (unknown)
+// omits RateLimit-Limit and RateLimit-Policy.
+func setDecisionHeaders(h http.Header, sc *scratch, d limiter.Decision, p limiter.BucketPolicy) {
 	vals := &sc.vals
-	vals[0] = itoa(max(0, d.Remaining))
-	vals[1] = itoa(ResetSeconds(d))
+	remaining, reset := max(0, d.Remaining), ResetSeconds(d)
+	vals[0] = itoa(remaining)
+	vals[1] = itoa(reset)
 	h[keyRemaining] = vals[0:1:1]
 	h[keyReset] = vals[1:2:2]
-	if limit > 0 {
-		vals[2] = itoa(limit)
+	buf := sc.sf[:0]
+	buf, vals[4] = structured(buf, "r", remaining, "t", reset)
+	h[keyRateLimit] = vals[4:5:5]
+	if p.Burst > 0 {
+		vals[2] = itoa(p.Burst)
 		h[keyLimit] = vals[2:3:3]
+		if w := WindowSeconds(p); w > 0 {
+			_, vals[5] = structured(buf, "q", p.Burst, "w", w)
+			h[keyPolicy] = vals[5:6:6]
+		}
 	}
 	if !d.Allowed {
 		vals[3] = itoa(RetryAfterSeconds(d))

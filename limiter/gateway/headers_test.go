@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,12 +45,46 @@ func TestDecisionHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := http.Header{}
-			setDecisionHeaders(h, new(scratch), tc.have, tc.limit)
+			var p limiter.BucketPolicy // unknown when limit is 0
+			if tc.limit > 0 {
+				p = limiter.BucketPolicy{Rate: 100, Burst: tc.limit}
+			}
+			setDecisionHeaders(h, new(scratch), tc.have, p)
 			have := want{h.Get(HeaderLimit), h.Get(HeaderRemaining), h.Get(HeaderReset), h.Get(HeaderRetryAfter), h.Get(HeaderSource)}
 			if have != tc.want {
 				t.Errorf("headers of %+v limit %d:\nhave %+v\nwant %+v", tc.have, tc.limit, have, tc.want)
 			}
+			// The structured fields carry the same numbers: r and t as Remaining and Reset, and
+			// the policy's window is the seconds 100 tokens/s take to refill the burst.
+			if rl, want := h.Get(HeaderRateLimit), `"burst";r=`+tc.want.remaining+`;t=`+tc.want.reset; rl != want {
+				t.Errorf("%s = %q, want %q", HeaderRateLimit, rl, want)
+			}
+			wantPolicy := ""
+			if tc.limit > 0 {
+				wantPolicy = `"burst";q=` + tc.want.limit + `;w=` + strconv.FormatInt(max(1, (tc.limit+99)/100), 10)
+			}
+			if pol := h.Get(HeaderPolicy); pol != wantPolicy {
+				t.Errorf("%s = %q, want %q", HeaderPolicy, pol, wantPolicy)
+			}
 		})
+	}
+}
+
+func TestWindowSeconds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    limiter.BucketPolicy
+		want int64
+	}{
+		{limiter.BucketPolicy{Rate: 100, Burst: 200}, 2},
+		{limiter.BucketPolicy{Rate: 100, Burst: 150}, 2},
+		{limiter.BucketPolicy{Rate: 1000, Burst: 10}, 1}, // refills in 10 ms: at least 1 s
+		{limiter.BucketPolicy{Rate: 10_000.0 / 86_400, Burst: 10_000}, 86_400},
+		{limiter.BucketPolicy{}, 0},
+	} {
+		if have := WindowSeconds(tc.p); have != tc.want {
+			t.Errorf("WindowSeconds(%+v) = %d, want %d", tc.p, have, tc.want)
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ var (
 //   - identity: the X-API-Key header, else "Authorization: Bearer <key>"; none -> 401 with a
 //     JSON error. The tenant is the key (WithTenantFunc/WithKeyMap map it; an unknown key -> 401);
 //   - endpoint: DefaultEndpoint (first path segment) or WithEndpointFunc; cost: 1 or WithCost;
-//   - allowed -> the next handler, with RateLimit-Limit (if the policy is known), RateLimit-Remaining,
+//   - allowed -> the next handler, with RateLimit-Policy and RateLimit-Limit (if the policy is known), RateLimit, RateLimit-Remaining,
 //     RateLimit-Reset and X-RateLimit-Source;
 //   - denied -> 429 with Retry-After (seconds, rounded up, >= 1), the same headers and
 //     {"error":"rate limited","retry_after_ms":N};
@@ -110,13 +110,13 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, bodyLimiterErr)
 		return
 	}
-	var limit int64
+	var policy limiter.BucketPolicy
 	if m.c.limitOf != nil {
-		limit = m.c.limitOf(tenant, endpoint).Burst
+		policy = m.c.limitOf(tenant, endpoint)
 	}
 	h := w.Header()
 	sc := new(scratch)
-	setDecisionHeaders(h, sc, d, limit)
+	setDecisionHeaders(h, sc, d, policy)
 	if !d.Allowed {
 		m.c.metrics.record(endpoint, outcomeDenied, elapsed)
 		writeJSON(w, http.StatusTooManyRequests, deniedBody(sc.body[:0], d))
