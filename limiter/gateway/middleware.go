@@ -92,6 +92,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tenant = t
 	}
 	endpoint := m.c.endpointOf(r)
+	if m.c.hotKeys != nil {
+		m.c.hotKeys.Observe(tenant, endpoint)
+	}
 	cost := int64(DefaultCost)
 	if m.c.costOf != nil {
 		cost = m.c.costOf(r)

@@ -23,6 +23,7 @@ type config struct {
 	costOf     func(*http.Request) int64
 	limitOf    limiter.PolicyFunc
 	metrics    *Metrics
+	hotKeys    *HotKeys
 	now        func() time.Time
 	maxHeader  int
 	timeouts   Timeouts
@@ -104,6 +105,12 @@ func WithPolicyFunc(f limiter.PolicyFunc) Option {
 // NewServer creates a Metrics when none is given.
 func WithMetrics(m *Metrics) Option {
 	return func(c *config) { c.metrics = m }
+}
+
+// WithHotKeys counts every identified request's (tenant, endpoint) in h, a top-K sketch.
+// NewServer creates one (DefaultHotKeys) when none is given and serves it at HotKeysPath.
+func WithHotKeys(h *HotKeys) Option {
+	return func(c *config) { c.hotKeys = h }
 }
 
 // WithClock sets the clock whose time goes into limiter.Request.Now. Default time.Now.

@@ -27,6 +27,7 @@ const (
 const (
 	MetricsPath = "/metrics"
 	HealthPath  = "/healthz"
+	// HotKeysPath (hotkeys.go) serves the top-K sketch of hot keys, hashed.
 )
 
 // Timeouts are the http.Server timeouts of a Server.
@@ -39,11 +40,12 @@ func DefaultTimeouts() Timeouts {
 	return Timeouts{ReadHeader: DefaultReadHeaderTimeout, Read: DefaultReadTimeout, Write: DefaultWriteTimeout, Idle: DefaultIdleTimeout}
 }
 
-// Server is an HTTP gateway: /metrics and /healthz unlimited, every other path through
+// Server is an HTTP gateway: /metrics, /healthz and /debug/hotkeys unlimited, every other path through
 // Middleware to the upstream.
 type Server struct {
 	srv     *http.Server
 	metrics *Metrics
+	hotKeys *HotKeys
 }
 
 // NewServer returns a Server for addr (host:port) limiting with lim in front of upstream
@@ -61,13 +63,19 @@ func NewServer(addr string, lim limiter.Limiter, upstream http.Handler, opts ...
 		c.metrics = NewMetrics()
 		opts = append(opts[:len(opts):len(opts)], WithMetrics(c.metrics))
 	}
+	if c.hotKeys == nil {
+		c.hotKeys = NewHotKeys(DefaultHotKeys)
+		opts = append(opts[:len(opts):len(opts)], WithHotKeys(c.hotKeys))
+	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, c.metrics.Handler())
+	mux.Handle(HotKeysPath, c.hotKeys.Handler())
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
 	})
 	mux.Handle("/", Middleware(lim, opts...)(upstream))
 	return &Server{
+		hotKeys: c.hotKeys,
 		metrics: c.metrics,
 		srv: &http.Server{
 			Addr:              addr,
@@ -80,6 +88,9 @@ func NewServer(addr string, lim limiter.Limiter, upstream http.Handler, opts ...
 		},
 	}, nil
 }
+
+// HotKeys returns the server's top-K sketch of (tenant, endpoint) keys.
+func (s *Server) HotKeys() *HotKeys { return s.hotKeys }
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
