@@ -38,10 +38,14 @@ redis:
 		exit 1; \
 	fi
 
-## demo: install Redis if needed, build, run the hot-tenant scenario on a local 3x1 cluster, write a report
+## demo: install Redis if needed, build, run the guided story (`ratelab demo`, ~90 s); SCENARIO=name runs that one scenario instead
 .PHONY: demo
 demo: redis build
+ifneq ($(filter command line environment,$(origin SCENARIO)),)
 	./$(BIN) run $(SCENARIO)
+else
+	./$(BIN) demo
+endif
 
 ## test: go vet and the whole test suite with the race detector (starts real Redis Clusters)
 .PHONY: test

@@ -56,6 +56,9 @@ type Interval struct {
 	P90Ms float64
 	// Faults is the number of faults injected in this second (see summary.json faults[]).
 	Faults int64
+	// PolicyVersion is the version of the tariffs live at the end of this second (0 when the
+	// run has no tariffs), so a reload shows in the row where the new limits took effect.
+	PolicyVersion int64
 }
 
 // column is one CSV column: its header name and a pointer to its field (exactly one of i, f).
@@ -94,6 +97,7 @@ var columns = [...]column{
 	{name: "max_ms", f: func(r *Interval) *float64 { return &r.MaxMs }},
 	{name: "p90_ms", f: func(r *Interval) *float64 { return &r.P90Ms }},
 	{name: "faults", i: func(r *Interval) *int64 { return &r.Faults }},
+	{name: "policy_version", i: func(r *Interval) *int64 { return &r.PolicyVersion }},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have (DESIGN.md).

@@ -90,6 +90,10 @@ type Load struct {
 	// GeneratorLimited is true when the generator, not the limiter, capped the rate
 	// (requests dropped, or achieved clearly below offered).
 	GeneratorLimited bool `json:"generator_limited"`
+	// ScheduleLagP99Ms is the 99th percentile of how late the generator dispatched requests
+	// after their intended start, in ms. It is part of every latency (measured from the intended
+	// start); a large value means the generator, not the limiter, was slow.
+	ScheduleLagP99Ms float64 `json:"schedule_lag_p99_ms"`
 	// Note says in words why achieved < offered (empty when it is not).
 	Note string `json:"note"`
 }

@@ -71,19 +71,21 @@ func CompareAlgorithms(ctx context.Context, spec *Spec, kinds []string, opts Run
 		needs = needs || s.NeedsCluster()
 	}
 	var flush func() error
-	if needs {
+	// Docker runs start a fresh cluster each; external runs keep their keys apart by prefix and
+	// must never be flushed: only local and running clusters are shared and flushed here.
+	if needs && (spec.Cluster.Provider == "local" || spec.Cluster.Provider == "running") {
 		// One cluster for every run (started here, or the running one), flushed before each.
 		cl, err := openCluster(ctx, spec, opts, logf)
 		if err != nil {
 			return nil, err
 		}
 		defer cl.Close()
-		if spec.Cluster.Provider == "local" {
+		if local, ok := cl.(*cluster.Local); ok && spec.Cluster.Provider == "local" {
 			state := filepath.Join(opts.Out, "cluster-state.json")
 			if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 				return nil, err
 			}
-			if err := cl.SaveState(state); err != nil {
+			if err := local.SaveState(state); err != nil {
 				return nil, err
 			}
 			defer os.Remove(state)
@@ -118,8 +120,10 @@ func CompareAlgorithms(ctx context.Context, spec *Spec, kinds []string, opts Run
 }
 
 // flushCluster empties every primary of cl.
-func flushCluster(ctx context.Context, cl *cluster.Local) error {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
+func flushCluster(ctx context.Context, cl cluster.Cluster) error {
+	o := *cl.ClientOptions() // credentials and TLS, where the provider has them
+	o.MaxRetries = -1
+	c := redis.NewClusterClient(&o)
 	defer c.Close()
 	return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		return n.FlushAll(ctx).Err()

@@ -39,6 +39,7 @@ type driver struct {
 	redirects *redirects   // nil without Redis
 	central   bool         // decisions go to Redis: count them as central ops
 	faults    *faultRunner // nil without faults
+	tariffs   *tariffRun   // nil without tariffs; gives each row its policy version
 	// gateways, when set, are per-gateway limiters (lease mode): worker i decides with
 	// gateways[i % len], so each simulated gateway instance holds its own leases.
 	gateways []limiter.Limiter

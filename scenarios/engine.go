@@ -32,6 +32,15 @@ type RunOptions struct {
 	Logf func(format string, args ...any)
 	// OnInterval is called with every per-second row as it is written.
 	OnInterval func(results.Interval)
+	// PasswordFile holds the password of an external cluster (--password-file); without it the
+	// password comes from $RATELAB_REDIS_PASSWORD. Passwords never come from argv or the spec.
+	PasswordFile string
+	// TLS are the CA, certificate and key files of an external cluster (--tls-ca, --tls-cert,
+	// --tls-key); setting any of them makes the connections TLS.
+	TLS *cluster.TLSFiles
+	// AllowFaults lets a scenario's cluster faults run against an external cluster
+	// (--allow-faults); without it such a run is refused before it starts.
+	AllowFaults bool
 }
 
 // Result is what a run leaves: its directory and its summary.
@@ -87,9 +96,12 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		leases []*limiter.LeaseLimiter
 		lim    limiter.Limiter
 		client *redis.ClusterClient
-		cl     *cluster.Local
-		redir  *redirects
-		secs   = int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
+		cl     cluster.Cluster
+		// cleanup deletes an external run's keys (once); cleanupNote then says what it did.
+		cleanup     = func() error { return nil }
+		cleanupNote string
+		redir       *redirects
+		secs        = int((time.Duration(spec.Duration) + time.Second - 1) / time.Second)
 	)
 	switch spec.Limiter.Kind {
 	case "noop":
@@ -104,6 +116,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		sum.Environment.Provider = "none"
 		sum.Environment.Mode = "local"
 	default:
+		if err := checkProviderFaults(spec, opts); err != nil {
+			return nil, err
+		}
 		cl, err = openCluster(ctx, spec, opts, logf)
 		if err != nil {
 			return nil, err
@@ -121,8 +136,38 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		}
 		sum.Environment.Mode = "central"
 		redir = newRedirects(secs)
-		client = newClusterClient(cl.Addrs(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, redir)
+		client = newClusterClient(cl.ClientOptions(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, redir)
 		defer client.Close()
+		if spec.Cluster.Provider == "external" {
+			// A shared cluster: every key of the run carries the run's prefix, and the run
+			// deletes exactly those keys when it ends, also when it fails half-way.
+			prefix, perr := runKeyPrefix(dir)
+			if perr != nil {
+				return nil, perr
+			}
+			client.AddHook(prefixHook{prefix: prefix})
+			var once sync.Once
+			cleanup = func() error {
+				var cerr error
+				once.Do(func() {
+					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+					defer cancel()
+					n, err := cluster.CleanupPrefix(cctx, client, prefix)
+					logf("external cluster: deleted %d keys with prefix %s", n, prefix)
+					cleanupNote = fmt.Sprintf("; external cluster: keys prefixed %s, %d deleted after the run", prefix, n)
+					if err != nil {
+						cerr = fmt.Errorf("deleting the run's keys (prefix %s) from the external cluster: %w", prefix, err)
+						cleanupNote += " (cleanup failed: " + err.Error() + ")"
+					}
+				})
+				return cerr
+			}
+			defer func() {
+				if cerr := cleanup(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}()
+		}
 		warmPools(ctx, client, spec.Load.Concurrency)
 		if spec.Limiter.Kind != "token-bucket" && spec.Limiter.Kind != "lease" {
 			sum.Environment.Mode = "central " + spec.Limiter.Kind
@@ -177,6 +222,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	tenants := tenantNames(spec.Tenants.Count)
 	checker := newEnvelope(spec, tenants, names, policy, tariffs)
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	d.tariffs = tariffs // each row records the policy version live at its end
 	for _, l := range leases {
 		d.gateways = append(d.gateways, l)
 	}
@@ -295,6 +341,8 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		sum.Overspend.BoundTokens += bound
 		measureRecovery(sum.Faults, rows)
 	}
+	cleanupErr := cleanup()
+	sum.Load.Note += cleanupNote
 	sum.SLO = spec.SLO.Evaluate(sum)
 	if writeErr != nil {
 		return &Result{Dir: dir, Summary: sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, writeErr)
@@ -302,7 +350,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	if err := writeRunFiles(dir, sum, total.hist); err != nil {
 		return &Result{Dir: dir, Summary: sum}, err
 	}
-	return &Result{Dir: dir, Summary: sum}, nil
+	return &Result{Dir: dir, Summary: sum}, cleanupErr
 }
 
 func writeRunFiles(dir string, sum *results.Summary, h *results.Histogram) error {
@@ -318,34 +366,6 @@ func writeRunFiles(dir string, sum *results.Summary, h *results.Histogram) error
 		return err
 	}
 	return results.WriteSummary(filepath.Join(dir, results.SummaryFile), sum)
-}
-
-// openCluster starts a local cluster or attaches to the one `ratelab cluster up` left running.
-func openCluster(ctx context.Context, spec *Spec, opts RunOptions, logf func(string, ...any)) (*cluster.Local, error) {
-	if spec.Cluster.Provider == "running" {
-		state := opts.StateFile
-		if state == "" {
-			state = cluster.DefaultStateFile()
-		}
-		cl, err := cluster.Attach(ctx, state)
-		if err != nil {
-			return nil, fmt.Errorf("cluster.provider running: %w (start one with `ratelab cluster up`)", err)
-		}
-		return cl, nil
-	}
-	logf("starting a local Redis Cluster: %d primaries x %d replicas", spec.Cluster.Primaries, *spec.Cluster.Replicas)
-	cl, err := cluster.StartLocal(ctx, cluster.Options{
-		Primaries:   spec.Cluster.Primaries,
-		Replicas:    *spec.Cluster.Replicas,
-		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
-		// A latency fault needs every connection, replication included, through a proxy.
-		Proxy: spec.hasFault(FaultLatency),
-		Logf:  logf,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cl, nil
 }
 
 // preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts

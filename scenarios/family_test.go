@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,9 +247,9 @@ func TestEngineTariffFileReload(t *testing.T) {
 	// The file changes after the first row (~1 s) and is re-read within a second: 4 s leave room
 	// on a loaded machine.
 	spec.Duration = Duration(4 * time.Second)
-	var rows int
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), OnInterval: func(results.Interval) {
-		if rows++; rows == 1 {
+	var rows []results.Interval
+	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), OnInterval: func(iv results.Interval) {
+		if rows = append(rows, iv); len(rows) == 1 {
 			write("2")
 		}
 	}})
@@ -254,13 +257,64 @@ func TestEngineTariffFileReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	note := res.Summary.Load.Note
-	if !strings.Contains(note, "tariffs: version 1 at the start, version 2 from t=") {
-		t.Errorf("note %q: want the reload to version 2 recorded", note)
+	const noteReload = "tariffs: version 1 at the start, version 2 from t="
+	if !strings.Contains(note, noteReload) {
+		t.Fatalf("note %q: want the reload to version 2 recorded", note)
+	}
+	// The summary's schedule lag field is the number the note states.
+	if lag := fmt.Sprintf("schedule lag p99 %.3f ms", res.Summary.Load.ScheduleLagP99Ms); !strings.Contains(note, lag) {
+		t.Errorf("note %q: want %q (load.schedule_lag_p99_ms)", note, lag)
+	}
+	// The policy_version column changes 1 -> 2 in the second the note gives for the reload.
+	var reloadAt float64
+	if _, err := fmt.Sscanf(note[strings.Index(note, noteReload)+len(noteReload):], "%gs", &reloadAt); err != nil {
+		t.Fatalf("note %q: reading the reload time: %v", note, err)
+	}
+	t.Logf("policy_version by second %v, reload at t=%.1fs", policyVersions(rows), reloadAt)
+	if len(rows) == 0 || rows[0].PolicyVersion != 1 || rows[len(rows)-1].PolicyVersion != 2 {
+		t.Fatalf("policy_version by second %v: want 1 first and 2 last", policyVersions(rows))
+	}
+	for _, iv := range rows {
+		// The note rounds to 0.1 s: a second ending within that of the reload may go either way.
+		end := iv.TS + 1
+		if want := int64(1 + b2i(end > reloadAt)); math.Abs(end-reloadAt) > 0.1 && iv.PolicyVersion != want {
+			t.Errorf("policy_version by second %v, reload at t=%.1fs: second %g has %d, want %d",
+				policyVersions(rows), reloadAt, iv.TS, iv.PolicyVersion, want)
+		}
+	}
+	// The timeseries file carries the column.
+	f, err := os.Open(filepath.Join(res.Dir, results.TimeseriesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	written, err := results.ReadTimeseries(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(policyVersions(written), policyVersions(rows)) {
+		t.Errorf("timeseries.csv policy_version %v, the run emitted %v", policyVersions(written), policyVersions(rows))
 	}
 	// Same limits in both versions: the in-process twin matches the envelope exactly.
 	if o := res.Summary.Overspend; o.Requests != 0 {
 		t.Errorf("overspend %+v: want none", o)
 	}
+}
+
+// policyVersions lists each row's policy_version.
+func policyVersions(rows []results.Interval) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.PolicyVersion
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestEngineClockSkewOnTheTwin shows the clock-skew mechanics without Redis: the in-process

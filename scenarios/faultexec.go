@@ -27,7 +27,7 @@ const causeGrace = time.Second
 // event. While a fault is active its cause (failover, pause, latency, ...) is attached to central
 // decisions so their overspend is attributed to it.
 type faultRunner struct {
-	cl     *cluster.Local
+	cl     cluster.Cluster
 	specs  []FaultSpec
 	nodes  []cluster.Node // as started: node:N indexes this
 	hotKey string         // a key of the hottest tenant
@@ -56,7 +56,7 @@ type faultRunner struct {
 	wg     sync.WaitGroup
 }
 
-func newFaultRunner(cl *cluster.Local, specs []FaultSpec, hotKey string, keyOf func(string) string, causeFor func(string) Cause, logf func(string, ...any)) *faultRunner {
+func newFaultRunner(cl cluster.Cluster, specs []FaultSpec, hotKey string, keyOf func(string) string, causeFor func(string) Cause, logf func(string, ...any)) *faultRunner {
 	r := &faultRunner{cl: cl, specs: append([]FaultSpec(nil), specs...), hotKey: hotKey, keyOf: keyOf, causeFor: causeFor, logf: logf}
 	if cl != nil {
 		// Gateway faults run without a cluster (limiter.kind memory).
@@ -155,8 +155,15 @@ func (r *faultRunner) resolve(f FaultSpec) ([]string, string, error) {
 		return []string{k}, "killed = " + k, nil
 	case t == "all":
 		var addrs []string
-		for _, n := range r.cl.Nodes() {
-			if n.Pid != 0 && (f.Kind != FaultScriptFlush || n.Role == cluster.RolePrimary) {
+		nodes := r.cl.Nodes()
+		// Local and docker nodes carry a pid, 0 while a node is down; an external cluster's
+		// never do, so without any pid every node counts as up.
+		pids := false
+		for _, n := range nodes {
+			pids = pids || n.Pid != 0
+		}
+		for _, n := range nodes {
+			if (n.Pid != 0 || !pids) && (f.Kind != FaultScriptFlush || n.Role == cluster.RolePrimary) {
 				addrs = append(addrs, n.Addr)
 			}
 		}
@@ -205,7 +212,7 @@ func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string
 		}
 		r.noteReplicationGap(ctx, addr)
 		defer r.holdUntilHealthy(ctx, "failover")()
-		return clusterFailover(ctx, reps[0].Addr, f.Mode)
+		return r.clusterFailover(ctx, reps[0].Addr, f.Mode)
 	case FaultPause:
 		defer r.hold("pause")()
 		for _, a := range targets {
@@ -265,7 +272,7 @@ func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string
 	case FaultScriptFlush:
 		defer r.hold("noscript")()
 		for _, a := range targets {
-			c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+			c := r.nodeClient(a)
 			err := c.ScriptFlush(ctx).Err()
 			c.Close()
 			if err != nil {
@@ -297,7 +304,7 @@ func (r *faultRunner) busiestSlots(from string, n int) ([]int, error) {
 		traffic = r.slotTraffic()
 	}
 	// One CLUSTER SLOTS from the source: asking per slot would take longer than the run.
-	c := redis.NewClient(&redis.Options{Addr: from, MaxRetries: -1})
+	c := r.nodeClient(from)
 	defer c.Close()
 	ranges, err := c.ClusterSlots(context.Background()).Result()
 	if err != nil {
@@ -353,10 +360,10 @@ func (r *faultRunner) noteReplicationGap(ctx context.Context, addr string) {
 		best = max(best, off)
 	}
 	for _, n := range r.cl.ReplicasOf(addr) {
-		best = max(best, replicaOffset(ctx, n))
+		best = max(best, r.replicaOffset(ctx, n))
 	}
 	gap := max(primary-best, 0)
-	writes := nodeWrites(ctx, addr)
+	writes := r.nodeWrites(ctx, addr)
 	if writes <= 0 {
 		return
 	}
@@ -369,12 +376,12 @@ func (r *faultRunner) noteReplicationGap(ctx context.Context, addr string) {
 
 // replicaOffset is the replication offset a replica has applied (INFO replication on the
 // replica itself), or 0.
-func replicaOffset(ctx context.Context, n cluster.Node) int64 {
+func (r *faultRunner) replicaOffset(ctx context.Context, n cluster.Node) int64 {
 	addr := n.RealAddr
 	if addr == "" {
 		addr = n.Addr
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	c := r.nodeClient(addr)
 	defer c.Close()
 	s, err := c.Info(ctx, "replication").Result()
 	if err != nil {
@@ -390,8 +397,8 @@ func replicaOffset(ctx context.Context, n cluster.Node) int64 {
 }
 
 // nodeWrites counts the script calls a node has executed (INFO commandstats).
-func nodeWrites(ctx context.Context, addr string) int64 {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+func (r *faultRunner) nodeWrites(ctx context.Context, addr string) int64 {
+	c := r.nodeClient(addr)
 	defer c.Close()
 	s, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
@@ -410,6 +417,17 @@ func nodeWrites(ctx context.Context, addr string) int64 {
 		}
 	}
 	return n
+}
+
+// nodeClient is a client of the single node on addr with the cluster's user, password and TLS
+// (a plain client without them would be refused by a cluster with RequirePass or TLS).
+func (r *faultRunner) nodeClient(addr string) *redis.Client {
+	o := &redis.Options{Addr: addr, MaxRetries: -1}
+	if r.cl != nil {
+		co := r.cl.ClientOptions()
+		o.Username, o.Password, o.TLSConfig = co.Username, co.Password, co.TLSConfig
+	}
+	return redis.NewClient(o)
 }
 
 // hold attaches cause to decisions until the returned func is called.
@@ -440,8 +458,8 @@ func (r *faultRunner) holdUntilHealthy(ctx context.Context, cause string) func()
 }
 
 // clusterFailover asks a replica to take over its primary's slots.
-func clusterFailover(ctx context.Context, replica, mode string) error {
-	c := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1})
+func (r *faultRunner) clusterFailover(ctx context.Context, replica, mode string) error {
+	c := r.nodeClient(replica)
 	defer c.Close()
 	args := []any{"cluster", "failover"}
 	if mode == "force" || mode == "takeover" {

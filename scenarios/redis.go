@@ -116,23 +116,25 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // no hidden retries (MaxRetries -1 and one dial attempt: go-redis would otherwise retry and
 // multiply latency during an outage), context deadlines honoured (ContextTimeoutEnabled), short socket timeouts, a pool large
 // enough for the workers, and redirect-counting hooks on every node client.
-func newClusterClient(addrs []string, timeout time.Duration, workers int, r *redirects) *redis.ClusterClient {
+//
+// base comes from the provider (cluster.Cluster.ClientOptions): addresses and, where the
+// provider has them, user, password and TLS; everything else is set here.
+func newClusterClient(base *redis.ClusterOptions, timeout time.Duration, workers int, r *redirects) *redis.ClusterClient {
 	perNode := max(workers, 10)
-	c := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 addrs,
-		MaxRetries:            -1,
-		MaxRedirects:          3,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           time.Second,
-		// go-redis re-dials 5 times, 100 ms apart, by default, even with MaxRetries -1: a dead
-		// node would show up as a 500 ms stall and a timeout instead of a connection error.
-		DialerRetries: 1,
-		ReadTimeout:   max(timeout, 10*time.Millisecond),
-		WriteTimeout:  max(timeout, 10*time.Millisecond),
-		PoolSize:      perNode,
-		MinIdleConns:  0,
-		PoolTimeout:   timeout,
-	})
+	o := *base
+	o.MaxRetries = -1
+	o.MaxRedirects = 3
+	o.ContextTimeoutEnabled = true
+	o.DialTimeout = time.Second
+	// go-redis re-dials 5 times, 100 ms apart, by default, even with MaxRetries -1: a dead
+	// node would show up as a 500 ms stall and a timeout instead of a connection error.
+	o.DialerRetries = 1
+	o.ReadTimeout = max(timeout, 10*time.Millisecond)
+	o.WriteTimeout = max(timeout, 10*time.Millisecond)
+	o.PoolSize = perNode
+	o.MinIdleConns = 0
+	o.PoolTimeout = timeout
+	c := redis.NewClusterClient(&o)
 	// go-redis logs every failed dial; during a fault that is thousands of lines on stderr. The
 	// run counts them instead (errors.conn, errors.timeout).
 	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"ratelab/scenarios/cluster"
 )
 
 // Defaults for fields a scenario may leave out.
@@ -196,9 +198,15 @@ type BreakerCfg struct {
 
 // ClusterCfg is the Redis Cluster the limiter runs on.
 type ClusterCfg struct {
-	// Provider: local (redis-server child processes, default) or running (the cluster started by
-	// `ratelab cluster up`).
+	// Provider: local (redis-server child processes, default), running (the cluster started by
+	// `ratelab cluster up`), docker (containers started through the Docker API) or external (a
+	// cluster someone else runs, at URL).
 	Provider string `yaml:"provider,omitempty"`
+	// URL locates an external cluster: redis://[user@]host:port[,host:port...] or rediss:// for
+	// TLS. Required with provider external, refused otherwise. It never holds a password.
+	URL string `yaml:"url,omitempty"`
+	// Image is the Redis image of provider docker; empty means the docker package's default.
+	Image string `yaml:"image,omitempty"`
 	// Primaries, default 3 (0 or absent means the default).
 	Primaries int `yaml:"primaries,omitempty"`
 	// Replicas per primary, default 1 (0 is allowed: no failover possible).
@@ -567,9 +575,21 @@ func (s *Spec) Validate() error {
 		bad("limiter.timeout", t, "must be between 1ms and 10s")
 	}
 	switch s.Cluster.Provider {
-	case "local", "running":
+	case "local", "running", "docker":
+		if s.Cluster.URL != "" {
+			bad("cluster.url", cluster.RedactURL(s.Cluster.URL), "only provider external takes a URL; set cluster.provider: external or drop cluster.url")
+		}
+	case "external":
+		if s.Cluster.URL == "" {
+			bad("cluster.url", `""`, "provider external needs redis://[user@]host:port[,host:port...] (or rediss:// for TLS)")
+		} else if _, err := cluster.ParseExternal(s.Cluster.URL); err != nil {
+			bad("cluster.url", cluster.RedactURL(s.Cluster.URL), err.Error())
+		}
 	default:
-		bad("cluster.provider", fmt.Sprintf("%q", s.Cluster.Provider), "use local or running")
+		bad("cluster.provider", fmt.Sprintf("%q", s.Cluster.Provider), "use local, running, docker or external")
+	}
+	if s.Cluster.Image != "" && s.Cluster.Provider != "docker" {
+		bad("cluster.image", s.Cluster.Image, "only provider docker runs an image; set cluster.provider: docker or drop cluster.image")
 	}
 	if s.Cluster.Primaries < 1 || s.Cluster.Primaries > 64 {
 		bad("cluster.primaries", s.Cluster.Primaries, "must be between 1 and 64")

@@ -59,6 +59,9 @@ func (d *driver) interval(sec int, s *secStats) results.Interval {
 	if d.central {
 		iv.CentralOps = s.allowed + s.denied + s.errors()
 	}
+	if d.tariffs != nil {
+		iv.PolicyVersion = d.tariffs.versionAt(d.base.Add(time.Duration(sec+1) * time.Second))
+	}
 	if s.hist.Count() > 0 {
 		iv.P50Ms = s.hist.QuantileMs(50)
 		iv.P90Ms = s.hist.QuantileMs(90)
@@ -67,6 +70,23 @@ func (d *driver) interval(sec int, s *secStats) results.Interval {
 		iv.MaxMs = s.hist.MaxMs()
 	}
 	return iv
+}
+
+// versionAt returns the version of the tariffs that was live at t: the last change recorded at
+// or before t. A row is written after its second ends, so every change inside the second has
+// been recorded by then; reading the cache's current version instead would also count a reload
+// that happened while the row waited for its last decisions.
+func (tr *tariffRun) versionAt(t time.Time) int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	v := tr.first
+	for _, c := range tr.changes {
+		if c.at.After(t) {
+			break
+		}
+		v = c.to
+	}
+	return v
 }
 
 // achievedFloor is the share of the offered rate below which a run is called generator-limited.
@@ -87,6 +107,7 @@ func fillSummary(sum *results.Summary, spec *Spec, d *driver, t *secStats, ran t
 		sum.Load.AchievedRPS = float64(decisions) / secs
 	}
 	lagP99 := d.lag.QuantileMs(99)
+	sum.Load.ScheduleLagP99Ms = lagP99
 	var notes []string
 	if offered > 0 && float64(decisions) < achievedFloor*float64(offered) {
 		sum.Load.GeneratorLimited = true

@@ -57,6 +57,23 @@ type runOptions struct {
 	memProfile  string
 	slo         []string
 	repeat      int
+	// External and docker clusters (see docs/clusters.md).
+	passwordFile string
+	tlsCA        string
+	tlsCert      string
+	tlsKey       string
+	allowFaults  bool
+	dockerImage  string
+}
+
+// clusterOptions copies the flags of external clusters into run options. The password is read
+// from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
+func (o runOptions) clusterOptions(r *scenarios.RunOptions) {
+	r.PasswordFile = o.passwordFile
+	r.AllowFaults = o.allowFaults
+	if o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
+		r.TLS = &cluster.TLSFiles{CAFile: o.tlsCA, CertFile: o.tlsCert, KeyFile: o.tlsKey}
+	}
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,7 +103,15 @@ what it measured and no further one starts.`,
 	f.Float64Var(&o.rate, "rate", 0, "override the offered rate, requests/s")
 	f.Uint64Var(&o.seed, "seed", 0, "override the seed of the request stream")
 	f.StringVar(&o.out, "out", "", "run directory (default out/<scenario>-<time>)")
-	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes), running (the one from `ratelab cluster up`), "+
+		"docker (containers) or an external cluster redis://[user@]host:port[,host:port...] (rediss:// for TLS); "+
+		"its password comes from $"+cluster.PasswordEnv+" or --password-file, never from the URL")
+	f.StringVar(&o.passwordFile, "password-file", "", "file whose first line is the external cluster's password (default $"+cluster.PasswordEnv+")")
+	f.StringVar(&o.tlsCA, "tls-ca", "", "CA certificate (PEM) that signed the external cluster's certificates; implies TLS")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "client certificate (PEM) for an external cluster that requires one; implies TLS")
+	f.StringVar(&o.tlsKey, "tls-key", "", "key (PEM) of --tls-cert")
+	f.BoolVar(&o.allowFaults, "allow-faults", false, "let the scenario's cluster faults run against an external cluster (refused without it: the cluster may be shared)")
+	f.StringVar(&o.dockerImage, "docker-image", "", "Redis image of --cluster docker (default the official Redis 7 image)")
 	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
 	f.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency (worker goroutines)")
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
@@ -128,6 +153,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		StateFile: o.stateFile,
 		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) },
 	}
+	o.clusterOptions(&opts)
 	if !o.quiet {
 		opts.OnInterval = progressLine(stderr)
 	}
@@ -179,7 +205,16 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Seed = o.seed
 	}
 	if set("cluster") {
-		spec.Cluster.Provider = o.cluster
+		spec.Cluster.Provider, spec.Cluster.URL = o.cluster, ""
+		if strings.HasPrefix(o.cluster, "redis://") || strings.HasPrefix(o.cluster, "rediss://") {
+			spec.Cluster.Provider, spec.Cluster.URL = "external", o.cluster
+		}
+		if spec.Cluster.Provider != "docker" {
+			spec.Cluster.Image = ""
+		}
+	}
+	if set("docker-image") {
+		spec.Cluster.Image = o.dockerImage
 	}
 	if set("concurrency") {
 		spec.Load.Concurrency = o.concurrency
@@ -326,6 +361,7 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 		}
 		logf("repetition %d of %d -> %s", i, o.repeat, dir)
 		ropts := scenarios.RunOptions{Out: dir, Version: version, StateFile: stateFile, Logf: logf}
+		o.clusterOptions(&ropts)
 		if !o.quiet {
 			ropts.OnInterval = progressLine(stderr)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,5 +41,85 @@ func newScenariosCmd() *cobra.Command {
 			return err
 		},
 	})
+	cmd.AddCommand(newCompareAlgorithmsCmd())
 	return cmd
+}
+
+// compareAlgorithmsOptions are the flags of `ratelab scenarios compare-algorithms`.
+type compareAlgorithmsOptions struct {
+	kinds     []string
+	duration  time.Duration
+	out       string
+	cluster   string
+	stateFile string
+}
+
+func newCompareAlgorithmsCmd() *cobra.Command {
+	var o compareAlgorithmsOptions
+	cmd := &cobra.Command{
+		Use:   "compare-algorithms NAME|FILE",
+		Short: "Run one scenario once per limiter algorithm on the same trace and tabulate the results",
+		Long: `Run the scenario once per limiter kind with the same seed, load and policy, and print a
+Markdown table per algorithm: allowed, overspend, false denies, Redis operations per decision,
+p99 latency and achieved rate. The policy must be written as {limit: L, window: W} (the window
+kinds read it as a limit per window, the bucket kinds as burst L refilled at L per W); see the
+built-in algorithms-compare. With a local cluster one cluster serves every run and is flushed
+between them. Each run's full results go to OUT/<kind>.`,
+		Example: `  ratelab scenarios compare-algorithms algorithms-compare
+  ratelab scenarios compare-algorithms algorithms-compare --kinds token-bucket,gcra --duration 3s`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompareAlgorithms(cmd, args[0], o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.kinds, "kinds", nil, "limiter kinds to compare, comma-separated (default: all of "+
+		fmt.Sprint(scenarios.CompareKinds)+")")
+	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration of each run (e.g. 3s)")
+	f.StringVar(&o.out, "out", "", "directory of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
+	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
+	return cmd
+}
+
+func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOptions) error {
+	spec, err := scenarios.Resolve(name)
+	if err != nil {
+		return err
+	}
+	set := cmd.Flags().Changed
+	if set("duration") {
+		if o.duration <= 0 {
+			return fmt.Errorf("--duration %s: want a positive duration such as 3s", o.duration)
+		}
+		spec.Duration = scenarios.Duration(o.duration)
+	}
+	if set("cluster") {
+		spec.Cluster.Provider = o.cluster
+	}
+	ctx, stop := interruptContext(cmd.Context())
+	defer stop()
+	stderr := cmd.ErrOrStderr()
+	rows, err := scenarios.CompareAlgorithms(ctx, spec, o.kinds, scenarios.RunOptions{
+		Out:       o.out,
+		Version:   version,
+		StateFile: o.stateFile,
+		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) },
+	})
+	// Print what was measured even when a later kind failed or the run was interrupted.
+	if len(rows) > 0 {
+		if _, werr := fmt.Fprint(cmd.OutOrStdout(), scenarios.FormatAlgorithms(rows)); werr != nil && err == nil {
+			err = werr
+		}
+		for _, r := range rows {
+			fmt.Fprintf(stderr, "ratelab: %s: %s\n", r.Kind, r.Dir)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d algorithm runs written, the last one may be partial", len(rows))}
+	}
+	return nil
 }

@@ -28,17 +28,6 @@ func TestParseBenchCSV(t *testing.T) {
 	}
 }
 
-func TestScheduleLagP99(t *testing.T) {
-	t.Parallel()
-	have, err := scheduleLagP99("achieved 10 of 20 requests/s; schedule lag p99 0.125 ms (time from intended start to dispatch; counted in latency)")
-	if err != nil || have != 0.125 {
-		t.Fatalf("scheduleLagP99 = %v, %v; want 0.125", have, err)
-	}
-	if _, err := scheduleLagP99("no lag here"); err == nil {
-		t.Fatal("a note without the lag: no error")
-	}
-}
-
 func TestNum(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

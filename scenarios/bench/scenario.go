@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"ratelab/results"
 	"ratelab/scenarios"
@@ -35,26 +33,10 @@ func runGenerator(ctx context.Context, opts Options, dir string) (Generator, err
 	if err != nil {
 		return Generator{}, err
 	}
-	lag, err := scheduleLagP99(sum.Load.Note)
-	if err != nil {
-		return Generator{}, err
-	}
 	return Generator{
 		OfferedRPS: sum.Load.OfferedRPS, DecisionsPerSec: sum.Load.AchievedRPS, Dropped: sum.Load.Dropped,
-		ScheduleLagP99: lag, LatencyP99Ms: sum.LatencyMs.P99,
+		ScheduleLagP99: sum.Load.ScheduleLagP99Ms, LatencyP99Ms: sum.LatencyMs.P99,
 	}, nil
-}
-
-// lagNote is how the engine states the schedule lag in load.note (scenarios/summary.go); the
-// summary has no field for it.
-var lagNote = regexp.MustCompile(`schedule lag p99 ([0-9.]+) ms`)
-
-func scheduleLagP99(note string) (float64, error) {
-	m := lagNote.FindStringSubmatch(note)
-	if m == nil {
-		return 0, fmt.Errorf("bench: the generator's load.note %q has no \"schedule lag p99 N ms\"", note)
-	}
-	return strconv.ParseFloat(m[1], 64)
 }
 
 // runLease is section 5: the built-in hot-tenant-lease scenario (100,000 offered, 2 gateways x

@@ -78,10 +78,28 @@ func parseReplOffsets(info map[string]string) (int64, map[string]int64, error) {
 			}
 		}
 		off, err := strconv.ParseInt(fields["offset"], 10, 64)
-		if err != nil || fields["ip"] == "" || fields["port"] == "" {
-			return 0, nil, fmt.Errorf("%s line %q: want ip=,port=,offset=", k, v)
+		port, perr := strconv.Atoi(fields["port"])
+		if err != nil || !validHost(fields["ip"]) || perr != nil || port <= 0 || port > 65535 {
+			return 0, nil, fmt.Errorf("%s line %q: want ip=HOST,port=1..65535,offset=N", k, v)
 		}
 		replicas[net.JoinHostPort(fields["ip"], fields["port"])] = off
 	}
 	return primary, replicas, nil
+}
+
+// validHost reports whether h is an IP address or a DNS name (letters, digits, '-', '.'), what
+// Redis puts in a replica's ip= field; anything else would make an address nobody can dial.
+func validHost(h string) bool {
+	if h == "" {
+		return false
+	}
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

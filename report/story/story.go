@@ -1,0 +1,269 @@
+// Package story is `ratelab demo`: a guided sequence of short scenario runs that walks the
+// argument of the project (the fixed window's boundary burst, the token bucket, a hot tenant on
+// one shard, fail-open vs fail-closed under a paused primary, leases cutting Redis load) and
+// ends with one HTML page linking every step's numbers, plots and report.
+package story
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"ratelab/report"
+	"ratelab/results"
+	"ratelab/scenarios"
+)
+
+// Options are the knobs of one demo.
+type Options struct {
+	// Out is the demo directory: one sub-directory per run and index.html.
+	Out string
+	// Quick shortens every run to about 2 s (for tests and a first look).
+	Quick bool
+	// Version is ratelab's version, recorded in every summary.
+	Version string
+	// Logf receives progress messages; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+// Run is one scenario run of a step, as the index shows it.
+type Run struct {
+	// Label names the run inside its step ("fixed window", "token bucket").
+	Label string
+	// Dir is the run directory relative to the demo directory.
+	Dir string
+	// Summary is the run's summary.json.
+	Summary *results.Summary
+}
+
+// Fact is one key number of a step, already formatted.
+type Fact struct {
+	Label, Value string
+}
+
+// Step is one chapter of the story with what its runs measured.
+type Step struct {
+	Title     string
+	Narration []string
+	Runs      []Run
+	// Facts are the numbers picked from the runs' summaries (see facts).
+	Facts []Fact
+}
+
+// runPlan is a run still to do: a built-in scenario and the edits the demo makes to it.
+type runPlan struct {
+	label, scenario, dir string
+	edit                 func(s *scenarios.Spec, quick bool)
+}
+
+type stepPlan struct {
+	title     string
+	narration []string
+	runs      []runPlan
+	facts     func(runs []Run) []Fact
+}
+
+// shorten sets the run's duration: full normally, 2 s with --quick.
+func shorten(full time.Duration) func(*scenarios.Spec, bool) {
+	return func(s *scenarios.Spec, quick bool) {
+		s.Duration = scenarios.Duration(full)
+		if quick {
+			s.Duration = scenarios.Duration(2 * time.Second)
+		}
+	}
+}
+
+// withKind is shorten plus a limiter kind override.
+func withKind(full time.Duration, kind string) func(*scenarios.Spec, bool) {
+	return func(s *scenarios.Spec, quick bool) {
+		shorten(full)(s, quick)
+		s.Limiter.Kind = kind
+	}
+}
+
+// pauseEdit shortens a pause scenario and moves its fault so that it still falls inside the run
+// with time to recover after it: at a third of the run, for a third of it.
+func pauseEdit(s *scenarios.Spec, quick bool) {
+	d := 9 * time.Second
+	if quick {
+		d = 3 * time.Second
+	}
+	s.Duration = scenarios.Duration(d)
+	for i := range s.Faults {
+		s.Faults[i].At = scenarios.Duration(d / 3)
+		s.Faults[i].For = scenarios.Duration(d / 3)
+	}
+}
+
+// plan is the story, in order.
+func plan() []stepPlan {
+	return []stepPlan{
+		{
+			title: "1. The fixed window's boundary burst",
+			narration: []string{
+				"A fixed window counts requests per calendar second and resets at the edge. A client that spends its limit at the end of one window and again at the start of the next gets twice the limit in one second.",
+				"The same trace runs through the fixed window and the token bucket (burst 50, refilled at 50/s). Overspend is measured against \"at most the limit in any window\": the fixed window overspends, the token bucket stays at about zero.",
+			},
+			runs: []runPlan{
+				{"fixed window", "fixed-window-boundary", "1-fixed-window", withKind(6*time.Second, "fixed-window")},
+				{"token bucket", "fixed-window-boundary", "1-token-bucket", withKind(6*time.Second, "token-bucket")},
+			},
+			facts: func(r []Run) []Fact {
+				return []Fact{
+					{"fixed window overspend", overspend(r[0].Summary)},
+					{"token bucket overspend", overspend(r[1].Summary)},
+				}
+			},
+		},
+		{
+			title: "2. A hot tenant on one shard",
+			narration: []string{
+				"10,000 tenants with Zipf 0.99 skew: a few tenants make most of the traffic, and every decision for one tenant goes to the one primary that owns its key's slot.",
+				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries.",
+			},
+			runs: []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+			facts: func(r []Run) []Fact {
+				s := r[0].Summary
+				f := []Fact{
+					{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
+					{"p99 latency", fmt.Sprintf("%.2f ms", s.LatencyMs.P99)},
+				}
+				if len(s.HotKeys) > 0 {
+					k := s.HotKeys[0]
+					f = append(f, Fact{"hottest key", fmt.Sprintf("%s (%.1f%% of decisions) on %s", k.Key, 100*k.Share, k.Node)})
+					for _, n := range s.Nodes {
+						if n.Addr == k.Node {
+							f = append(f, Fact{"its node's share of Redis ops", fmt.Sprintf("%.1f%%", 100*n.Share)})
+						}
+					}
+				}
+				return f
+			},
+		},
+		{
+			title: "3. A paused primary: fail open or fail closed",
+			narration: []string{
+				"The hottest tenant's primary is paused (SIGSTOP): it neither answers nor fails. Decisions for its slots time out within a 5 ms budget, and a circuit breaker stops asking it.",
+				"Failing open keeps serving and lets those tenants overspend; failing closed keeps the limit and denies requests that were within it (false denies). Same seed, same fault: pick which error the product can afford.",
+			},
+			runs: []runPlan{
+				{"fail open", "pause-fail-open", "3-fail-open", pauseEdit},
+				{"fail closed", "pause-fail-closed", "3-fail-closed", pauseEdit},
+			},
+			facts: func(r []Run) []Fact {
+				o, c := r[0].Summary, r[1].Summary
+				return []Fact{
+					{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, overspend(o))},
+					{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
+					{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
+					{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
+				}
+			},
+		},
+		{
+			title: "4. Leases cut Redis load, and what they cost",
+			narration: []string{
+				"Each gateway takes up to 50 tokens at once and spends them locally: Redis sees one call per lease instead of one per request.",
+				"The cost is overspend bounded by the leased tokens nobody used yet. Compare the central operations per second with the plain token bucket on the same load.",
+			},
+			runs: []runPlan{
+				{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
+				{"central token bucket", "lease-vs-central", "4-central", withKind(6*time.Second, "token-bucket")},
+			},
+			facts: func(r []Run) []Fact {
+				l, c := r[0].Summary, r[1].Summary
+				red := "n/a"
+				if l.Central.OpsPerS > 0 {
+					red = fmt.Sprintf("%.1fx fewer", c.Central.OpsPerS/l.Central.OpsPerS)
+				}
+				return []Fact{
+					{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
+					{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.BoundTokens)},
+				}
+			},
+		},
+	}
+}
+
+// overspend formats a run's overspend as tokens and ratio.
+func overspend(s *results.Summary) string {
+	return fmt.Sprintf("%d tokens (ratio %.3g)", s.Overspend.Tokens, s.Overspend.Ratio)
+}
+
+// Play runs the story into o.Out and writes index.html after every step, so an interrupted demo
+// (ctx cancelled) still leaves an index of the steps that finished. It returns the finished
+// steps; the error names the run that failed.
+func Play(ctx context.Context, o Options) ([]Step, error) {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	var done []Step
+	for _, sp := range plan() {
+		if ctx.Err() != nil {
+			break
+		}
+		logf("%s", sp.title)
+		st := Step{Title: sp.title, Narration: sp.narration}
+		for _, rp := range sp.runs {
+			if ctx.Err() != nil {
+				break
+			}
+			run, err := playRun(ctx, o, rp, logf)
+			if err != nil && ctx.Err() != nil {
+				// Interrupted before the run measured anything (e.g. while its cluster started):
+				// not a failure, and the index of the finished steps is already written.
+				logf("  %s: interrupted: %v", rp.label, err)
+				break
+			}
+			if err != nil {
+				return done, errors.Join(err, WriteIndex(o.Out, done))
+			}
+			if run.Summary.Interrupted {
+				break
+			}
+			st.Runs = append(st.Runs, run)
+		}
+		if len(st.Runs) < len(sp.runs) {
+			break // interrupted: a half step's numbers would mislead
+		}
+		st.Facts = sp.facts(st.Runs)
+		done = append(done, st)
+		if err := WriteIndex(o.Out, done); err != nil {
+			return done, err
+		}
+	}
+	if len(done) == 0 {
+		return done, WriteIndex(o.Out, done)
+	}
+	return done, nil
+}
+
+func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...any)) (Run, error) {
+	spec, err := scenarios.Builtin(rp.scenario)
+	if err != nil {
+		return Run{}, err
+	}
+	rp.edit(spec, o.Quick)
+	if err := spec.Validate(); err != nil {
+		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
+	}
+	dir := filepath.Join(o.Out, rp.dir)
+	logf("  %s: %s for %s -> %s", rp.label, rp.scenario, time.Duration(spec.Duration), dir)
+	res, err := scenarios.Run(ctx, spec, scenarios.RunOptions{Out: dir, Version: o.Version, Logf: logf})
+	if res == nil {
+		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
+	}
+	if gerr := report.Generate(res.Dir); gerr != nil && err == nil {
+		err = fmt.Errorf("demo run %s: writing its report: %w", rp.dir, gerr)
+	}
+	if err != nil {
+		return Run{}, err
+	}
+	return Run{Label: rp.label, Dir: rp.dir, Summary: res.Summary}, nil
+}
+
+// Steps is the number of steps in the story.
+func Steps() int { return len(plan()) }
