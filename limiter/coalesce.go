@@ -154,14 +154,7 @@ func NewCoalescingBucket(c PipelineScripter, p BucketPolicy, opts ...CoalesceOpt
 
 // Load sends SCRIPT LOAD (to every node through a ClusterClient) and checks the hash.
 func (b *CoalescingBucket) Load(ctx context.Context) error {
-	sha, err := b.c.ScriptLoad(ctx, b.src).Result()
-	if err != nil {
-		return fmt.Errorf("limiter: script load: %w", err)
-	}
-	if sha != b.sha {
-		return fmt.Errorf("%w: SCRIPT LOAD returned sha %q, want %q", ErrBadReply, sha, b.sha)
-	}
-	return nil
+	return loadScript(ctx, b.c, "coalescing token bucket", b.src, b.sha)
 }
 
 // Batches returns how many pipelines were sent (a NOSCRIPT retry pipeline counts too).

@@ -181,14 +181,7 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 // Load sends SCRIPT LOAD of lease.lua (to every node through a ClusterClient) and checks the
 // hash, so that fetches do not pay NOSCRIPT->EVAL.
 func (l *LeaseLimiter) Load(ctx context.Context) error {
-	sha, err := l.c.ScriptLoad(ctx, lua.Lease).Result()
-	if err != nil {
-		return fmt.Errorf("limiter: lease script load: %w", err)
-	}
-	if sha != l.sha {
-		return fmt.Errorf("%w: SCRIPT LOAD of lease.lua returned sha %q, want %q", ErrBadReply, sha, l.sha)
-	}
-	return nil
+	return loadScript(ctx, l.c, "lease", lua.Lease, l.sha)
 }
 
 // CentralCalls returns how many fetches ran the script (a NOSCRIPT->EVAL pair counts once).

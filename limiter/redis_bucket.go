@@ -109,14 +109,7 @@ func NewRedisTokenBucket(c redis.Scripter, p BucketPolicy, opts ...Option) (*Red
 // that Redis hashed the script as Go did. A node restarted or added later still needs the
 // fallback.
 func (b *RedisTokenBucket) Load(ctx context.Context) error {
-	sha, err := b.c.ScriptLoad(ctx, b.src).Result()
-	if err != nil {
-		return fmt.Errorf("limiter: script load: %w", err)
-	}
-	if sha != b.sha {
-		return fmt.Errorf("%w: SCRIPT LOAD returned sha %q, want %q", ErrBadReply, sha, b.sha)
-	}
-	return nil
+	return loadScript(ctx, b.c, "token bucket", b.src, b.sha)
 }
 
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.

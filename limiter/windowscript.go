@@ -66,12 +66,18 @@ func newWindowConfig(name string, opts []Option) (config, error) {
 
 // load sends SCRIPT LOAD and checks that Redis hashed the script as Go did.
 func (s *windowScript) load(ctx context.Context) error {
-	sha, err := s.c.ScriptLoad(ctx, s.src).Result()
+	return loadScript(ctx, s.c, s.name, s.src, s.sha)
+}
+
+// loadScript sends SCRIPT LOAD of src (a ClusterClient sends it to every node, replicas
+// included) and checks that Redis hashed it to sha, as Go did: every Redis limiter's Load.
+func loadScript(ctx context.Context, c redis.Scripter, name, src, sha string) error {
+	got, err := c.ScriptLoad(ctx, src).Result()
 	if err != nil {
-		return fmt.Errorf("limiter: %s: script load: %w", s.name, err)
+		return fmt.Errorf("limiter: %s: script load: %w", name, err)
 	}
-	if sha != s.sha {
-		return fmt.Errorf("%w: %s: SCRIPT LOAD returned sha %q, want %q", ErrBadReply, s.name, sha, s.sha)
+	if got != sha {
+		return fmt.Errorf("%w: %s: SCRIPT LOAD returned sha %q, want %q", ErrBadReply, name, got, sha)
 	}
 	return nil
 }
