@@ -347,25 +347,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	if writeErr != nil {
 		return &Result{Dir: dir, Summary: sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, writeErr)
 	}
-	if err := writeRunFiles(dir, sum, total.hist); err != nil {
+	if err := results.WriteRunFiles(dir, sum, total.hist); err != nil {
 		return &Result{Dir: dir, Summary: sum}, err
 	}
 	return &Result{Dir: dir, Summary: sum}, cleanupErr
-}
-
-func writeRunFiles(dir string, sum *results.Summary, h *results.Histogram) error {
-	f, err := os.Create(filepath.Join(dir, results.HistogramFile))
-	if err != nil {
-		return err
-	}
-	if _, err := h.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", results.HistogramFile, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return results.WriteSummary(filepath.Join(dir, results.SummaryFile), sum)
 }
 
 // preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts
