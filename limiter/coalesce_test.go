@@ -337,39 +337,11 @@ func errString(err error) string {
 // transport on the single-primary cluster, with the same callers as BenchmarkRedisTokenBucket.
 func BenchmarkCoalescingBucket(b *testing.B) {
 	_, c := sharedCluster(b)
-	keys := 1024
-	tenants := make([]string, keys)
-	for i := range tenants {
-		tenants[i] = "bench-" + strconv.Itoa(i)
-	}
 	for _, par := range []int{16, 64} {
 		b.Run("parallelism="+strconv.Itoa(par), func(b *testing.B) {
 			lim := newCoalescing(b, c, limiter.BucketPolicy{Rate: 1e6, Burst: 1e6}, limiter.WithBucketOptions(limiter.WithTimeout(time.Second)))
-			if err := lim.Load(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			var seq, errs atomic.Int64
-			b.SetParallelism(par)
-			b.ReportAllocs()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				r := limiter.Request{Endpoint: "/v1/orders", Cost: 1}
-				i := int(seq.Add(1))
-				for pb.Next() {
-					r.Tenant = tenants[i%keys]
-					r.Now = time.Now()
-					if _, err := lim.Allow(ctx, r); err != nil {
-						errs.Add(1)
-					}
-					i += 13
-				}
-			})
-			reportRate(b, start)
+			benchCentral(b, lim, par)
 			b.ReportMetric(float64(lim.Sent())/float64(max(lim.Batches(), 1)), "decisions/pipeline")
-			if e := errs.Load(); e*100 > int64(b.N) {
-				b.Errorf("%d errors in %d decisions (more than 1%%)", e, b.N)
-			}
 		})
 	}
 }
