@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/report"
 	"ratelab/results"
 	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
@@ -108,17 +107,7 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	if res == nil {
 		return err
 	}
-	reportPath := filepath.Join(res.Dir, report.HTMLFile)
-	if rerr := report.Generate(res.Dir); rerr != nil {
-		reportPath = ""
-		if err == nil {
-			err = fmt.Errorf("writing the report: %w (the run's data is in %s)", rerr, res.Dir)
-		}
-	}
-	if werr := report.WriteText(cmd.OutOrStdout(), res.Summary, reportPath); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
+	if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, err); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "  vegeta       vegeta report %s\n", filepath.Join(res.Dir, attack.ResultsFile))

@@ -162,17 +162,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	if res == nil {
 		return err
 	}
-	reportPath := filepath.Join(res.Dir, "report.html")
-	if rerr := report.Generate(res.Dir); rerr != nil {
-		reportPath = ""
-		if err == nil {
-			err = fmt.Errorf("writing the report: %w (the run's data is in %s)", rerr, res.Dir)
-		}
-	}
-	if werr := report.WriteText(cmd.OutOrStdout(), res.Summary, reportPath); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
+	if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, err); err != nil {
 		return err
 	}
 	if res.Summary.Interrupted {
