@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -101,45 +102,21 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Rate == 0 {
-		o.Rate = DefaultRate
-	}
-	if o.Duration == 0 {
-		o.Duration = DefaultDuration
-	}
-	if o.Pacer == "" {
-		o.Pacer = "constant"
-	}
-	if o.Tenants == 0 {
-		o.Tenants = DefaultTenants
-	}
-	if o.Theta == 0 {
-		o.Theta = DefaultTheta
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
+	o.Rate = cmp.Or(o.Rate, DefaultRate)
+	o.Duration = cmp.Or(o.Duration, DefaultDuration)
+	o.Pacer = cmp.Or(o.Pacer, "constant")
+	o.Tenants = cmp.Or(o.Tenants, DefaultTenants)
+	o.Theta = cmp.Or(o.Theta, DefaultTheta)
+	o.Seed = cmp.Or(o.Seed, DefaultSeed)
 	if len(o.Endpoints) == 0 {
 		o.Endpoints = []string{DefaultEndpoint}
 	}
-	if o.TenantPrefix == "" {
-		o.TenantPrefix = trace.DefaultTenantPrefix
-	}
-	if o.Speed == 0 {
-		o.Speed = 1
-	}
-	if o.KeyHeader == "" {
-		o.KeyHeader = DefaultKeyHeader
-	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.MaxWorkers == 0 {
-		o.MaxWorkers = DefaultMaxWorkers
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
+	o.TenantPrefix = cmp.Or(o.TenantPrefix, trace.DefaultTenantPrefix)
+	o.Speed = cmp.Or(o.Speed, 1)
+	o.KeyHeader = cmp.Or(o.KeyHeader, DefaultKeyHeader)
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.MaxWorkers = cmp.Or(o.MaxWorkers, DefaultMaxWorkers)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,18 +125,10 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 		return nil, fmt.Errorf("capacity sweep: limiter.kind %s does not use Redis; sweep a scenario whose limiter does", spec.Limiter.Kind)
 	}
 	s := opts.Search
-	if s.Start == 0 {
-		s.Start = DefaultStartRate
-	}
-	if s.Factor == 0 {
-		s.Factor = DefaultFactor
-	}
-	if s.Max == 0 {
-		s.Max = DefaultMaxRate
-	}
-	if s.Tolerance == 0 {
-		s.Tolerance = DefaultTolerance
-	}
+	s.Start = cmp.Or(s.Start, DefaultStartRate)
+	s.Factor = cmp.Or(s.Factor, DefaultFactor)
+	s.Max = cmp.Or(s.Max, DefaultMaxRate)
+	s.Tolerance = cmp.Or(s.Tolerance, DefaultTolerance)
 	if s.Bisect == 0 {
 		s.Bisect = DefaultBisect
 	} else if s.Bisect < 0 {
@@ -145,9 +138,7 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 		return nil, err
 	}
 	step := opts.StepDuration
-	if step == 0 {
-		step = DefaultStepDuration
-	}
+	step = cmp.Or(step, DefaultStepDuration)
 	sizes := opts.Primaries
 	if len(sizes) == 0 {
 		sizes = []int{spec.Cluster.Primaries}
@@ -163,9 +154,7 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 	}
 	started := time.Now()
 	dir := opts.Out
-	if dir == "" {
-		dir = filepath.Join("out", "capacity-"+spec.Name+"-"+started.Format("20060102-150405"))
-	}
+	dir = cmp.Or(dir, filepath.Join("out", "capacity-"+spec.Name+"-"+started.Format("20060102-150405")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}

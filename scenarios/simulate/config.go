@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -80,50 +81,22 @@ type Failover struct {
 
 // withDefaults fills zero fields.
 func (c Config) withDefaults() Config {
-	if c.Service.Kind == "" {
-		c.Service.Kind = Lognormal
-	}
-	if c.Gateways == 0 {
-		c.Gateways = capacity.DefaultGateways
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = capacity.DefaultLeaseTTL
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Horizon == 0 {
-		c.Horizon = DefaultHorizon
-	}
-	if c.MaxRequests == 0 {
-		c.MaxRequests = DefaultMaxRequests
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Service.Kind = cmp.Or(c.Service.Kind, Lognormal)
+	c.Gateways = cmp.Or(c.Gateways, capacity.DefaultGateways)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, capacity.DefaultLeaseTTL)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
+	c.MaxRequests = cmp.Or(c.MaxRequests, DefaultMaxRequests)
+	c.Seed = cmp.Or(c.Seed, 1)
 	if f := c.Failover; f != nil {
 		g := *f
-		if g.At == 0 {
-			g.At = 500 * time.Millisecond
-		}
-		if g.NodeTimeout == 0 {
-			g.NodeTimeout = time.Second
-		}
-		if g.Election == 0 {
-			g.Election = DefaultElection
-		}
-		if g.ReplicationLag == 0 {
-			g.ReplicationLag = DefaultReplicationLag
-		}
-		if g.Fail == "" {
-			g.Fail = "error"
-		}
-		if g.PolicyRate == 0 {
-			g.PolicyRate = 100
-		}
-		if g.PolicyBurst == 0 {
-			g.PolicyBurst = 200
-		}
+		g.At = cmp.Or(g.At, 500*time.Millisecond)
+		g.NodeTimeout = cmp.Or(g.NodeTimeout, time.Second)
+		g.Election = cmp.Or(g.Election, DefaultElection)
+		g.ReplicationLag = cmp.Or(g.ReplicationLag, DefaultReplicationLag)
+		g.Fail = cmp.Or(g.Fail, "error")
+		g.PolicyRate = cmp.Or(g.PolicyRate, 100)
+		g.PolicyBurst = cmp.Or(g.PolicyBurst, 200)
 		c.Failover = &g
 	}
 	return c
