@@ -16,6 +16,12 @@ const (
 	HistogramFile = "latency.hdr.json"
 	// ScenarioFile holds the resolved scenario spec as YAML.
 	ScenarioFile = "scenario.yaml"
+	// SecondsHistogramFile holds one latency histogram per second (see SecondsHistogramWriter),
+	// written as the run goes: what a merge of shards needs for exact per-second percentiles.
+	SecondsHistogramFile = "latency-seconds.hdr"
+	// LedgerFile holds the per-key ledger (see KeyCount): decisions and overspend per key, what a
+	// merge of shards needs for exact hot keys.
+	LedgerFile = "keys.csv"
 )
 
 // WriteRunFiles writes the end of a run into dir: the whole-run histogram (HistogramFile) and then

@@ -71,6 +71,10 @@ type driver struct {
 	keyCounts                               []atomic.Int64
 	interrupted                             atomic.Bool
 	elapsed                                 atomic.Int64 // schedule time covered (ns); set before dispatchSec reaches seconds
+	// shard is the part of the tenants this generator runs (zero: all); see workload.Shard.
+	shard workload.Shard
+	// overKeys counts overspend per key, for keys.csv (touched only on an overspend verdict).
+	overKeys keyLedger
 }
 
 func newDriver(spec *Spec, lim limiter.Limiter, checker envelope, tenants, endpoints []string, r *redirects, central bool) *driver {
@@ -199,6 +203,12 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 			d.dispatchSec.Store(int64(sec))
 			cur = sec
 		}
+		// Draw for every scheduled request, sent or not, so the key sequence depends only on the
+		// seed; with --shard every generator draws the whole schedule and keeps its tenants' part.
+		t, ep := stream.Next()
+		if !d.shard.Owns(t) {
+			continue
+		}
 		if off > now {
 			now = time.Since(d.base)
 			if wait := off - now; wait > 0 {
@@ -215,8 +225,6 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 			}
 		}
 		offered++
-		// Draw for every scheduled request, sent or not, so the key sequence depends only on the seed.
-		t, ep := stream.Next()
 		late := now - off
 		switch {
 		case late > maxScheduleLag:
@@ -352,6 +360,9 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int) {
 					}
 				}
 				o.verdict = d.checker.ObserveAs(key, now.UnixMilli(), 1, dec.Allowed, cause)
+				if o.verdict == Overspend {
+					d.overKeys.add(key, 1)
+				}
 			}
 			d.keyCounts[key].Add(1)
 			rec.record(&o, &d.finalized)

@@ -41,6 +41,9 @@ type RunOptions struct {
 	// AllowFaults lets a scenario's cluster faults run against an external cluster
 	// (--allow-faults); without it such a run is refused before it starts.
 	AllowFaults bool
+	// Shard makes this run one of Count generators of one load (--shard i/N): it offers only
+	// the requests of the tenants the shard owns (see workload.Shard). Zero: not sharded.
+	Shard workload.Shard
 }
 
 // Result is what a run leaves: its directory and its summary.
@@ -59,6 +62,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if err := checkShard(spec, opts); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	dir := opts.Out
 	if dir == "" {
@@ -75,6 +81,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Environment = results.Environment{
 		Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: opts.Version, Mode: spec.Limiter.Kind,
 	}
+	sum.Shard = shardSummary(opts.Shard)
 	policy := spec.bucketPolicy()
 	// Tariffs give each tenant endpoint its plan's bucket, reloaded while the run goes.
 	var tariffs *tariffRun
@@ -222,6 +229,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	tenants := tenantNames(spec.Tenants.Count)
 	checker := newEnvelope(spec, tenants, names, policy, tariffs)
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
+	d.shard = opts.Shard
 	d.tariffs = tariffs // each row records the policy version live at its end
 	for _, l := range leases {
 		d.gateways = append(d.gateways, l)
@@ -279,6 +287,16 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
+	// One histogram per second beside the rows: what a merge of shards needs for its percentiles.
+	hsFile, err := os.Create(filepath.Join(dir, results.SecondsHistogramFile))
+	if err != nil {
+		return nil, err
+	}
+	defer hsFile.Close()
+	hsw, err := results.NewSecondsHistogramWriter(hsFile)
+	if err != nil {
+		return nil, err
+	}
 	total := &secStats{hist: results.NewHistogram()}
 	var rows []results.Interval
 	var writeErr error
@@ -301,6 +319,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		total.add(s)
 		rows = append(rows, iv)
 		if err := tsw.Write(iv); err != nil && writeErr == nil {
+			writeErr = err
+		}
+		if err := hsw.Write(sec, s.hist); err != nil && writeErr == nil {
 			writeErr = err
 		}
 		if opts.OnInterval != nil {
@@ -342,10 +363,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		measureRecovery(sum.Faults, rows)
 	}
 	cleanupErr := cleanup()
-	sum.Load.Note += cleanupNote
+	sum.Load.Note += cleanupNote + shardNote(opts.Shard)
 	sum.SLO = spec.SLO.Evaluate(sum)
 	if writeErr != nil {
 		return &Result{Dir: dir, Summary: sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, writeErr)
+	}
+	if err := writeLedger(dir, d); err != nil {
+		return &Result{Dir: dir, Summary: sum}, err
 	}
 	if err := results.WriteRunFiles(dir, sum, total.hist); err != nil {
 		return &Result{Dir: dir, Summary: sum}, err

@@ -64,11 +64,14 @@ type runOptions struct {
 	tlsKey       string
 	allowFaults  bool
 	dockerImage  string
+	// shard is --shard i/N (see docs/distributed.md).
+	shard shardFlag
 }
 
-// clusterOptions copies the flags of external clusters into run options. The password is read
-// from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
+// clusterOptions copies the flags of external clusters, and --shard, into run options. The
+// password is read from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
 func (o runOptions) clusterOptions(r *scenarios.RunOptions) {
+	r.Shard = o.shard.Shard
 	r.PasswordFile = o.passwordFile
 	r.AllowFaults = o.allowFaults
 	if o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
@@ -120,6 +123,7 @@ what it measured and no further one starts.`,
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
+	f.Var(&o.shard, "shard", "run shard INDEX/COUNT of a load split between COUNT generators (tenant i goes to shard i mod COUNT); merge the shards' directories with `ratelab merge`")
 	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for `ratelab compare`")
 	return cmd
 }

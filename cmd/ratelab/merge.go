@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"ratelab/scenarios"
+	"ratelab/workload"
+)
+
+// shardFlag is --shard i/N, parsed (and refused with its fix) when the flag is read.
+type shardFlag struct{ workload.Shard }
+
+func (f *shardFlag) String() string {
+	if f.Shard == (workload.Shard{}) {
+		return ""
+	}
+	return f.Shard.String()
+}
+
+func (f *shardFlag) Set(s string) error {
+	sh, err := workload.ParseShard(s)
+	if err != nil {
+		return err
+	}
+	f.Shard = sh
+	return nil
+}
+
+func (f *shardFlag) Type() string { return "INDEX/COUNT" }
+
+// mergeOptions are the flags and arguments of `ratelab merge`.
+type mergeOptions struct {
+	// out is the merged run's directory (default out/<scenario>-merged-<time>).
+	out string
+	// dirs are the shards' run directories.
+	dirs []string
+}
+
+func newMergeCmd() *cobra.Command {
+	var o mergeOptions
+	cmd := &cobra.Command{
+		Use:   "merge [--out DIR] DIR...",
+		Short: "Merge the run directories of `ratelab run --shard i/N` into one run with its report",
+		Long: `Merge the directories of the shards of one load (same scenario, same seed, ratelab run
+--shard 0/N ... N-1/N) into one run directory whose summary, timeseries, plots and report read
+like a single run: counts and rates add, latency percentiles come from the merged HDR histograms
+(whole run and per second), overspend and false denies add, hot keys come from the merged per-key
+ledgers, fault recovery and the SLO are re-evaluated on the merged data.
+
+Refused: runs of different scenarios, seeds or shard counts, the same shard twice, runs that are
+not shards. A missing shard is allowed; the summary's note and shard.missing name it. See
+docs/distributed.md. Exit code 3 if the merged run fails its SLO.`,
+		Example: "  ratelab merge --out out/hot-merged out/hot-0 out/hot-1 out/hot-2",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dirs = args
+			res, err := scenarios.MergeRuns(o.out, o.dirs...)
+			if err != nil {
+				return err
+			}
+			if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, nil); err != nil {
+				return err
+			}
+			if !res.Summary.SLO.Pass {
+				return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.out, "out", "", "merged run directory (default out/<scenario>-merged-<time>)")
+	return cmd
+}

@@ -1,0 +1,474 @@
+package results
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrMerge: the runs given to Merge are not shards of one load (another scenario, seed or shard
+// count, the same shard twice, a run that is not a shard). The message names the directories.
+var ErrMerge = errors.New("runs cannot be merged")
+
+// MergeOption configures Merge.
+type MergeOption func(*mergeConfig)
+
+type mergeConfig struct {
+	finish func(dir string, sum *Summary, rows []Interval) error
+}
+
+// WithFinish has Merge call f with the merged run's directory (holding scenario.yaml already),
+// summary and rows before it writes the summary: the place to re-evaluate what only the scenario
+// knows (SLO checks, fault recovery from the merged rows). Without it the shards' SLO checks are
+// kept as the first shard recorded them, and the note says they were not re-evaluated.
+func WithFinish(f func(dir string, sum *Summary, rows []Interval) error) MergeOption {
+	return func(c *mergeConfig) { c.finish = f }
+}
+
+// MergeHotKeys is how many hot keys a merged summary lists (as many as a run's).
+const MergeHotKeys = 10
+
+// shardRun is one input directory of Merge, read in full.
+type shardRun struct {
+	dir      string
+	sum      *Summary
+	hist     *Histogram
+	seconds  map[int]*Histogram
+	rows     []Interval
+	keys     []KeyCount
+	scenario []byte
+}
+
+// Merge combines the run directories of the shards of one load (ratelab run --shard i/N, same
+// scenario and seed) into the run directory out, which then reads like a single run's: counts
+// and rates add; latency percentiles come from the merged whole-run histogram and, per second,
+// from the merged per-second histograms (exact up to HDR precision, never an average of
+// percentiles); overspend, false denies and their causes add and the ratios are recomputed; hot
+// keys are recomputed from the merged per-key ledgers. This is exact because every key's
+// decisions, and the envelope that judged them, were in one shard.
+//
+// What cannot be merged exactly is said in the summary's load note: the schedule lag p99 is the
+// worst shard's, the process footprint the largest shard's. Faults are the first shard's list
+// (every shard ran the same schedule). Missing shards are allowed and named in the note and in
+// shard.missing; their traffic is absent from every total.
+//
+// Merge refuses (ErrMerge) runs of different scenarios (scenario.yaml must be identical), seeds
+// or shard counts, the same shard twice, and runs that are not shards. out must not be one of dirs.
+func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
+	var cfg mergeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("merge: no run directories given; pass the shards' directories: %w", ErrMerge)
+	}
+	if out == "" {
+		return nil, fmt.Errorf("merge: no output directory; name one (see DefaultMergeDir): %w", ErrMerge)
+	}
+	runs := make([]*shardRun, 0, len(dirs))
+	for _, d := range dirs {
+		if same, _ := sameDir(d, out); same {
+			return nil, fmt.Errorf("merge: output directory %s is also an input; write the merge to a new directory (--out): %w", out, ErrMerge)
+		}
+		r, err := readShardRun(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := checkMergeable(runs); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(runs, func(a, b *shardRun) int { return a.sum.Shard.Index - b.sum.Shard.Index })
+
+	hist := NewHistogram()
+	for _, r := range runs {
+		hist.Merge(r.hist)
+	}
+	rows, seconds := mergeRows(runs)
+	keys := mergeLedgers(runs)
+	sum := mergeSummaries(runs, hist, keys)
+	if cfg.finish == nil {
+		sum.Load.Note += "; SLO checks not re-evaluated (merged without the scenario): they are the first shard's"
+	}
+
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("merge: output directory: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(out, ScenarioFile), runs[0].scenario); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	if err := writeMergedSeries(out, rows, seconds, keys); err != nil {
+		return nil, err
+	}
+	if cfg.finish != nil {
+		if err := cfg.finish(out, sum, rows); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+	}
+	if err := WriteRunFiles(out, sum, hist); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return sum, nil
+}
+
+// sameDir reports whether a and b name the same directory (b need not exist).
+func sameDir(a, b string) (bool, error) {
+	aa, err := filepath.Abs(a)
+	if err != nil {
+		return false, err
+	}
+	bb, err := filepath.Abs(b)
+	if err != nil {
+		return false, err
+	}
+	return filepath.Clean(aa) == filepath.Clean(bb), nil
+}
+
+// readShardRun reads everything Merge needs from one run directory.
+func readShardRun(dir string) (*shardRun, error) {
+	r := &shardRun{dir: dir}
+	var err error
+	if r.sum, err = ReadSummary(filepath.Join(dir, SummaryFile)); err != nil {
+		return nil, fmt.Errorf("merge %s: %w", dir, err)
+	}
+	if r.scenario, err = os.ReadFile(filepath.Join(dir, ScenarioFile)); err != nil {
+		return nil, fmt.Errorf("merge %s: %w", dir, err)
+	}
+	open := func(name string, read func(f *os.File) error) error {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("merge %s: %w (a run of this ratelab version writes it; rerun the shard)", dir, err)
+		}
+		defer f.Close()
+		if err := read(f); err != nil {
+			return fmt.Errorf("merge %s: %w", dir, err)
+		}
+		return nil
+	}
+	steps := []struct {
+		name string
+		read func(f *os.File) error
+	}{
+		{HistogramFile, func(f *os.File) (err error) { r.hist, err = ReadHistogram(f); return err }},
+		{SecondsHistogramFile, func(f *os.File) (err error) { r.seconds, err = ReadSecondsHistograms(f); return err }},
+		{TimeseriesFile, func(f *os.File) (err error) { r.rows, err = ReadTimeseries(f); return err }},
+		{LedgerFile, func(f *os.File) (err error) { r.keys, err = ReadLedger(f); return err }},
+	}
+	for _, s := range steps {
+		if err := open(s.name, s.read); err != nil {
+			// An interrupted shard's last line may be cut short: keep what it wrote, as the
+			// report does.
+			if errors.Is(err, ErrTruncated) && s.name != HistogramFile {
+				continue
+			}
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// checkMergeable refuses inputs that are not the shards of one load.
+func checkMergeable(runs []*shardRun) error {
+	first := runs[0]
+	byIndex := map[int]string{}
+	for _, r := range runs {
+		s := r.sum
+		switch {
+		case s.Shard == nil:
+			return fmt.Errorf("merge %s: not a shard's run (summary.json has no shard); merge the directories of `ratelab run --shard i/N`: %w", r.dir, ErrMerge)
+		case len(s.Shard.Merged) > 0 || s.Shard.Index < 0:
+			return fmt.Errorf("merge %s: already a merged run (shards %v); merge the shards' own directories instead: %w", r.dir, s.Shard.Merged, ErrMerge)
+		case s.Scenario != first.sum.Scenario:
+			return fmt.Errorf("merge: %s ran scenario %q, %s ran %q; merge shards of one scenario: %w", r.dir, s.Scenario, first.dir, first.sum.Scenario, ErrMerge)
+		case s.Seed != first.sum.Seed:
+			return fmt.Errorf("merge: %s ran seed %d, %s seed %d; shards must share the seed (they split one schedule): %w", r.dir, s.Seed, first.dir, first.sum.Seed, ErrMerge)
+		case s.Shard.Count != first.sum.Shard.Count:
+			return fmt.Errorf("merge: %s is shard %d/%d, %s is %d/%d; shards must have the same count: %w",
+				r.dir, s.Shard.Index, s.Shard.Count, first.dir, first.sum.Shard.Index, first.sum.Shard.Count, ErrMerge)
+		case !bytes.Equal(r.scenario, first.scenario):
+			return fmt.Errorf("merge: %s and %s have different %s (another rate, duration, policy or limiter?); shards must run the same resolved scenario: %w",
+				r.dir, first.dir, ScenarioFile, ErrMerge)
+		}
+		if other, dup := byIndex[s.Shard.Index]; dup {
+			return fmt.Errorf("merge: %s and %s are both shard %d/%d: overlapping shards would count their tenants twice; pass each shard once: %w",
+				other, r.dir, s.Shard.Index, s.Shard.Count, ErrMerge)
+		}
+		byIndex[s.Shard.Index] = r.dir
+	}
+	return nil
+}
+
+// mergeRows sums the shards' rows second by second; per-second latencies come from the merged
+// per-second histograms.
+func mergeRows(runs []*shardRun) ([]Interval, map[int]*Histogram) {
+	bySec := map[int]*Interval{}
+	seconds := map[int]*Histogram{}
+	last := -1
+	for _, r := range runs {
+		for _, row := range r.rows {
+			sec := int(row.TS)
+			dst, ok := bySec[sec]
+			if !ok {
+				dst = &Interval{TS: row.TS}
+				bySec[sec] = dst
+			}
+			addInterval(dst, &row)
+			last = max(last, sec)
+		}
+		for sec, h := range r.seconds {
+			if seconds[sec] == nil {
+				seconds[sec] = NewHistogram()
+			}
+			seconds[sec].Merge(h)
+		}
+	}
+	rows := make([]Interval, 0, last+1)
+	for sec := 0; sec <= last; sec++ {
+		iv, ok := bySec[sec]
+		if !ok {
+			continue
+		}
+		iv.P50Ms, iv.P90Ms, iv.P99Ms, iv.P999Ms, iv.MaxMs = 0, 0, 0, 0, 0
+		if h := seconds[sec]; h != nil && h.Count() > 0 {
+			iv.P50Ms, iv.P90Ms, iv.P99Ms = h.QuantileMs(50), h.QuantileMs(90), h.QuantileMs(99)
+			iv.P999Ms, iv.MaxMs = h.QuantileMs(99.9), h.MaxMs()
+		}
+		rows = append(rows, *iv)
+	}
+	return rows, seconds
+}
+
+// addInterval adds row's counts to dst. Faults and the policy version are the same in every
+// shard (one schedule, one tariff file): they take the largest, not the sum.
+func addInterval(dst, row *Interval) {
+	for i := range columns {
+		c := &columns[i]
+		if c.i == nil {
+			continue
+		}
+		switch c.name {
+		case "faults", "policy_version":
+			*c.i(dst) = max(*c.i(dst), *c.i(row))
+		default:
+			*c.i(dst) += *c.i(row)
+		}
+	}
+}
+
+// mergeLedgers adds the shards' per-key counts. A key in two shards cannot happen with disjoint
+// tenants; if it does (a hand-edited input) its counts still add.
+func mergeLedgers(runs []*shardRun) []KeyCount {
+	idx := map[string]int{}
+	var out []KeyCount
+	for _, r := range runs {
+		for _, k := range r.keys {
+			i, ok := idx[k.Key]
+			if !ok {
+				idx[k.Key] = len(out)
+				out = append(out, k)
+				continue
+			}
+			out[i].Decisions += k.Decisions
+			out[i].Overspend += k.Overspend
+			out[i].OverspendTokens += k.OverspendTokens
+		}
+	}
+	return out
+}
+
+// mergeSummaries builds the merged summary from the shards' (sorted by index).
+func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary {
+	first := runs[0].sum
+	sum := NewSummary(first.Scenario, first.Seed, first.StartedAt)
+	sum.Environment = first.Environment
+	sum.Environment.Cores = 0
+	sum.Faults = slices.Clone(first.Faults)
+	sum.SLO = first.SLO
+	count := first.Shard.Count
+	var merged []int
+	nodes := map[string]*NodeStats{}
+	var nodeOrder []string
+	hotNode := map[string]string{}
+	var notes []string
+	for _, r := range runs {
+		s := r.sum
+		merged = append(merged, s.Shard.Index)
+		if s.StartedAt.Before(sum.StartedAt) {
+			sum.StartedAt = s.StartedAt
+		}
+		sum.DurationS = max(sum.DurationS, s.DurationS)
+		sum.Interrupted = sum.Interrupted || s.Interrupted
+		sum.Environment.Cores += s.Environment.Cores
+
+		l := &sum.Load
+		l.OfferedRPS += s.Load.OfferedRPS
+		l.AchievedRPS += s.Load.AchievedRPS
+		l.Decisions += s.Load.Decisions
+		l.Sent += s.Load.Sent
+		l.Dropped += s.Load.Dropped
+		l.MaxInflight += s.Load.MaxInflight
+		l.Concurrency += s.Load.Concurrency
+		l.GeneratorLimited = l.GeneratorLimited || s.Load.GeneratorLimited
+		l.ScheduleLagP99Ms = max(l.ScheduleLagP99Ms, s.Load.ScheduleLagP99Ms)
+		if s.Load.Note != "" {
+			notes = append(notes, fmt.Sprintf("[shard %d] %s", s.Shard.Index, s.Load.Note))
+		}
+
+		o := &sum.Outcomes
+		o.Allowed += s.Outcomes.Allowed
+		o.Denied += s.Outcomes.Denied
+		o.FailedOpen += s.Outcomes.FailedOpen
+		o.FailedClosed += s.Outcomes.FailedClosed
+		o.Errors += s.Outcomes.Errors
+
+		e := &sum.Errors
+		e.Timeout += s.Errors.Timeout
+		e.Moved += s.Errors.Moved
+		e.Ask += s.Errors.Ask
+		e.TryAgain += s.Errors.TryAgain
+		e.ClusterDown += s.Errors.ClusterDown
+		e.NoScript += s.Errors.NoScript
+		e.Conn += s.Errors.Conn
+		e.Other += s.Errors.Other
+
+		ov := &sum.Overspend
+		ov.Requests += s.Overspend.Requests
+		ov.Tokens += s.Overspend.Tokens
+		ov.FalseDenies += s.Overspend.FalseDenies
+		ov.BoundTokens += s.Overspend.BoundTokens
+		ov.UnknownOutcomes += s.Overspend.UnknownOutcomes
+		for c, n := range s.Overspend.ByCause {
+			ov.ByCause[c] += n
+		}
+
+		sum.Central.Ops += s.Central.Ops
+		sum.Central.OpsPerS += s.Central.OpsPerS
+		for _, n := range s.Nodes {
+			dst, ok := nodes[n.Addr]
+			if !ok {
+				dst = &NodeStats{Addr: n.Addr}
+				nodes[n.Addr] = dst
+				nodeOrder = append(nodeOrder, n.Addr)
+			}
+			dst.Ops += n.Ops
+			dst.Moved += n.Moved
+			dst.Ask += n.Ask
+			dst.NoScript += n.NoScript
+			dst.TryAgain += n.TryAgain
+			dst.ClusterDown += n.ClusterDown
+			dst.Timeout += n.Timeout
+			dst.Conn += n.Conn
+		}
+		for _, h := range s.HotKeys {
+			if h.Node != "" {
+				hotNode[h.Key] = h.Node
+			}
+		}
+		p := &sum.Process
+		p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.Process.RSSWarmMB), max(p.RSSEndMB, s.Process.RSSEndMB)
+		p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.Process.HeapWarmMB), max(p.HeapEndMB, s.Process.HeapEndMB)
+		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
+	}
+	if hist.Count() > 0 {
+		sum.LatencyMs = Latency{
+			P50: hist.QuantileMs(50), P90: hist.QuantileMs(90), P99: hist.QuantileMs(99),
+			P999: hist.QuantileMs(99.9), Max: hist.MaxMs(),
+		}
+	}
+	allowed := sum.Outcomes.Allowed + sum.Outcomes.FailedOpen
+	sum.Overspend.Ratio = Ratio(sum.Overspend.Requests, allowed)
+	sum.Overspend.FalseDenyRatio = Ratio(sum.Overspend.FalseDenies, sum.Outcomes.Denied+sum.Outcomes.FailedClosed)
+	for _, a := range nodeOrder {
+		n := nodes[a]
+		n.Share = Ratio(n.Ops, sum.Central.Ops)
+		sum.Nodes = append(sum.Nodes, *n)
+	}
+	sum.HotKeys = TopKeys(keys, MergeHotKeys, func(k string) string { return hotNode[k] })
+
+	var missing []int
+	for i := range count {
+		if !slices.Contains(merged, i) {
+			missing = append(missing, i)
+		}
+	}
+	sum.Shard = &Shard{Index: -1, Count: count, Merged: merged, Missing: missing}
+	head := fmt.Sprintf("merged from shards %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
+		"hot keys from the merged %s; schedule lag p99 is the worst shard's and the process footprint the largest shard's",
+		joinInts(merged), count, LedgerFile)
+	if len(missing) > 0 {
+		head = fmt.Sprintf("WARNING: shards %s of %d missing: every total covers shards %s only; ", joinInts(missing), count, joinInts(merged)) + head
+	}
+	sum.Load.Note = strings.Join(append([]string{head}, notes...), "; ")
+	return sum
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// writeMergedSeries writes the merged timeseries.csv, latency-seconds.hdr and keys.csv into out.
+func writeMergedSeries(out string, rows []Interval, seconds map[int]*Histogram, keys []KeyCount) error {
+	write := func(name string, fill func(f *os.File) error) error {
+		f, err := os.Create(filepath.Join(out, name))
+		if err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+		if err := fill(f); err != nil {
+			f.Close()
+			return fmt.Errorf("merge: writing %s: %w", name, err)
+		}
+		return f.Close()
+	}
+	err := write(TimeseriesFile, func(f *os.File) error {
+		w, err := NewTimeseriesWriter(f)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := w.Write(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = write(SecondsHistogramFile, func(f *os.File) error {
+		w, err := NewSecondsHistogramWriter(f)
+		if err != nil {
+			return err
+		}
+		secs := make([]int, 0, len(seconds))
+		for s := range seconds {
+			secs = append(secs, s)
+		}
+		slices.Sort(secs)
+		for _, s := range secs {
+			if err := w.Write(s, seconds[s]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return write(LedgerFile, func(f *os.File) error { return WriteLedger(f, keys) })
+}
+
+// DefaultMergeDir is where `ratelab merge` writes without --out: out/<scenario>-merged-<time>.
+func DefaultMergeDir(scenario string, now time.Time) string {
+	return filepath.Join("out", scenario+"-merged-"+now.Format("20060102-150405"))
+}
