@@ -1,0 +1,362 @@
+package results
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeShard is what a test shard recorded: latencies per second and decisions per key.
+type fakeShard struct {
+	index, count int
+	seed         int64
+	scenario     string
+	yaml         string
+	lat          [][]time.Duration // per second
+	keys         []KeyCount
+	shardless    bool // write no shard record (an unsharded run)
+}
+
+// write lays out dir as `ratelab run --shard` does: summary, histograms, timeseries, ledger.
+func (f fakeShard) write(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := NewSummary(cmpOr(f.scenario, "hot"), cmpOr(f.seed, 1), time.Date(2025, 6, 1, 12, 0, f.index, 0, time.UTC))
+	if !f.shardless {
+		sum.Shard = &Shard{Index: f.index, Count: f.count}
+	}
+	sum.Environment = Environment{Cores: 2, Provider: "none", Mode: "local"}
+	total := NewHistogram()
+	ts, _ := os.Create(filepath.Join(dir, TimeseriesFile))
+	defer ts.Close()
+	tw, _ := NewTimeseriesWriter(ts)
+	hs, _ := os.Create(filepath.Join(dir, SecondsHistogramFile))
+	defer hs.Close()
+	hw, _ := NewSecondsHistogramWriter(hs)
+	for sec, lat := range f.lat {
+		h := NewHistogram()
+		for _, d := range lat {
+			h.Record(d)
+		}
+		n := int64(len(lat))
+		iv := Interval{TS: float64(sec), Offered: n + 1, Sent: n, Dropped: 1, Allowed: n - n/4, Denied: n / 4,
+			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99)}
+		if err := tw.Write(iv); err != nil {
+			t.Fatal(err)
+		}
+		if err := hw.Write(sec, h); err != nil {
+			t.Fatal(err)
+		}
+		total.Merge(h)
+		sum.Load.Decisions += n
+		sum.Load.Sent += n
+		sum.Load.Dropped++
+		sum.Outcomes.Allowed += n - n/4
+		sum.Outcomes.Denied += n / 4
+		sum.Overspend.Requests++
+		sum.Overspend.Tokens++
+		sum.Overspend.ByCause["central"]++
+	}
+	sum.DurationS = float64(len(f.lat))
+	sum.Load.OfferedRPS = float64(sum.Load.Sent+sum.Load.Dropped) / sum.DurationS
+	sum.Load.AchievedRPS = float64(sum.Load.Decisions) / sum.DurationS
+	lf, _ := os.Create(filepath.Join(dir, LedgerFile))
+	if err := WriteLedger(lf, f.keys); err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	if err := os.WriteFile(filepath.Join(dir, ScenarioFile), []byte(cmpOr(f.yaml, "name: hot\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRunFiles(dir, sum, total); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// seededLatencies draws n latencies per second for secs seconds: an exponential body with a
+// lognormal tail, different per seed so the shards' distributions differ.
+func seededLatencies(seed uint64, secs, n int, mean time.Duration) [][]time.Duration {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	out := make([][]time.Duration, secs)
+	for s := range out {
+		for range n {
+			d := time.Duration(rng.ExpFloat64() * float64(mean))
+			if rng.IntN(100) == 0 {
+				d = time.Duration(math.Exp(rng.NormFloat64()+2) * float64(time.Millisecond))
+			}
+			out[s] = append(out[s], d)
+		}
+	}
+	return out
+}
+
+func exactQuantileMs(vals []time.Duration, q float64) float64 {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	i := int(math.Ceil(q/100*float64(len(s)))) - 1
+	return float64(s[max(i, 0)]) / float64(time.Millisecond)
+}
+
+// Merged percentiles are the percentiles of the union of the shards' values: exactly those of one
+// histogram that recorded both shards, and within HDR precision (0.1%) of the exact quantile.
+func TestMergePercentilesAreTheUnions(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a := fakeShard{index: 0, count: 2, lat: seededLatencies(1, 3, 20000, time.Millisecond),
+		keys: []KeyCount{{"rl:{tenant-0}:read", 500, 2, 2}, {"rl:{tenant-2}:read", 100, 0, 0}}}
+	b := fakeShard{index: 1, count: 2, lat: seededLatencies(2, 3, 5000, 4*time.Millisecond),
+		keys: []KeyCount{{"rl:{tenant-1}:read", 300, 1, 1}, {"rl:{tenant-3}:read", 100, 0, 0}}}
+	a.write(t, filepath.Join(root, "s0"))
+	b.write(t, filepath.Join(root, "s1"))
+	out := filepath.Join(root, "merged")
+	// Inputs in reverse order: the merge sorts by shard index.
+	sum, err := Merge(out, []string{filepath.Join(root, "s1"), filepath.Join(root, "s0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	union := NewHistogram()
+	var all []time.Duration
+	for _, s := range [][][]time.Duration{a.lat, b.lat} {
+		for _, sec := range s {
+			all = append(all, sec...)
+			for _, d := range sec {
+				union.Record(d)
+			}
+		}
+	}
+	for _, c := range []struct {
+		q    float64
+		have float64
+	}{{50, sum.LatencyMs.P50}, {90, sum.LatencyMs.P90}, {99, sum.LatencyMs.P99}, {99.9, sum.LatencyMs.P999}} {
+		if want := union.QuantileMs(c.q); c.have != want {
+			t.Errorf("merged p%v = %v ms, the union histogram's is %v", c.q, c.have, want)
+		}
+		if exact := exactQuantileMs(all, c.q); math.Abs(c.have-exact) > exact*1e-3+0.001 {
+			t.Errorf("merged p%v = %v ms, the exact quantile of the union is %v: beyond HDR precision", c.q, c.have, exact)
+		}
+	}
+
+	f, _ := os.Open(filepath.Join(out, TimeseriesFile))
+	defer f.Close()
+	rows, err := ReadTimeseries(f)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("merged timeseries: %d rows, %v; want 3", len(rows), err)
+	}
+	for sec, r := range rows {
+		h := NewHistogram()
+		vals := append(slices.Clone(a.lat[sec]), b.lat[sec]...)
+		for _, d := range vals {
+			h.Record(d)
+		}
+		if r.P99Ms != h.QuantileMs(99) || r.P999Ms != h.QuantileMs(99.9) || r.P50Ms != h.QuantileMs(50) {
+			t.Errorf("second %d: merged p50/p99/p999 %v/%v/%v, union %v/%v/%v", sec, r.P50Ms, r.P99Ms, r.P999Ms,
+				h.QuantileMs(50), h.QuantileMs(99), h.QuantileMs(99.9))
+		}
+		if r.Sent != int64(len(vals)) || r.Offered != int64(len(vals))+2 || r.Overspend != 2 {
+			t.Errorf("second %d: sent %d offered %d overspend %d; want %d, %d, 2", sec, r.Sent, r.Offered, r.Overspend, len(vals), len(vals)+2)
+		}
+		if r.Faults != int64(sec%2) {
+			t.Errorf("second %d: faults %d; want %d (every shard ran the same schedule: not summed)", sec, r.Faults, sec%2)
+		}
+	}
+
+	if want := int64(3 * (20000 + 5000)); sum.Load.Decisions != want || sum.Outcomes.Allowed+sum.Outcomes.Denied != want {
+		t.Errorf("decisions %d, allowed+denied %d; want %d", sum.Load.Decisions, sum.Outcomes.Allowed+sum.Outcomes.Denied, want)
+	}
+	if sum.Overspend.Requests != 6 || sum.Overspend.ByCause["central"] != 6 ||
+		sum.Overspend.Ratio != Ratio(6, sum.Outcomes.Allowed) {
+		t.Errorf("overspend %+v; want 6 requests, ratio recomputed over %d allowed", sum.Overspend, sum.Outcomes.Allowed)
+	}
+	if sum.Environment.Cores != 4 || sum.Shard == nil || !slices.Equal(sum.Shard.Merged, []int{0, 1}) || len(sum.Shard.Missing) != 0 {
+		t.Errorf("environment cores %d, shard %+v; want 4 cores, merged [0 1], nothing missing", sum.Environment.Cores, sum.Shard)
+	}
+	// Hot keys come from the merged ledger: tenant-0 (500 of 1000), then tenant-1 (300).
+	if len(sum.HotKeys) != 4 || sum.HotKeys[0].Key != "rl:{tenant-0}:read" || sum.HotKeys[0].Share != 0.5 ||
+		sum.HotKeys[1].Key != "rl:{tenant-1}:read" || sum.HotKeys[1].Share != 0.3 {
+		t.Errorf("hot keys %+v; want tenant-0 (0.5) then tenant-1 (0.3)", sum.HotKeys)
+	}
+	// The merged directory is itself a complete run: its files read back.
+	back, err := ReadSummary(filepath.Join(out, SummaryFile))
+	if err != nil || back.Load.Decisions != sum.Load.Decisions {
+		t.Errorf("merged summary.json: %v, %+v", err, back)
+	}
+	hf, _ := os.Open(filepath.Join(out, HistogramFile))
+	defer hf.Close()
+	if h, err := ReadHistogram(hf); err != nil || h.Count() != union.Count() {
+		t.Errorf("merged latency.hdr.json: %v (count %v, want %d)", err, h, union.Count())
+	}
+	sf, _ := os.Open(filepath.Join(out, SecondsHistogramFile))
+	defer sf.Close()
+	if secs, err := ReadSecondsHistograms(sf); err != nil || len(secs) != 3 || secs[2].Count() != 25000 {
+		t.Errorf("merged %s: %d seconds, %v", SecondsHistogramFile, len(secs), err)
+	}
+}
+
+func TestMergeWarnsOnMissingShard(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	fakeShard{index: 0, count: 3, lat: seededLatencies(1, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s0"))
+	fakeShard{index: 2, count: 3, lat: seededLatencies(2, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s2"))
+	sum, err := Merge(filepath.Join(root, "m"), []string{filepath.Join(root, "s0"), filepath.Join(root, "s2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.Shard.Missing, []int{1}) || !strings.Contains(sum.Load.Note, "WARNING: shards 1 of 3 missing") {
+		t.Errorf("missing %v, note %q; want shard 1 named missing", sum.Shard.Missing, sum.Load.Note)
+	}
+}
+
+func TestMergeRefuses(t *testing.T) {
+	t.Parallel()
+	lat := seededLatencies(3, 1, 10, time.Millisecond)
+	tests := []struct {
+		name     string
+		shards   []fakeShard
+		out      string // "" = a fresh directory; "s0" = the first input
+		wantText string
+	}{
+		{"no directories", nil, "", "no run directories"},
+		{"not a shard", []fakeShard{{shardless: true, lat: lat}}, "", "not a shard's run"},
+		{"other scenario", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, scenario: "cold", lat: lat}}, "", `scenario "cold"`},
+		{"other seed", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, seed: 7, lat: lat}}, "", "seed 7"},
+		{"other count", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 3, lat: lat}}, "", "the same count"},
+		{"other scenario.yaml", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, yaml: "name: hot\nduration: 9s\n", lat: lat}}, "", "different scenario.yaml"},
+		{"overlapping shards", []fakeShard{{index: 1, count: 2, lat: lat}, {index: 1, count: 2, lat: lat}}, "", "both shard 1/2"},
+		{"output is an input", []fakeShard{{index: 0, count: 2, lat: lat}}, "s0", "is also an input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			var dirs []string
+			for i, s := range tt.shards {
+				d := filepath.Join(root, "s"+string(rune('0'+i)))
+				s.write(t, d)
+				dirs = append(dirs, d)
+			}
+			out := filepath.Join(root, "merged")
+			if tt.out != "" {
+				out = filepath.Join(root, tt.out)
+			}
+			_, err := Merge(out, dirs)
+			if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Fatalf("Merge = %v; want ErrMerge containing %q", err, tt.wantText)
+			}
+			if len(dirs) > 0 && tt.out == "" && !strings.Contains(err.Error(), root) {
+				t.Errorf("error %q names no directory", err)
+			}
+			if _, serr := os.Stat(filepath.Join(root, "merged")); serr == nil {
+				t.Errorf("a refused merge wrote its output directory")
+			}
+		})
+	}
+}
+
+// A refused input file is named: a shard without the per-second histograms of this version.
+func TestMergeNamesMissingFile(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := filepath.Join(root, "s0")
+	fakeShard{index: 0, count: 1, lat: seededLatencies(1, 1, 10, time.Millisecond)}.write(t, d)
+	os.Remove(filepath.Join(d, SecondsHistogramFile))
+	_, err := Merge(filepath.Join(root, "m"), []string{d})
+	if err == nil || !strings.Contains(err.Error(), SecondsHistogramFile) || !strings.Contains(err.Error(), "rerun the shard") {
+		t.Errorf("Merge = %v; want an error naming %s and the fix", err, SecondsHistogramFile)
+	}
+}
+
+func TestSecondsHistogramsRoundTrip(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w, err := NewSecondsHistogramWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]*Histogram{}
+	for sec, lat := range seededLatencies(5, 4, 1000, time.Millisecond) {
+		h := NewHistogram()
+		for _, d := range lat {
+			h.Record(d)
+		}
+		h.Record(time.Hour) // clamped: the count survives the file
+		want[sec] = h
+		if err := w.Write(sec, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := ReadSecondsHistograms(bytes.NewReader(buf.Bytes()))
+	if err != nil || len(have) != len(want) {
+		t.Fatalf("read %d seconds, %v; want %d", len(have), err, len(want))
+	}
+	for sec, h := range want {
+		g := have[sec]
+		if g.Count() != h.Count() || g.Clamped() != 1 || g.QuantileMs(99) != h.QuantileMs(99) || g.MaxMs() != h.MaxMs() {
+			t.Errorf("second %d: count %d clamped %d p99 %v; want %d, 1, %v", sec, g.Count(), g.Clamped(), g.QuantileMs(99), h.Count(), h.QuantileMs(99))
+		}
+	}
+	// An interrupted write leaves a partial last line: the complete seconds are kept.
+	cut := buf.Bytes()[:buf.Len()-10]
+	have, err = ReadSecondsHistograms(bytes.NewReader(cut))
+	if !errors.Is(err, ErrTruncated) || len(have) != len(want)-1 {
+		t.Errorf("cut file: %d seconds, %v; want %d and ErrTruncated", len(have), err, len(want)-1)
+	}
+}
+
+func TestReadSecondsHistogramsRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, have string
+		want       error
+	}{
+		{"empty", "", ErrTruncated},
+		{"other schema", "#ratelab.hdr-seconds/v9 unit=us\n", ErrSchema},
+		{"other geometry", "#" + SchemaSecondsHistogram + " unit=ms lowest=1\n", ErrCorrupt},
+		{"short line", secondsHeader + "\n0 1 0\n", ErrCorrupt},
+		{"bad count", secondsHeader + "\n0 x 0 AAAA\n", ErrCorrupt},
+		{"bad histogram", secondsHeader + "\n0 1 0 notbase64!\n", ErrCorrupt},
+	}
+	for _, tt := range tests {
+		if _, err := ReadSecondsHistograms(strings.NewReader(tt.have)); !errors.Is(err, tt.want) {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestLedgerRoundTripAndRejects(t *testing.T) {
+	t.Parallel()
+	keys := []KeyCount{{"rl:{tenant-0}:read", 10, 2, 2}, {"rl:{tenant-1}:write", 3, 0, 0}}
+	var buf bytes.Buffer
+	if err := WriteLedger(&buf, keys); err != nil {
+		t.Fatal(err)
+	}
+	have, err := ReadLedger(&buf)
+	if err != nil || !slices.Equal(have, keys) {
+		t.Errorf("round trip: %v, %v; want %v", have, err, keys)
+	}
+	if err := WriteLedger(&bytes.Buffer{}, []KeyCount{{Key: "a,b", Decisions: 1}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a key with a comma: %v, want ErrInvalid", err)
+	}
+	for _, bad := range []string{"k,d\n", ledgerHeader + "\nk,1,2\n", ledgerHeader + "\nk,1,-2,0\n"} {
+		if _, err := ReadLedger(strings.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ReadLedger(%q) = %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
