@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+)
+
+// k8sJob is the part of a batch/v1 Job the manifest test reads.
+type k8sJob struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Spec struct {
+		CompletionMode string `yaml:"completionMode"`
+		Completions    int    `yaml:"completions"`
+		Parallelism    int    `yaml:"parallelism"`
+		Template       struct {
+			Spec struct {
+				Containers []k8sContainer `yaml:"containers"`
+				Volumes    []struct {
+					Name string `yaml:"name"`
+					PVC  struct {
+						ClaimName string `yaml:"claimName"`
+					} `yaml:"persistentVolumeClaim"`
+				} `yaml:"volumes"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type k8sContainer struct {
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     []struct {
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom struct {
+			FieldRef *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+}
+
+const deployDir = "../../deploy/kubernetes"
+
+// readJobs decodes every Job in deploy/kubernetes, by name; every file must be valid YAML.
+func readJobs(t *testing.T) map[string]k8sJob {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s: %v", deployDir, err)
+	}
+	jobs := map[string]k8sJob{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var j k8sJob
+			if err := dec.Decode(&j); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if j.Kind == "Job" {
+				jobs[j.Metadata.Name] = j
+			}
+		}
+	}
+	return jobs
+}
+
+var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expand substitutes $(VAR) as the kubelet does, from the container's env; vars from the
+// downward API take the sample value given.
+func expand(t *testing.T, c k8sContainer, index string) []string {
+	t.Helper()
+	vals := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom.FieldRef != nil:
+			vals[e.Name] = index
+		case e.ValueFrom.SecretKeyRef == nil:
+			vals[e.Name] = e.Value
+		}
+	}
+	out := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		out[i] = envRef.ReplaceAllStringFunc(a, func(m string) string {
+			name := envRef.FindStringSubmatch(m)[1]
+			v, ok := vals[name]
+			if !ok {
+				t.Errorf("arg %q uses $(%s), which the container's env does not define: the kubelet would pass it literally", a, name)
+			}
+			return v
+		})
+	}
+	return out
+}
+
+// parseArgs parses args as ratelab would and returns the subcommand, or fails the test when a
+// flag does not exist, a value does not parse, or the positional arguments are wrong.
+func parseArgs(t *testing.T, job string, args []string) *cobra.Command {
+	t.Helper()
+	if len(args) == 0 {
+		t.Fatalf("job %s: no args", job)
+	}
+	var cmd *cobra.Command
+	for _, c := range newRootCmd().Commands() {
+		if c.Name() == args[0] {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		t.Fatalf("job %s: ratelab has no command %q", job, args[0])
+	}
+	if err := cmd.ParseFlags(args[1:]); err != nil {
+		t.Fatalf("job %s: ratelab %s %v: %v", job, args[0], args[1:], err)
+	}
+	if cmd.Args != nil {
+		if err := cmd.Args(cmd, cmd.Flags().Args()); err != nil {
+			t.Fatalf("job %s: ratelab %s: arguments %v: %v", job, args[0], cmd.Flags().Args(), err)
+		}
+	}
+	return cmd
+}
+
+// The Kubernetes manifests cannot rot: every flag they pass exists and parses, the shard count
+// agrees with the Indexed Job, the merge lists exactly the shards' directories, both jobs mount
+// the same volume, and the password comes from a Secret, never from argv.
+func TestManifests(t *testing.T) {
+	t.Parallel()
+	jobs := readJobs(t)
+	shards, ok1 := jobs["ratelab-shards"]
+	merge, ok2 := jobs["ratelab-merge"]
+	if !ok1 || !ok2 {
+		t.Fatalf("want Jobs ratelab-shards and ratelab-merge in %s, have %v", deployDir, slices.Collect(maps.Keys(jobs)))
+	}
+	if shards.Spec.CompletionMode != "Indexed" || shards.Spec.Completions < 1 || shards.Spec.Parallelism != shards.Spec.Completions {
+		t.Errorf("ratelab-shards: completionMode %q completions %d parallelism %d; want Indexed, N, N (all shards run together)",
+			shards.Spec.CompletionMode, shards.Spec.Completions, shards.Spec.Parallelism)
+	}
+	n := shards.Spec.Completions
+	sc := shards.Spec.Template.Spec.Containers
+	mc := merge.Spec.Template.Spec.Containers
+	if len(sc) != 1 || len(mc) != 1 || !slices.Equal(sc[0].Command, []string{"ratelab"}) || !slices.Equal(mc[0].Command, []string{"ratelab"}) {
+		t.Fatalf("want one container running ratelab in each job")
+	}
+	var idxFromJob, pwFromSecret bool
+	for _, e := range sc[0].Env {
+		if e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+			idxFromJob = true
+		}
+		if e.Name == "RATELAB_REDIS_PASSWORD" && e.ValueFrom.SecretKeyRef != nil {
+			pwFromSecret = true
+		}
+	}
+	if !idxFromJob || !pwFromSecret {
+		t.Errorf("shard env: index from the job-completion-index annotation %v, RATELAB_REDIS_PASSWORD from a Secret %v; want both", idxFromJob, pwFromSecret)
+	}
+	var outs []string
+	for k := range n {
+		args := expand(t, sc[0], strconv.Itoa(k))
+		cmd := parseArgs(t, "ratelab-shards", args)
+		if cmd.Name() != "run" {
+			t.Fatalf("ratelab-shards runs %q, want run", cmd.Name())
+		}
+		f := cmd.Flags()
+		if have, want := f.Lookup("shard").Value.String(), strconv.Itoa(k)+"/"+strconv.Itoa(n); have != want {
+			t.Errorf("pod %d: --shard %s, want %s (completions %d)", k, have, want, n)
+		}
+		if c := f.Lookup("cluster").Value.String(); !strings.HasPrefix(c, "redis://") && !strings.HasPrefix(c, "rediss://") {
+			t.Errorf("pod %d: --cluster %q; want an existing cluster's redis:// URL", k, c)
+		}
+		if !f.Changed("seed") || !f.Changed("out") {
+			t.Errorf("pod %d: want an explicit --seed (one schedule for all shards) and --out on the shared volume", k)
+		}
+		for _, a := range args {
+			if strings.Contains(strings.ToLower(a), "password") && !strings.HasPrefix(a, "--password-file") {
+				t.Errorf("pod %d: argument %q: a password must not be on the command line", k, a)
+			}
+		}
+		outs = append(outs, f.Lookup("out").Value.String())
+	}
+	margs := expand(t, mc[0], "")
+	cmd := parseArgs(t, "ratelab-merge", margs)
+	if cmd.Name() != "merge" {
+		t.Fatalf("ratelab-merge runs %q, want merge", cmd.Name())
+	}
+	if have := cmd.Flags().Args(); !slices.Equal(have, outs) {
+		t.Errorf("merge reads %v; the shards write %v", have, outs)
+	}
+	if out := cmd.Flags().Lookup("out").Value.String(); out == "" || slices.Contains(outs, out) {
+		t.Errorf("merge --out %q: want a directory of its own", out)
+	}
+	claim := func(j k8sJob) string {
+		for _, v := range j.Spec.Template.Spec.Volumes {
+			return v.PVC.ClaimName
+		}
+		return ""
+	}
+	if a, b := claim(shards), claim(merge); a == "" || a != b {
+		t.Errorf("volumes: shards mount claim %q, merge %q; want the same shared claim", a, b)
+	}
+}
