@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseShard(t *testing.T) {
@@ -81,5 +82,39 @@ func TestShardOwnsPartitions(t *testing.T) {
 	}
 	if !(Shard{}).Owns(12345) || (Shard{}).Sharded() {
 		t.Errorf("the zero Shard must own every tenant and not be sharded")
+	}
+}
+
+// BenchmarkShardSchedule is what a shard pays for every request of the whole schedule (its own
+// and the other shards'): one Poisson arrival, one key and endpoint draw, one ownership test.
+// Its scheduled/s is the total rate above which every shard drawing the whole schedule becomes
+// the generator's bottleneck.
+func BenchmarkShardSchedule(b *testing.B) {
+	keys, err := NewZipf(1_000_000, 0.99)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mix, err := NewMix([]string{"read", "write", "export"}, []float64{0.7, 0.25, 0.05})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pacer, err := NewPoisson(1e12, time.Hour, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewStream(1, keys, mix)
+	sh := Shard{Index: 3, Count: 8}
+	var own int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		pacer.Next()
+		if t, _ := s.Next(); sh.Owns(t) {
+			own++
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "scheduled/s")
+	if b.N >= 10000 && own == 0 {
+		b.Fatal("shard 3/8 owned nothing")
 	}
 }
