@@ -205,9 +205,13 @@ type Central struct {
 // Process is the generator's own footprint, to catch leaks in long runs.
 type Process struct {
 	// RSSWarmMB and RSSEndMB are the resident set size after a tenth of the run (warm-up) and at
-	// the end.
+	// the end, each read right after a collection that returned every free page to the OS
+	// (debug.FreeOSMemory): what the process holds, not how far the collector's cycle had got.
 	RSSWarmMB float64 `json:"rss_warm_mb"`
 	RSSEndMB  float64 `json:"rss_end_mb"`
+	// RSSPeakMB is the highest resident set size of the process up to the end of the run
+	// (VmHWM on Linux; 0 elsewhere): the memory to provision for the generator.
+	RSSPeakMB float64 `json:"rss_peak_mb,omitempty"`
 	// HeapWarmMB and HeapEndMB are the live Go heap after a forced GC at the same two moments:
 	// unlike RSS they do not grow with the collector's headroom, so growth here is a leak.
 	HeapWarmMB float64 `json:"heap_warm_mb"`

@@ -307,8 +307,8 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	warmSec := secs / 10
 	emit := func(sec int, s *secStats) {
 		if sec == warmSec {
-			sum.Process.RSSWarmMB, sum.Process.GoroutinesWarm = rssMB(), runtime.NumGoroutine()
-			sum.Process.HeapWarmMB = heapMB()
+			f := sampleFootprint()
+			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
 		}
 		iv := d.interval(sec, s)
 		offered += iv.Offered
@@ -332,8 +332,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
 	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), emit)
 	stopFaults()
-	sum.Process.RSSEndMB, sum.Process.GoroutinesEnd = rssMB(), runtime.NumGoroutine()
-	sum.Process.HeapEndMB = heapMB()
+	sum.Process.RSSPeakMB = peakRSSMB()
+	f := sampleFootprint()
+	sum.Process.RSSEndMB, sum.Process.HeapEndMB, sum.Process.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 

@@ -27,13 +27,14 @@ type SLO struct {
 	// RecoveredS bounds, for every fault, the seconds from injection to recovery (a fault that
 	// never recovered fails it).
 	RecoveredS *float64 `yaml:"recovered_s,omitempty"`
-	// RSSGrowth bounds (RSS at the end - RSS after the first second) / RSS after the first second:
-	// a soak's memory must stay flat.
+	// RSSGrowth bounds (RSS at the end - RSS after warm-up) / RSS after warm-up, warm-up being a
+	// tenth of the run; both are read after free pages went back to the OS (see
+	// results.Process): a soak's memory must stay flat.
 	RSSGrowth *float64 `yaml:"rss_growth,omitempty"`
 	// HeapGrowth is RSSGrowth for the live Go heap after a forced GC (the leak signal that a short
-	// run can judge; RSS also holds the collector's headroom).
+	// run can judge; RSS also holds stacks, runtime metadata and memory outside the Go heap).
 	HeapGrowth *float64 `yaml:"heap_growth,omitempty"`
-	// GoroutineGrowth bounds goroutines at the end minus after the first second (the end is taken
+	// GoroutineGrowth bounds goroutines at the end minus after warm-up (the end is taken
 	// after the workers stopped, so a run without leaks is below 0).
 	GoroutineGrowth *float64 `yaml:"goroutine_growth,omitempty"`
 }
