@@ -14,7 +14,7 @@ import (
 // The model is one preemptive-resume FIFO server for the CPU work of every decision (generator
 // and client, plus the script call on the node), whose availability alternates: the machine's
 // scheduler runs other runnable threads for a while (off), then ours (on). Off and on periods
-// are exponential and off periods lognormal (exponential with OffSigma 0), so a decision
+// are exponential and off periods lognormal, so a decision
 // arriving while the host is off waits the rest of the gap, and the work that piles up during a gap drains at the host's
 // spare speed: at a fraction rho of CapacityRPS a gap of V delays the decisions behind it by up
 // to about V/(1 - rho). That — not queueing at Redis — is what sets a co-located run's tail.
@@ -27,7 +27,8 @@ type Host struct {
 	// Measured from the tail of a light-load run (FitGaps).
 	OffFraction float64 `json:"off_fraction"`
 	OffMeanMs   float64 `json:"off_mean_ms"`
-	// OffSigma is the lognormal sigma of the gaps' lengths; 0 makes them exponential.
+	// OffSigma is the lognormal sigma of the gaps' lengths: 0 is its limit, gaps all of
+	// OffMeanMs; sqrt(ln 1.5) ~ 0.64 has the residuals' E[R^2]/E[R]^2 of exponential gaps (2).
 	OffSigma float64 `json:"off_sigma"`
 }
 
@@ -128,17 +129,14 @@ func (e *engine) hostToggle(t float64) {
 	}
 }
 
-// period draws the length of an on (exponential) or off (lognormal, or exponential with
-// OffSigma 0) period, in seconds.
+// period draws the length of an on (exponential) or off (lognormal; constant with OffSigma 0)
+// period, in seconds.
 func (e *engine) period(off bool) float64 {
 	h := e.cfg.Host
 	if !off {
 		return h.onMeanS() * e.r.ExpFloat64()
 	}
 	m := h.OffMeanMs / 1e3
-	if h.OffSigma == 0 {
-		return m * e.r.ExpFloat64()
-	}
 	return m * math.Exp(h.OffSigma*e.r.NormFloat64()-h.OffSigma*h.OffSigma/2)
 }
 
