@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,42 @@ func TestSimulateCommand(t *testing.T) {
 	}
 	if res.Failover == nil || res.Failover.OutageS != 2.3 || res.Failover.OverspendBoundTokens <= 0 {
 		t.Errorf("failover %+v: want a 2.3 s outage (1s + 1.3s) with a positive overspend bound", res.Failover)
+	}
+}
+
+// --colocated puts the shards on the calibrated machine's CPU: it needs a calibration with a
+// host (a saturation probe), says so without one, and caps throughput at the host's capacity.
+func TestSimulateColocated(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.json")
+	if err := os.WriteFile(plain, []byte(`{"service":{"kind":"constant","mean_us":20},"client":[{"p":0,"ms":0.3},{"p":1,"ms":0.3}],"client_cpu_us":40}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "simulate", "--shards", "1", "--rate", "1000", "--tenants", "100", "--calibration", plain, "--colocated").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--probe-rate") {
+		t.Errorf("--colocated without a host: err %v, output %s; want an error naming --probe-rate", err, out)
+	}
+	host := filepath.Join(dir, "host.json")
+	if err := os.WriteFile(host, []byte(`{"service":{"kind":"constant","mean_us":20},"client":[{"p":0,"ms":0.3},{"p":1,"ms":0.3}],"client_cpu_us":40,
+		"host":{"capacity_rps":4000,"off_fraction":0.2,"off_mean_ms":10,"off_sigma":0.5}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(binary, "simulate", "--shards", "1", "--rate", "8000", "--tenants", "100", "--calibration", host,
+		"--colocated", "--max-inflight", "512", "--json").Output()
+	if err != nil {
+		t.Fatalf("simulate --colocated: %v\n%s", err, out)
+	}
+	var res struct {
+		ThroughputRPS   float64 `json:"throughput_rps"`
+		HostUtilisation float64 `json:"host_utilisation"`
+		GatewayCores    float64 `json:"gateway_cores"`
+		Dropped         int64   `json:"dropped"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("simulate --json: %v\n%s", err, out)
+	}
+	if res.HostUtilisation != 2 || res.ThroughputRPS > 4400 || res.Dropped == 0 || res.GatewayCores != 8000*40e-6 {
+		t.Errorf("8000/s on a host of 4000/s: %+v; want utilisation 2, ~4000/s, drops, 0.32 gateway cores", res)
 	}
 }

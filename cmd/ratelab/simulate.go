@@ -18,6 +18,7 @@ type simulateFlags struct {
 	serviceCV   float64
 	serviceKind string
 	clientMs    float64
+	colocated   bool
 	failover    bool
 	fo          simulate.Failover
 	json        bool
@@ -63,7 +64,13 @@ through its whole outage. The service time and client part come from --calibrati
 			if set("client-ms") {
 				cal.Client = simulate.ConstantMs(f.clientMs)
 			}
-			f.cfg.Service, f.cfg.Client = cal.Service, cal.Client
+			f.cfg.Service, f.cfg.Client, f.cfg.ClientCPUUs = cal.Service, cal.Client, cal.ClientCPUUs
+			if f.colocated {
+				if cal.Host == nil {
+					return errors.New("--colocated needs a calibration with a saturation probe: run 'ratelab simulate calibrate --probe-rate 30000' and pass --calibration")
+				}
+				f.cfg.Host = cal.Host
+			}
 			if f.failover {
 				fo := f.fo
 				f.cfg.Failover = &fo
@@ -98,6 +105,8 @@ through its whole outage. The service time and client part come from --calibrati
 	fl.Float64Var(&f.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
 	fl.StringVar(&f.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
 	fl.Float64Var(&f.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
+	fl.BoolVar(&f.colocated, "colocated", false, "put the clients and the shards on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
+	fl.IntVar(&f.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
 	fl.BoolVar(&f.failover, "failover", false, "fail a primary and report the outage and overspend bound")
 	fl.IntVar(&f.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
 	fl.DurationVar(&f.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
@@ -108,26 +117,31 @@ through its whole outage. The service time and client part come from --calibrati
 	fl.Float64Var(&f.fo.PolicyRate, "policy-rate", 100, "each key's bucket rate, to bound fail-open overspend")
 	fl.Float64Var(&f.fo.PolicyBurst, "policy-burst", 200, "each key's bucket burst")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
-	cmd.AddCommand(newSimulateCalibrateCmd())
+	cmd.AddCommand(newSimulateCalibrateCmd(), newSimulateValidateCmd())
 	return cmd
 }
 
 func newSimulateCalibrateCmd() *cobra.Command {
 	var (
-		rate     float64
-		duration time.Duration
-		out      string
-		runDir   string
+		rate      float64
+		probeRate float64
+		duration  time.Duration
+		out       string
+		runDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate [NAME|FILE]",
 		Short: "Measure the model's inputs on one local primary and write them as JSON",
 		Long: `Start a one-primary local cluster, run the scenario (default hot-tenant) at a low --rate and
 derive the service time per call (the primary's main-thread CPU over the script calls, spread
-from Redis's own EVALSHA p50/p99) and the client part of latency (the run's latency quantiles
-minus the service time). Writes --out for 'ratelab simulate --calibration'.`,
-		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --out calibration.json",
-		Args:    cobra.MaximumNArgs(1),
+from Redis's own EVALSHA p50/p99), the machine's scheduling gaps (the latency tail) and the
+client part of latency (the body of the latencies minus the service time). With --probe-rate a
+saturation probe follows (2 s far above capacity): the machine's capacity for the limiter's work,
+the marginal CPU per decision, and the co-located host for 'ratelab simulate --colocated'.
+Writes --out for 'ratelab simulate --calibration'.`,
+		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --out calibration.json\n" +
+			"  ratelab simulate calibrate --rate 800 --probe-rate 30000 --out calibration.json",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := "hot-tenant"
 			if len(args) == 1 {
@@ -148,7 +162,7 @@ minus the service time). Writes --out for 'ratelab simulate --calibration'.`,
 			ctx, stop := interruptContext(cmd.Context())
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			cal, sum, err := simulate.CalibrateLocal(ctx, spec, runDir, func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) })
+			cal, sum, err := simulate.CalibrateLocal(ctx, spec, probeRate, runDir, func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) })
 			if err != nil {
 				return err
 			}
@@ -164,7 +178,61 @@ minus the service time). Writes --out for 'ratelab simulate --calibration'.`,
 	fl := cmd.Flags()
 	fl.Float64Var(&rate, "rate", 1000, "offered rate of the calibration run (low: no queueing)")
 	fl.DurationVar(&duration, "duration", 5*time.Second, "length of the calibration run")
+	fl.Float64Var(&probeRate, "probe-rate", 0, "also run a saturation probe at this rate (far above capacity) for the co-located model")
 	fl.StringVar(&out, "out", "calibration.json", "where to write the calibration")
 	fl.StringVar(&runDir, "run-dir", "", "keep the calibration run's directory here (default a temp dir)")
 	return cmd
+}
+
+func newSimulateValidateCmd() *cobra.Command {
+	var o simulate.ValidateOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate [NAME|FILE]",
+		Short: "Check the co-located model against runs on a local one-primary cluster",
+		Long: `Start a one-primary local cluster and run --rounds rounds of: a light run (--light-rate),
+a measured run (at --share of the first saturation probe, or --rate), a saturation probe
+(--probe-rate). Each round's model is calibrated from that round's light run and probe only and
+simulated at the measured rate; the medians over the rounds of measured and simulated
+throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers)
+gives tenants, workers and max_inflight; its rate and duration are set per run.`,
+		Example: "  ratelab simulate validate --rounds 5 --share 0.3",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := validateSpec(args)
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptContext(cmd.Context())
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			o.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
+			v, err := simulate.ValidateLocal(ctx, spec, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), v)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), v.Text())
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Rounds, "rounds", simulate.DefaultValidateRounds, "rounds of light run, measured run and probe")
+	fl.Float64Var(&o.LightRate, "light-rate", simulate.DefaultLightRate, "rate of the light (calibration) runs")
+	fl.Float64Var(&o.ProbeRate, "probe-rate", simulate.DefaultProbeRate, "rate of the saturation probes (far above capacity)")
+	fl.Float64Var(&o.Share, "share", simulate.DefaultValidateShare, "measured rate as a share of the first probe's capacity")
+	fl.Float64Var(&o.Rate, "rate", 0, "measured rate (overrides --share)")
+	fl.StringVar(&o.Out, "run-dir", "", "keep the runs' directories here (default a temp dir, removed)")
+	fl.BoolVar(&asJSON, "json", false, "print the validation as JSON")
+	return cmd
+}
+
+// validateSpec is the named scenario, or the validation's own default.
+func validateSpec(args []string) (*scenarios.Spec, error) {
+	if len(args) == 1 {
+		return scenarios.Resolve(args[0])
+	}
+	return scenarios.Parse("simulate-validate", []byte(simulate.ValidateScenario))
 }

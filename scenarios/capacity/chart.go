@@ -40,7 +40,11 @@ func writeCharts(res *SweepResult) error {
 				lo, hi = math.Min(lo, st.P99Ms), math.Max(hi, st.P99Ms)
 			}
 		}
-		name := fmt.Sprintf("%d primaries, %s", s.Primaries, s.Limiter)
+		unit := "primaries"
+		if s.Primaries == 1 {
+			unit = "primary"
+		}
+		name := fmt.Sprintf("%d %s, %s", s.Primaries, unit, s.Limiter)
 		c := plotutil.Color(i)
 		if err := addLine(top, name, thr, c); err != nil {
 			return err

@@ -18,8 +18,19 @@ import (
 
 // Calibration is what the model takes from a measured run.
 type Calibration struct {
-	Service Service   `json:"service"`
-	Client  Empirical `json:"client"`
+	Service Service `json:"service"`
+	// Client is the round trip outside the shard's thread (network, client library) of the
+	// decisions no scheduling gap touched (Gaps.Body minus the service mean).
+	Client Empirical `json:"client"`
+	// Gaps is the light-load run's scheduling gaps (FitGaps); Host is filled from them and a
+	// saturation probe (CoLocate) for the co-located model, nil until then.
+	Gaps Gaps  `json:"gaps"`
+	Host *Host `json:"host,omitempty"`
+	// ClientCPUUs is the client process's CPU per decision and RedisCPUUs the nodes' CPU (all
+	// threads) per script call, µs: at the calibration rate, or with a probe the marginal cost
+	// between the two runs (fixed per-second costs, timers and cron, left out).
+	ClientCPUUs float64 `json:"client_cpu_us"`
+	RedisCPUUs  float64 `json:"redis_cpu_us"`
 	// Source says where the numbers come from.
 	Source string `json:"source"`
 }
@@ -55,6 +66,11 @@ func ReadCalibration(path string) (Calibration, error) {
 	if err := c.Client.Validate(); err != nil {
 		return c, fmt.Errorf("calibration %s: %w", path, err)
 	}
+	if c.Host != nil {
+		if err := c.Host.Validate(); err != nil {
+			return c, fmt.Errorf("calibration %s: %w", path, err)
+		}
+	}
 	return c, nil
 }
 
@@ -72,8 +88,10 @@ type ServerStats struct {
 	// Calls of the limiter's scripts (EVALSHA and EVAL) and the µs Redis spent inside them.
 	Calls int64
 	Usec  int64
-	// CPUSeconds is the main thread's CPU time (user + sys): commands plus network I/O.
-	CPUSeconds float64
+	// CPUSeconds is the main thread's CPU time (user + sys): commands plus network I/O;
+	// TotalCPUSeconds the whole process's (background threads too).
+	CPUSeconds      float64
+	TotalCPUSeconds float64
 	// P50Us and P99Us are Redis's own latency percentiles of EVALSHA (INFO latencystats,
 	// Redis 7+); 0 when absent.
 	P50Us, P99Us float64
@@ -95,6 +113,7 @@ func Snapshot(ctx context.Context, addrs []string) (ServerStats, error) {
 		out.Calls += s.Calls
 		out.Usec += s.Usec
 		out.CPUSeconds += s.CPUSeconds
+		out.TotalCPUSeconds += s.TotalCPUSeconds
 		if s.Calls > most {
 			most, out.P50Us, out.P99Us = s.Calls, s.P50Us, s.P99Us
 		}
@@ -126,6 +145,7 @@ func parseInfo(text string) ServerStats {
 			s.P99Us, _ = strconv.ParseFloat(f["p99"], 64)
 		}
 	}
+	s.TotalCPUSeconds = cpu["used_cpu_user"] + cpu["used_cpu_sys"]
 	if u, ok := cpu["used_cpu_user_main_thread"]; ok {
 		s.CPUSeconds = u + cpu["used_cpu_sys_main_thread"]
 	} else {
@@ -145,17 +165,18 @@ func fields(v string) map[string]string {
 	return out
 }
 
-// Calibrate derives the model's inputs from server stats taken before and after a run and the
-// run's latency histogram:
+// Calibrate derives the model's inputs from server stats taken before and after a run at a
+// light load (far below the machine's capacity) and the run's latency histogram:
 //
 //   - service mean: the primaries' main-thread CPU time over the run divided by the script calls
 //     (so it holds network I/O and parsing, not only the script: what a call costs the thread);
 //   - service spread: a lognormal through Redis's own EVALSHA p50 and p99 (sigma =
 //     ln(p99/p50)/2.326), i.e. the script's variation applied to the whole call;
-//   - client part: the run's latency quantiles minus the mean service time (at a low rate there
-//     is almost no queueing, so what is left is network, client library, scheduling and
-//     generator lag). Subtracting the mean rather than deconvolving is an approximation that
-//     slightly widens the client part's spread.
+//   - scheduling gaps (FitGaps): the latency tail of decisions that arrived while the machine ran
+//     other threads, as an off share and a mean gap length;
+//   - client part: the body of the latencies (below the gaps' threshold) minus the mean service
+//     time — network, client library, the dispatch of an idle generator. Subtracting the mean
+//     rather than deconvolving is an approximation that slightly widens its spread.
 func Calibrate(before, after ServerStats, lat *results.Histogram) (Calibration, error) {
 	calls := after.Calls - before.Calls
 	cpu := after.CPUSeconds - before.CPUSeconds
@@ -175,27 +196,48 @@ func Calibrate(before, after ServerStats, lat *results.Histogram) (Calibration, 
 		sig := math.Log(after.P99Us/after.P50Us) / 2.326
 		cv = math.Sqrt(math.Expm1(sig * sig))
 	}
-	client := Empirical{}
-	prev := Quantile{}
-	for i, p := range lat.Percentiles() {
-		q := Quantile{P: p.Percentile / 100, Ms: math.Max(0, p.Ms-meanUs/1e3)}
-		if i == 0 {
-			q.P = 0
-		}
-		if q.P < prev.P || (i > 0 && q.P == prev.P) {
-			continue
-		}
-		q.Ms = math.Max(q.Ms, prev.Ms)
-		client = append(client, q)
-		prev = q
-	}
-	if client[len(client)-1].P < 1 {
-		client = append(client, Quantile{P: 1, Ms: math.Max(prev.Ms, lat.MaxMs()-meanUs/1e3)})
-	}
+	gaps := FitGaps(lat)
 	return Calibration{
-		Service: Service{Kind: Lognormal, MeanUs: meanUs, CV: cv},
-		Client:  client,
-		Source: fmt.Sprintf("measured: %d calls, %.0f µs CPU per call (script alone %.1f µs), Redis EVALSHA p50 %.0f µs p99 %.0f µs, %d latencies",
-			calls, meanUs, float64(after.Usec-before.Usec)/float64(calls), after.P50Us, after.P99Us, lat.Count()),
+		Service:    Service{Kind: Lognormal, MeanUs: meanUs, CV: cv},
+		Client:     gaps.Body.shift(-meanUs / 1e3),
+		Gaps:       gaps,
+		RedisCPUUs: (after.TotalCPUSeconds - before.TotalCPUSeconds) * 1e6 / float64(calls),
+		Source: fmt.Sprintf("measured: %d calls, %.0f µs CPU per call (script alone %.1f µs), Redis EVALSHA p50 %.0f µs p99 %.0f µs, %d latencies, %.1f%% above %.1f ms (gaps: off %.1f%% of the time, mean %.1f ms, sigma %.2f)",
+			calls, meanUs, float64(after.Usec-before.Usec)/float64(calls), after.P50Us, after.P99Us, lat.Count(),
+			100*gaps.TailShare, gaps.ThresholdMs, 100*gaps.OffFraction, gaps.OffMeanMs, gaps.OffSigma),
 	}, nil
+}
+
+// shift adds ms to every quantile, clamping at 0.
+func (e Empirical) shift(ms float64) Empirical {
+	out := make(Empirical, len(e))
+	for i, q := range e {
+		out[i] = Quantile{P: q.P, Ms: math.Max(0, q.Ms+ms)}
+	}
+	return out
+}
+
+// CoLocate completes c for the co-located model with the machine's capacity for the limiter's
+// work, capacityRPS (a saturation probe's answered rate), and the light run's rate lightRPS:
+// Host takes the gaps and the capacity, and the client part loses the host's own CPU time per
+// decision, which the model now adds.
+//
+// The light run is not quite free of queueing: a decision that arrived a into a gap finds the
+// lambda*a decisions that arrived before it ahead of it when the gap ends, and waits their CPU
+// too, so its excess is the rest of the gap plus rho_on times its age (rho_on = lambda x the
+// CPU time of one decision at full speed). Rest and age have the same mean: the observed
+// residuals are (1 + rho_on) times the gaps', and the gaps' mean is divided by that.
+func (c Calibration) CoLocate(capacityRPS, lightRPS float64) (Calibration, error) {
+	h := Host{CapacityRPS: capacityRPS, OffFraction: c.Gaps.OffFraction, OffMeanMs: c.Gaps.OffMeanMs, OffSigma: c.Gaps.OffSigma}
+	if h.OffFraction > 0 {
+		h.OffMeanMs /= 1 + lightRPS*h.workS()
+	}
+	if err := h.Validate(); err != nil {
+		return c, err
+	}
+	c.Host = &h
+	c.Client = c.Client.shift(-1e3 * h.workS())
+	c.Source += fmt.Sprintf("; co-located: %.0f decisions/s at saturation, gaps corrected for the light run's queueing: off %.1f%%, mean %.1f ms, sigma %.2f",
+		capacityRPS, 100*h.OffFraction, h.OffMeanMs, h.OffSigma)
+	return c, nil
 }

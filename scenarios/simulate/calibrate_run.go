@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,25 +13,30 @@ import (
 	"ratelab/scenarios/cluster"
 )
 
-// Measure runs spec against the running cluster cl (spec's faults dropped, its cluster section
-// replaced by cl), with server stats taken before and after, and returns the calibration, the
-// run's summary and its directory (out, or a temp dir when out is empty).
-func Measure(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, out string) (Calibration, *results.Summary, error) {
-	if out == "" {
-		d, err := os.MkdirTemp("", "ratelab-calibrate-")
-		if err != nil {
-			return Calibration{}, nil, err
-		}
-		out = d
+// DefaultProbeDuration is the length of the saturation probe of CalibrateCoLocated.
+const DefaultProbeDuration = 2 * time.Second
+
+// measured is one run on a running cluster with what it cost: server stats before and after,
+// this process's CPU over it, its summary and latency histogram.
+type measured struct {
+	before, after ServerStats
+	clientCPU     float64 // seconds of this process's CPU over the run
+	sum           *results.Summary
+	hist          *results.Histogram
+}
+
+// answered is decisions per second that got an answer (allowed or denied).
+func (m measured) answered() float64 {
+	if m.sum.DurationS <= 0 {
+		return 0
 	}
-	state := filepath.Join(out, "cluster.json")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return Calibration{}, nil, err
-	}
-	if err := cl.SaveState(state); err != nil {
-		return Calibration{}, nil, err
-	}
-	defer os.Remove(state)
+	return float64(m.sum.Outcomes.Allowed+m.sum.Outcomes.Denied) / m.sum.DurationS
+}
+
+// runOn runs spec (faults dropped, cluster section replaced) against cl, whose state file is
+// state, into dir.
+func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, dir string) (measured, error) {
+	var m measured
 	var addrs []string
 	for _, n := range cl.Primaries() {
 		addrs = append(addrs, n.Addr)
@@ -38,34 +44,149 @@ func Measure(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, out s
 	run := *spec
 	run.Faults = nil
 	run.Cluster.Provider = "running"
-	before, err := Snapshot(ctx, addrs)
-	if err != nil {
-		return Calibration{}, nil, err
+	var err error
+	if m.before, err = Snapshot(ctx, addrs); err != nil {
+		return m, err
 	}
-	res, err := scenarios.Run(ctx, &run, scenarios.RunOptions{Out: filepath.Join(out, "run"), StateFile: state})
+	cpu := processCPU()
+	res, err := scenarios.Run(ctx, &run, scenarios.RunOptions{Out: dir, StateFile: state})
 	if err != nil {
-		return Calibration{}, nil, err
+		return m, err
 	}
-	after, err := Snapshot(ctx, addrs)
-	if err != nil {
-		return Calibration{}, nil, err
+	m.clientCPU = processCPU() - cpu
+	if m.after, err = Snapshot(ctx, addrs); err != nil {
+		return m, err
 	}
+	m.sum = res.Summary
 	f, err := os.Open(filepath.Join(res.Dir, results.HistogramFile))
 	if err != nil {
-		return Calibration{}, nil, err
+		return m, err
 	}
 	defer f.Close()
-	h, err := results.ReadHistogram(f)
-	if err != nil {
-		return Calibration{}, nil, fmt.Errorf("%s: %w", results.HistogramFile, err)
+	if m.hist, err = results.ReadHistogram(f); err != nil {
+		return m, fmt.Errorf("%s: %w", results.HistogramFile, err)
 	}
-	cal, err := Calibrate(before, after, h)
-	return cal, res.Summary, err
+	return m, nil
 }
 
-// CalibrateLocal starts a one-primary local cluster (no replicas), runs spec on it (Measure) and
-// stops the cluster.
-func CalibrateLocal(ctx context.Context, spec *scenarios.Spec, out string, logf func(string, ...any)) (Calibration, *results.Summary, error) {
+// saveState writes cl's state file under out (a temp dir when out is empty) for runOn.
+func saveState(cl *cluster.Local, out string) (dir, state string, err error) {
+	if out == "" {
+		if out, err = os.MkdirTemp("", "ratelab-calibrate-"); err != nil {
+			return "", "", err
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", "", err
+	}
+	state = filepath.Join(out, "cluster.json")
+	return out, state, cl.SaveState(state)
+}
+
+// Measure runs spec against the running cluster cl (spec's faults dropped, its cluster section
+// replaced by cl), with server stats taken before and after, and returns the calibration, the
+// run's summary and its directory (out, or a temp dir when out is empty). Run it at a light
+// load: its latencies are read as round trips and scheduling gaps, not queueing.
+func Measure(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, out string) (Calibration, *results.Summary, error) {
+	out, state, err := saveState(cl, out)
+	if err != nil {
+		return Calibration{}, nil, err
+	}
+	defer os.Remove(state)
+	m, err := runOn(ctx, cl, spec, state, filepath.Join(out, "run"))
+	if err != nil {
+		return Calibration{}, nil, err
+	}
+	cal, err := Calibrate(m.before, m.after, m.hist)
+	if err == nil && m.sum.Load.Decisions > 0 {
+		cal.ClientCPUUs = m.clientCPU * 1e6 / float64(m.sum.Load.Decisions)
+	}
+	return cal, m.sum, err
+}
+
+// CalibrateCoLocated is Measure followed by a saturation probe: the same spec at probeRate
+// (far above what the machine carries) for DefaultProbeDuration. The probe's answered
+// decisions per second are the machine's capacity for the limiter's work (CoLocate), and the
+// two runs give the marginal CPU per decision of the client and of Redis. It returns the
+// co-located calibration, the light run's summary and the probe's.
+func CalibrateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, probeRate float64, out string) (Calibration, *results.Summary, *results.Summary, error) {
+	out, state, err := saveState(cl, out)
+	if err != nil {
+		return Calibration{}, nil, nil, err
+	}
+	defer os.Remove(state)
+	light, err := runOn(ctx, cl, spec, state, filepath.Join(out, "run"))
+	if err != nil {
+		return Calibration{}, nil, nil, err
+	}
+	probe := *spec
+	probe.Load.Rate = probeRate
+	probe.Duration = scenarios.Duration(DefaultProbeDuration)
+	sat, err := runOn(ctx, cl, &probe, state, filepath.Join(out, "probe"))
+	if err != nil {
+		return Calibration{}, light.sum, nil, err
+	}
+	cal, err := calibratePooled(pool([]measured{light}), pool([]measured{sat}), probeRate)
+	return cal, light.sum, sat.sum, err
+}
+
+// pooled is several runs of one kind added up: their CPU, server-stat deltas, time, decisions
+// and latencies.
+type pooled struct {
+	delta              ServerStats // after - before, summed; percentiles from the last run
+	clientCPU, seconds float64
+	decisions, answers int64
+	offered            float64 // decisions offered
+	hist               *results.Histogram
+}
+
+func pool(ms []measured) pooled {
+	p := pooled{hist: results.NewHistogram()}
+	for _, m := range ms {
+		p.delta.Calls += m.after.Calls - m.before.Calls
+		p.delta.Usec += m.after.Usec - m.before.Usec
+		p.delta.CPUSeconds += m.after.CPUSeconds - m.before.CPUSeconds
+		p.delta.TotalCPUSeconds += m.after.TotalCPUSeconds - m.before.TotalCPUSeconds
+		p.delta.P50Us, p.delta.P99Us = m.after.P50Us, m.after.P99Us
+		p.clientCPU += m.clientCPU
+		p.seconds += m.sum.DurationS
+		p.decisions += m.sum.Load.Decisions
+		p.answers += m.sum.Outcomes.Allowed + m.sum.Outcomes.Denied
+		p.offered += m.sum.Load.OfferedRPS * m.sum.DurationS
+		p.hist.Merge(m.hist)
+	}
+	return p
+}
+
+func (p pooled) rate() float64 { return float64(p.decisions) / math.Max(p.seconds, 1e-9) }
+
+// calibratePooled calibrates on light runs and completes the co-located model from probes at
+// probeRate: capacity is the probes' answered decisions per second, and the CPU per second of
+// the two kinds against their rates gives the marginal CPU per decision.
+func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) {
+	cal, err := Calibrate(ServerStats{}, light.delta, light.hist)
+	if err != nil {
+		return cal, err
+	}
+	capacity := float64(sat.answers) / math.Max(sat.seconds, 1e-9)
+	if capacity < 1.2*light.rate() || float64(sat.decisions) > 0.95*sat.offered {
+		return cal, fmt.Errorf("calibration: the probe at %.0f/s answered %.0f/s, the light run %.0f/s: the probe did not saturate the machine (raise the probe rate) or the light run was not light (lower its rate)",
+			probeRate, capacity, light.rate())
+	}
+	dRate := sat.rate() - light.rate()
+	cal.ClientCPUUs = light.clientCPU * 1e6 / float64(max(light.decisions, 1))
+	if c := (sat.clientCPU/sat.seconds - light.clientCPU/light.seconds) * 1e6 / dRate; c > 0 {
+		cal.ClientCPUUs = c
+	}
+	if c := (sat.delta.TotalCPUSeconds/sat.seconds - light.delta.TotalCPUSeconds/light.seconds) * 1e6 / dRate; c > 0 {
+		cal.RedisCPUUs = c
+	}
+	return cal.CoLocate(capacity, light.rate())
+}
+
+// CalibrateLocal starts a one-primary local cluster (no replicas), calibrates on it (Measure,
+// or CalibrateCoLocated when probeRate > 0) and stops the cluster.
+func CalibrateLocal(ctx context.Context, spec *scenarios.Spec, probeRate float64, out string, logf func(string, ...any)) (Calibration, *results.Summary, error) {
 	cl, err := cluster.StartLocal(ctx, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas,
 		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout), Logf: logf})
 	if err != nil {
@@ -76,5 +197,9 @@ func CalibrateLocal(ctx context.Context, spec *scenarios.Spec, out string, logf 
 	run.Cluster.Primaries = 1
 	none := 0
 	run.Cluster.Replicas = &none
+	if probeRate > 0 {
+		cal, sum, _, err := CalibrateCoLocated(ctx, cl, &run, probeRate, out)
+		return cal, sum, err
+	}
 	return Measure(ctx, cl, &run, out)
 }

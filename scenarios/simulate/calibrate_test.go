@@ -21,7 +21,7 @@ const infoAfter = "cmdstat_evalsha:calls=11000,usec=220000,usec_per_call=20.00\r
 func TestParseInfo(t *testing.T) {
 	t.Parallel()
 	s := parseInfo(infoBefore)
-	want := ServerStats{Calls: 1010, Usec: 20500, CPUSeconds: 3, P50Us: 10, P99Us: 50}
+	want := ServerStats{Calls: 1010, Usec: 20500, CPUSeconds: 3, TotalCPUSeconds: 19, P50Us: 10, P99Us: 50}
 	if s != want {
 		t.Errorf("parseInfo = %+v, want %+v (main-thread CPU, EVALSHA + EVAL)", s, want)
 	}

@@ -44,6 +44,13 @@ type Config struct {
 	// latency (network, client library, scheduling), added to queueing and service.
 	Service Service   `json:"service"`
 	Client  Empirical `json:"client"`
+	// Host, when set, puts the clients and the shards on one machine whose CPU every decision
+	// queues for (co-location: the one-machine runs this model is validated on). nil (default):
+	// every shard and gateway has a host of its own, as in a cluster sized for 1M-10M/s.
+	Host *Host `json:"host,omitempty"`
+	// ClientCPUUs is the client's CPU per decision (generator and client library), µs; when set
+	// the result says how many gateway cores the rate needs. 0: not reported.
+	ClientCPUUs float64 `json:"client_cpu_us,omitempty"`
 	// Lease > 1 gives each of Gateways gateways local leases of Lease tokens living LeaseTTL.
 	Lease    int64         `json:"lease"`
 	Gateways int           `json:"gateways"`
@@ -51,6 +58,9 @@ type Config struct {
 	// Timeout is the client's decision timeout; a call that would take longer counts as a
 	// timeout (Redis still runs it: a server does not see the client give up).
 	Timeout time.Duration `json:"timeout_ns"`
+	// MaxInflight bounds the decisions arrived and not yet decided, as the generator's
+	// load.max_inflight does: an arrival beyond it is dropped (counted, not decided). 0: no bound.
+	MaxInflight int `json:"max_inflight,omitempty"`
 	// Horizon and MaxRequests bound the steady-state phase (see DefaultMaxRequests).
 	Horizon     time.Duration `json:"horizon_ns"`
 	MaxRequests int           `json:"max_requests"`
@@ -121,6 +131,14 @@ func (c Config) Validate() error {
 	if err := c.Client.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Host != nil {
+		if err := c.Host.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !(c.ClientCPUUs >= 0) || math.IsInf(c.ClientCPUUs, 0) {
+		bad("client cpu %v µs: must be >= 0", c.ClientCPUUs)
+	}
 	if c.Lease < 0 {
 		bad("lease %d: must be >= 0 tokens (0 or 1: no leases)", c.Lease)
 	}
@@ -129,6 +147,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL <= 0 || c.Timeout <= 0 || c.Horizon <= 0 {
 		bad("lease-ttl %v, timeout %v, horizon %v: must all be > 0", c.LeaseTTL, c.Timeout, c.Horizon)
+	}
+	if c.MaxInflight < 0 {
+		bad("max-inflight %d: must be >= 0 (0: no bound)", c.MaxInflight)
 	}
 	if c.MaxRequests < 1000 || c.MaxRequests > 100_000_000 {
 		bad("max-requests %d: must be between 1,000 and 100,000,000", c.MaxRequests)

@@ -4,7 +4,13 @@
 // scenarios' Zipf popularity and land on shards by their CRC16 slot; optional token leases; and a
 // primary failover (outage for detection plus election, a lost replication window).
 //
-// It predicts per-shard utilisation, throughput, latency percentiles, central operations and the
-// failover's overspend bound. It never talks to Redis: Calibrate turns a measured run into its
-// inputs, and the limits of the model are in docs/capacity.md.
+// Optionally (Config.Host) the clients and shards share one machine's CPU, which the scheduler
+// takes away in gaps: the co-located model of a one-machine run, used to validate the model on
+// the machine it was calibrated on (ValidateCoLocated). Off by default: a real cluster's gateways
+// and shards have hosts of their own.
+//
+// It predicts per-shard utilisation, throughput, latency percentiles, central operations, the
+// gateways' CPU and the failover's overspend bound. The model itself never talks to Redis:
+// Calibrate, Measure and CalibrateCoLocated turn measured runs into its inputs, and the limits of
+// the model are in docs/capacity.md.
 package simulate

@@ -14,7 +14,9 @@ import (
 // job is one call waiting for or in service at a shard.
 type job struct {
 	arrival  float64
+	sent     float64 // when the call left the client (after the co-located host's CPU): the timeout runs from here
 	key      uint64
+	shard    int32
 	measured bool
 	lease    *leaseState // set when the call fetches a lease
 }
@@ -46,6 +48,8 @@ type leaseState struct {
 // counters of one phase.
 type counters struct {
 	arrivals, decisions, local, central, timeouts int64
+	dropped                                       int64 // measured arrivals beyond MaxInflight
+	inflight                                      int64 // arrived, not yet decided (every arrival)
 	completedInWindow                             int64
 	latencySum                                    float64 // seconds, over measured decisions
 	failOpen, failClosed, failErrors              int64
@@ -65,6 +69,7 @@ type engine struct {
 	fshard    int    // the failed shard (failover phase)
 	svc       sampler
 	sched     scheduler
+	host      *hostState // nil unless cfg.Host (co-location)
 	shards    []shardState
 	leases    map[leaseKey]*leaseState
 	warm, end float64
@@ -146,6 +151,7 @@ func (e *engine) nextArrival(t float64) {
 }
 
 func (e *engine) run() {
+	e.startHost()
 	e.nextArrival(0)
 	if e.fo != nil {
 		e.sched.push(event{t: e.downAt, kind: evDown, shard: int32(e.fshard)})
@@ -166,15 +172,38 @@ func (e *engine) run() {
 			e.kill(ev.t, int(ev.shard))
 		case evUp:
 			e.shards[ev.shard].down = false
+		case evHostDone:
+			e.hostDone(ev.t, ev.epoch)
+		case evHostToggle:
+			e.hostToggle(ev.t)
 		}
 	}
 }
 
+// arrive is a decision's intended start: on a co-located host it first waits for CPU.
 func (e *engine) arrive(t float64, k uint64, s int) {
-	j := job{arrival: t, key: k, measured: t >= e.warm}
+	j := job{arrival: t, sent: t, key: k, shard: int32(s), measured: t >= e.warm}
 	if j.measured {
 		e.c.arrivals++
 	}
+	if e.cfg.MaxInflight > 0 && e.c.inflight >= int64(e.cfg.MaxInflight) {
+		if j.measured {
+			e.c.dropped++
+		}
+		return
+	}
+	e.c.inflight++
+	if e.host != nil {
+		e.hostArrive(t, j)
+		return
+	}
+	e.route(t, j)
+}
+
+// route decides j at t from a lease, or sends it (or its lease fetch) to its shard.
+func (e *engine) route(t float64, j job) {
+	j.sent = t
+	k, s := j.key, int(j.shard)
 	if e.cfg.Lease <= 1 {
 		e.call(t, s, j)
 		return
@@ -188,7 +217,7 @@ func (e *engine) arrive(t float64, k uint64, s int) {
 		if e.fo != nil && t >= e.downAt && t < e.upAt {
 			e.localOutage++
 		}
-		e.decide(t, t, s, j, false)
+		e.decide(j.arrival, t, s, j, false)
 	case st != nil && st.pending && int64(len(st.waiters)) < e.cfg.Lease-1:
 		st.waiters = append(st.waiters, j)
 	default:
@@ -249,7 +278,7 @@ func (e *engine) depart(t float64, s int, epoch uint32) {
 	}
 	// The client's timeout runs from dispatch, so it bounds the server part (queue + service);
 	// the client part (network, client library, generator lag) comes on top, as in a real run.
-	ok := t-j.arrival <= e.timeout
+	ok := t-j.sent <= e.timeout
 	done := t + e.cfg.Client.sample(e.r)
 	e.decide(j.arrival, done, s, j, !ok)
 	if st := j.lease; st != nil {
@@ -259,7 +288,7 @@ func (e *engine) depart(t float64, s int, epoch uint32) {
 			st.expires = t + e.cfg.LeaseTTL.Seconds()
 		}
 		for _, w := range st.waiters {
-			e.decide(w.arrival, math.Max(done, w.arrival), s, w, !ok || t-w.arrival > e.timeout)
+			e.decide(w.arrival, math.Max(done, w.arrival), s, w, !ok || t-w.sent > e.timeout)
 		}
 		st.waiters = st.waiters[:0]
 	}
@@ -271,8 +300,9 @@ func (e *engine) depart(t float64, s int, epoch uint32) {
 // decide records one decision that arrived at `at` and was answered at done (or timed out).
 func (e *engine) decide(at, done float64, s int, j job, timedOut bool) {
 	if timedOut {
-		done = at + e.timeout
+		done = j.sent + e.timeout
 	}
+	e.c.inflight--
 	if done >= e.warm && done < e.end {
 		e.c.completedInWindow++
 	}
@@ -343,6 +373,6 @@ func (e *engine) fail(t float64, s int, j job) {
 		default:
 			e.c.failErrors++
 		}
-		e.decide(x.arrival, math.Max(t, x.arrival)+e.timeout, s, x, false)
+		e.decide(x.arrival, math.Max(t, x.sent)+e.timeout, s, x, false)
 	}
 }

@@ -9,6 +9,8 @@ const (
 	evDeparture
 	evDown
 	evUp
+	evHostDone
+	evHostToggle
 )
 
 // event is one scheduled happening. seq breaks ties in scheduling order, so runs are

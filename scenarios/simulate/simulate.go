@@ -61,8 +61,10 @@ type Result struct {
 	// ThroughputRPS counts decisions completed (answered or timed out) per measured second.
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// Decisions, Timeouts and LocalDecisions count decisions of measured arrivals.
-	Decisions      int64   `json:"decisions"`
-	Timeouts       int64   `json:"timeouts"`
+	Decisions int64 `json:"decisions"`
+	Timeouts  int64 `json:"timeouts"`
+	// Dropped counts arrivals beyond MaxInflight (not decided).
+	Dropped        int64   `json:"dropped"`
 	LocalDecisions int64   `json:"local_decisions"`
 	CentralOpsPerS float64 `json:"central_ops_per_s"`
 	MeanMs         float64 `json:"mean_ms"`
@@ -76,8 +78,15 @@ type Result struct {
 	// Saturated lists shards busy over 99% of the time: their queues grow without bound.
 	Saturated []int           `json:"saturated"`
 	Failover  *FailoverResult `json:"failover,omitempty"`
+	// HostUtilisation is Rate / Host.CapacityRPS when the model is co-located (0 otherwise):
+	// at 1 or more the machine cannot carry the rate.
+	HostUtilisation float64 `json:"host_utilisation,omitempty"`
+	// GatewayCores is Rate x ClientCPUUs: the client CPU the rate needs on the gateways' hosts.
+	GatewayCores float64 `json:"gateway_cores,omitempty"`
 	// ElapsedS is the wall-clock time the simulation took.
 	ElapsedS float64 `json:"elapsed_s"`
+
+	hist *results.Histogram // the measured decisions' latencies (ValidateCoLocated pools them)
 }
 
 // Run simulates cfg: a steady-state phase over all shards and, with cfg.Failover, a phase that
@@ -128,11 +137,16 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{
 		Config: cfg, SimulatedS: end, MeasuredS: measured, SampledShare: share,
 		ThroughputRPS: float64(e.c.completedInWindow) / measured / share,
-		Decisions:     e.c.decisions, Timeouts: e.c.timeouts, LocalDecisions: e.c.local,
+		Decisions:     e.c.decisions, Timeouts: e.c.timeouts, Dropped: e.c.dropped, LocalDecisions: e.c.local,
 		CentralOpsPerS: float64(e.c.central) / measured / share,
 		MeanMs:         1e3 * e.c.latencySum / math.Max(float64(e.c.decisions), 1),
 		P50Ms:          e.hist.QuantileMs(50), P99Ms: e.hist.QuantileMs(99), P999Ms: e.hist.QuantileMs(99.9),
-		Saturated: []int{},
+		Saturated:    []int{},
+		hist:         e.hist,
+		GatewayCores: cfg.Rate * cfg.ClientCPUUs / 1e6,
+	}
+	if cfg.Host != nil {
+		res.HostUtilisation = cfg.Rate / cfg.Host.CapacityRPS
 	}
 	// A shard left out of a sample gets its expected calls, scaled by how the simulated shards'
 	// calls compared with their expectation (the expectation charges leases their worst case).
@@ -226,11 +240,18 @@ func (r *Result) Text() string {
 	}
 	fmt.Fprintf(&b, "simulated %d shards at %.0f decisions/s (%d tenants, Zipf %g), %s\n", c.Shards, c.Rate, c.Tenants, c.Theta, mode)
 	fmt.Fprintf(&b, "  service     %s mean %.1f µs cv %.2f per call; client part p50 %.3f ms\n", c.Service.Kind, c.Service.MeanUs, c.Service.CV, c.Client.median())
+	if h := c.Host; h != nil {
+		fmt.Fprintf(&b, "  host        co-located: %.0f decisions/s at saturation (%.0f%% used), off %.1f%% of the time in gaps of %.1f ms mean\n",
+			h.CapacityRPS, 100*r.HostUtilisation, 100*h.OffFraction, h.OffMeanMs)
+	}
+	if r.GatewayCores > 0 {
+		fmt.Fprintf(&b, "  gateways    %.2f cores of client CPU (%.0f µs per decision)\n", r.GatewayCores, c.ClientCPUUs)
+	}
 	fmt.Fprintf(&b, "  horizon     %.3f s simulated (%.3f s measured after warm-up), %d decisions, %.2f s wall\n", r.SimulatedS, r.MeasuredS, r.Decisions, r.ElapsedS)
 	if r.SampledShare < 1 {
 		fmt.Fprintf(&b, "  sampled     the busiest shard and others carrying %.1f%% of the traffic were simulated; totals scaled up, other shards from expected load\n", 100*r.SampledShare)
 	}
-	fmt.Fprintf(&b, "  throughput  %.0f decisions/s (offered %.0f); timeouts %d\n", r.ThroughputRPS, c.Rate, r.Timeouts)
+	fmt.Fprintf(&b, "  throughput  %.0f decisions/s (offered %.0f); timeouts %d, dropped %d\n", r.ThroughputRPS, c.Rate, r.Timeouts, r.Dropped)
 	fmt.Fprintf(&b, "  central     %.0f calls/s (%.4f per offered decision)\n", r.CentralOpsPerS, r.CentralOpsPerS/c.Rate)
 	fmt.Fprintf(&b, "  latency     p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms; busiest shard %d p99 %.3f ms\n", r.P50Ms, r.P99Ms, r.P999Ms, r.HotShard, r.HotShardP99Ms)
 	sorted := append([]ShardStats(nil), r.Shards...)

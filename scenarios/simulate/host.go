@@ -1,0 +1,157 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Host is the CPU of a machine the clients share with the shards (co-location): the generator,
+// the client library and every Redis node of a one-machine run compete for the same cores,
+// beside whatever else runs there. Config.Host nil (the default, and what a big cluster is)
+// means the shards and the gateways have hosts of their own and only the shards' threads queue.
+//
+// The model is one preemptive-resume FIFO server for the CPU work of every decision (generator
+// and client, plus the script call on the node), whose availability alternates: the machine's
+// scheduler runs other runnable threads for a while (off), then ours (on). Off and on periods
+// are exponential and off periods lognormal, so a decision
+// arriving while the host is off waits the rest of the gap, and the work that piles up during a gap drains at the host's
+// spare speed: at a fraction rho of CapacityRPS a gap of V delays the decisions behind it by up
+// to about V/(1 - rho). That — not queueing at Redis — is what sets a co-located run's tail.
+type Host struct {
+	// CapacityRPS is the most decisions per second the machine gives the limiter's work, over
+	// on and off periods (measured: a saturation probe's achieved rate). > 0.
+	CapacityRPS float64 `json:"capacity_rps"`
+	// OffFraction is the share of time the work gets no CPU (its threads runnable but not
+	// running), in [0, 0.95]; OffMeanMs the mean length of such a gap (> 0 when OffFraction > 0).
+	// Measured from the tail of a light-load run (FitGaps).
+	OffFraction float64 `json:"off_fraction"`
+	OffMeanMs   float64 `json:"off_mean_ms"`
+	// OffSigma is the lognormal sigma of the gaps' lengths: 0 is its limit, gaps all of
+	// OffMeanMs; sqrt(ln 1.5) ~ 0.64 has the residuals' E[R^2]/E[R]^2 of exponential gaps (2).
+	OffSigma float64 `json:"off_sigma"`
+}
+
+// Validate names the bad field.
+func (h Host) Validate() error {
+	var errs []error
+	if !(h.CapacityRPS > 0) || math.IsInf(h.CapacityRPS, 0) {
+		errs = append(errs, fmt.Errorf("host capacity %v decisions/s: must be > 0 (measure it with a saturation probe)", h.CapacityRPS))
+	}
+	if !(h.OffFraction >= 0 && h.OffFraction <= 0.95) {
+		errs = append(errs, fmt.Errorf("host off fraction %v: must be in [0, 0.95]", h.OffFraction))
+	}
+	if !(h.OffSigma >= 0 && h.OffSigma <= 5) {
+		errs = append(errs, fmt.Errorf("host off sigma %v: must be in [0, 5]", h.OffSigma))
+	}
+	if h.OffFraction > 0 && !(h.OffMeanMs > 0 && h.OffMeanMs < 60_000) {
+		errs = append(errs, fmt.Errorf("host off mean %v ms: must be in (0, 60000) when the off fraction is > 0", h.OffMeanMs))
+	}
+	return errors.Join(errs...)
+}
+
+// workS is one decision's CPU on the host at full speed, in seconds: over on and off periods
+// the host then serves (1 - OffFraction)/workS = CapacityRPS decisions per second.
+func (h Host) workS() float64 { return (1 - h.OffFraction) / h.CapacityRPS }
+
+// onMeanS is the mean on period: OffFraction = off/(on + off).
+func (h Host) onMeanS() float64 { return h.OffMeanMs / 1e3 * (1 - h.OffFraction) / h.OffFraction }
+
+// hostState is the co-located host: a FIFO of decisions waiting for CPU, the one in service and
+// its remaining work, and whether the host is on.
+type hostState struct {
+	queue     []job
+	head      int
+	cur       job
+	busy      bool
+	off       bool
+	remaining float64 // seconds of on-time the current job still needs
+	since     float64 // when remaining was last brought up to date
+	epoch     uint32  // a completion scheduled before the host went off carries an old epoch
+}
+
+// hostArrive queues j for CPU at t.
+func (e *engine) hostArrive(t float64, j job) {
+	h := e.host
+	h.queue = append(h.queue, j)
+	if !h.busy {
+		e.hostStart(t)
+	}
+}
+
+func (e *engine) hostStart(t float64) {
+	h := e.host
+	h.cur = h.queue[h.head]
+	h.queue[h.head] = job{}
+	h.head++
+	if h.head > 1024 && h.head*2 > len(h.queue) {
+		h.queue = append(h.queue[:0], h.queue[h.head:]...)
+		h.head = 0
+	}
+	h.busy, h.remaining, h.since = true, e.cfg.Host.workS(), t
+	if !h.off {
+		e.sched.push(event{t: t + h.remaining, kind: evHostDone, epoch: h.epoch})
+	}
+}
+
+func (e *engine) hostDone(t float64, epoch uint32) {
+	h := e.host
+	if epoch != h.epoch || !h.busy || h.off {
+		return
+	}
+	j := h.cur
+	h.busy = false
+	if h.head < len(h.queue) {
+		e.hostStart(t)
+	}
+	e.route(t, j)
+}
+
+// hostToggle switches the host off or on at t and schedules the next switch while there is
+// traffic to come or work left.
+func (e *engine) hostToggle(t float64) {
+	h := e.host
+	if h.off {
+		h.off = false
+		if h.busy {
+			h.since = t
+			e.sched.push(event{t: t + h.remaining, kind: evHostDone, epoch: h.epoch})
+		}
+	} else {
+		h.off = true
+		h.epoch++
+		if h.busy {
+			h.remaining = math.Max(0, h.remaining-(t-h.since))
+		}
+	}
+	if t < e.end || h.busy || h.head < len(h.queue) {
+		e.sched.push(event{t: t + e.period(h.off), kind: evHostToggle})
+	}
+}
+
+// period draws the length of an on (exponential) or off (lognormal; constant with OffSigma 0)
+// period, in seconds.
+func (e *engine) period(off bool) float64 {
+	h := e.cfg.Host
+	if !off {
+		return h.onMeanS() * e.r.ExpFloat64()
+	}
+	m := h.OffMeanMs / 1e3
+	return m * math.Exp(h.OffSigma*e.r.NormFloat64()-h.OffSigma*h.OffSigma/2)
+}
+
+// startHost begins the on/off process at 0 in its stationary state.
+func (e *engine) startHost() {
+	h := e.cfg.Host
+	if h == nil {
+		return
+	}
+	e.host = &hostState{}
+	if h.OffFraction <= 0 {
+		return
+	}
+	// Stationary start: off with probability OffFraction; the first period is a fresh draw (a
+	// slight simplification of the residual for non-exponential gaps).
+	e.host.off = e.r.Float64() < h.OffFraction
+	e.sched.push(event{t: e.period(e.host.off), kind: evHostToggle})
+}
