@@ -147,6 +147,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	ran := time.Since(col.base)
+	// Connections vegeta's transport dialed but never used look "new" to a server, which
+	// then waits seconds for them at shutdown; none is needed any more.
+	tr.base.(*http.Transport).CloseIdleConnections()
 	col.finish(interrupted, ran)
 	if err := bin.Flush(); err != nil && encErr == nil {
 		encErr = err

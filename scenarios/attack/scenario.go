@@ -74,8 +74,10 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOp
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), gateway.DefaultShutdownWait)
 		defer cancel()
-		if serr := srv.Shutdown(sctx); serr != nil && err == nil {
-			err = fmt.Errorf("via http: gateway shutdown: %w", serr)
+		if serr := srv.Shutdown(sctx); serr != nil {
+			// Everything is measured by now: cut what is left rather than fail the run.
+			logf("via http: gateway shutdown: %v; closing its connections", serr)
+			_ = srv.HTTPServer().Close()
 		}
 		if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = fmt.Errorf("via http: gateway: %w", serr)
