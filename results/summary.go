@@ -82,6 +82,9 @@ type Environment struct {
 	// Mode says how decisions were made, e.g. "central" (one store call per decision) or
 	// "lease" (local decisions from leased tokens), so readers know which one was measured.
 	Mode string `json:"mode"`
+	// Via is how requests reached the limiter: "http" for a scenario run through ratelab's
+	// gateway (via: http); empty for in-process runs.
+	Via string `json:"via,omitempty"`
 }
 
 // Load compares the offered load with what the generator could send. An open-loop run whose

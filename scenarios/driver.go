@@ -26,6 +26,7 @@ type job struct {
 	off    time.Duration // intended start, from the run's base time
 	tenant uint32
 	ep     uint16
+	cost   uint16 // tokens (1 unless a replayed trace says otherwise)
 }
 
 // driver is one run's open-loop machinery: a dispatcher that follows the pacer, a pool of workers
@@ -55,6 +56,17 @@ type driver struct {
 
 	seconds int
 	base    time.Time
+	// schedClock (limiter.clock: schedule): a decision's time is clockBase + its intended
+	// offset instead of the wall clock. clockBase is base truncated to a millisecond, so the
+	// Unix-ms times the limiters see differ from run to run by whole milliseconds only.
+	schedClock bool
+	clockBase  time.Time
+	// lanes, when set (clock: schedule, trace replays), give worker i its own queue and tenant
+	// t the worker t % len(lanes): a tenant's requests are then decided one at a time, in
+	// schedule order, and never reordered by two workers racing. The cost: a tenant's rate is
+	// bounded by one worker's. Without lanes every worker takes chunks from jobs.
+	lanes   []chan []job
+	laneBuf [][]job // the dispatcher's per-lane batches
 
 	jobs     chan []job // chunks of requests due together
 	free     chan []job // emptied chunks, for reuse
@@ -105,14 +117,27 @@ func newDriver(spec *Spec, lim limiter.Limiter, checker envelope, tenants, endpo
 	if spec.hasFault(FaultClockSkew) {
 		d.skew = make([]atomic.Int64, d.nGateways)
 	}
+	if spec.Limiter.Clock == ClockSchedule || spec.Trace != nil {
+		d.schedClock = spec.Limiter.Clock == ClockSchedule
+		d.lanes = make([]chan []job, spec.Load.Concurrency)
+		for i := range d.lanes {
+			d.lanes[i] = make(chan []job, laneDepth)
+		}
+		d.laneBuf = make([][]job, len(d.lanes))
+	}
 	d.finalized.Store(-1)
 	return d
 }
 
+// laneDepth is how many chunks one lane queues; a full lane blocks the dispatcher, which then
+// falls behind its schedule (and counts what is too late as dropped).
+const laneDepth = 256
+
 // run drives the whole schedule. ctx cancels the schedule (the run is then marked interrupted);
 // decisions already sent finish, bounded by the limiter's timeout. emit receives every second.
-func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload.Stream, emit func(sec int, s *secStats)) {
+func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream keySource, emit func(sec int, s *secStats)) {
 	d.base = time.Now()
+	d.clockBase = d.base.Truncate(time.Millisecond)
 	if d.onStart != nil {
 		d.onStart(d.base)
 	}
@@ -123,10 +148,14 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 		if len(d.gateways) > 0 {
 			lim = d.gateways[i%len(d.gateways)]
 		}
+		jobs := d.jobs
+		if d.lanes != nil {
+			jobs = d.lanes[i]
+		}
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			d.work(d.shards[i%len(d.shards)], lim, g)
+			d.work(d.shards[i%len(d.shards)], lim, g, jobs)
 		}()
 	}
 	collected := make(chan struct{})
@@ -136,6 +165,9 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 	}()
 	d.dispatch(ctx, pacer, stream)
 	close(d.jobs)
+	for _, l := range d.lanes {
+		close(l)
+	}
 	workers.Wait()
 	<-collected
 }
@@ -151,7 +183,7 @@ const maxChunk = 64
 // workers that is one request per worker, so none waits behind another; with an in-process
 // limiter at millions per second it spares a channel operation and a goroutine wake-up per
 // request, which is most of what the generator would otherwise spend.
-func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *workload.Stream) {
+func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream keySource) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	maxIn := int64(d.spec.Load.MaxInflight)
@@ -169,11 +201,15 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 			d.inflight.Add(n)
 			d.pending[cur].Add(n)
 			d.sent[cur].Add(n)
-			k := min(maxChunk, max(1, len(batch)/workers))
-			for i := 0; i < len(batch); i += k {
-				c := d.chunk()
-				c = append(c, batch[i:min(i+k, len(batch))]...)
-				d.jobs <- c
+			if d.lanes != nil {
+				d.toLanes(batch)
+			} else {
+				k := min(maxChunk, max(1, len(batch)/workers))
+				for i := 0; i < len(batch); i += k {
+					c := d.chunk()
+					c = append(c, batch[i:min(i+k, len(batch))]...)
+					d.jobs <- c
+				}
 			}
 			batch = batch[:0]
 		}
@@ -205,7 +241,7 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 		}
 		// Draw for every scheduled request, sent or not, so the key sequence depends only on the
 		// seed; with --shard every generator draws the whole schedule and keeps its tenants' part.
-		t, ep := stream.Next()
+		t, ep, cost := stream.next()
 		if !d.shard.Owns(t) {
 			continue
 		}
@@ -234,7 +270,7 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream *wor
 			dropped++
 		default:
 			d.lag.Record(max(late, 0))
-			batch = append(batch, job{off: off, tenant: uint32(t), ep: uint16(ep)})
+			batch = append(batch, job{off: off, tenant: uint32(t), ep: uint16(ep), cost: cost})
 			if len(batch) == cap(batch) && len(batch) >= maxChunk*workers {
 				flush()
 			}
@@ -307,6 +343,23 @@ func (d *driver) withdraw(atMs, n int64) {
 	}
 }
 
+// toLanes hands batch out by tenant, keeping schedule order within each lane.
+func (d *driver) toLanes(batch []job) {
+	for _, j := range batch {
+		l := int(j.tenant) % len(d.lanes)
+		if d.laneBuf[l] == nil {
+			d.laneBuf[l] = d.chunk()
+		}
+		d.laneBuf[l] = append(d.laneBuf[l], j)
+	}
+	for l, c := range d.laneBuf {
+		if c != nil {
+			d.lanes[l] <- c
+			d.laneBuf[l] = nil
+		}
+	}
+}
+
 // chunk returns an empty job slice, reused from workers when one is free.
 func (d *driver) chunk() []job {
 	select {
@@ -320,12 +373,12 @@ func (d *driver) chunk() []job {
 // work makes decisions until the job channel closes. Decisions use their own context: an
 // interrupt stops the schedule, not the requests already sent (they are bounded by the limiter's
 // timeout), so what was measured is kept.
-func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int) {
+func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int, jobs <-chan []job) {
 	tag := &reqTag{}
 	ctx := context.WithValue(context.Background(), tagKey{}, tag)
 	nEp := len(d.endpoints)
 	var o outcome
-	for c := range d.jobs {
+	for c := range jobs {
 		// One clock read per decision: the end of one decision is the start of the next in the
 		// chunk (reading the clock was a fifth of the generator's CPU time with a no-op limiter).
 		now := time.Now()
@@ -333,21 +386,26 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int) {
 			sec := int(j.off / time.Second)
 			tag.sec = sec
 			reqNow := now
+			if d.schedClock {
+				reqNow = d.clockBase.Add(j.off)
+			}
+			atMs := reqNow.UnixMilli() // the envelope's (true) time
 			if d.skew != nil {
 				// The gateway's clock, skewed on purpose; the envelope keeps the true time.
-				reqNow = now.Add(time.Duration(d.skew[gateway].Load()))
+				reqNow = reqNow.Add(time.Duration(d.skew[gateway].Load()))
 			}
+			cost := int64(j.cost)
 			dec, err := lim.Allow(ctx, limiter.Request{
-				Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: 1, Now: reqNow,
+				Tenant: d.tenants[j.tenant], Endpoint: d.endpoints[j.ep], Cost: cost, Now: reqNow,
 			})
 			end := time.Now()
-			o = outcome{sec: sec, latency: end.Sub(d.base) - j.off, dec: dec, err: err, cost: 1}
+			o = outcome{sec: sec, latency: end.Sub(d.base) - j.off, dec: dec, err: err, cost: cost}
 			key := int(j.tenant)*nEp + int(j.ep)
 			if err != nil {
 				o.errKind = limiter.ClassifyError(err)
 				if o.errKind == limiter.KindTimeout {
 					// The script may have run after the client gave up.
-					d.checker.ObserveUnknown(key, now.UnixMilli(), 1)
+					d.checker.ObserveUnknown(key, atMs, cost)
 				}
 				d.storeTrouble(o.errKind)
 			} else {
@@ -359,9 +417,9 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int) {
 						cause = c
 					}
 				}
-				o.verdict = d.checker.ObserveAs(key, now.UnixMilli(), 1, dec.Allowed, cause)
+				o.verdict = d.checker.ObserveAs(key, atMs, cost, dec.Allowed, cause)
 				if o.verdict == Overspend {
-					d.overKeys.add(key, 1)
+					d.overKeys.add(key, cost)
 				}
 			}
 			d.keyCounts[key].Add(1)

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +39,10 @@ type RunOptions struct {
 	// TLS are the CA, certificate and key files of an external cluster (--tls-ca, --tls-cert,
 	// --tls-key); setting any of them makes the connections TLS.
 	TLS *cluster.TLSFiles
+	// RecordTrace, when set, is a file to write the run's schedule to after the run, as a trace
+	// (workload/trace): every offered request's intended offset, tenant, endpoint and cost.
+	// Replaying it (spec.Trace) with limiter.clock: schedule reproduces the run's decisions.
+	RecordTrace string
 	// AllowFaults lets a scenario's cluster faults run against an external cluster
 	// (--allow-faults); without it such a run is refused before it starts.
 	AllowFaults bool
@@ -61,6 +66,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	var rp *replay
+	if spec.Trace != nil {
+		// The trace fixes the schedule: duration, rate and tenants are the trace's.
+		if spec, rp, err = loadReplay(spec); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkShard(spec, opts); err != nil {
 		return nil, err
@@ -218,15 +230,15 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		}
 	}
 
-	keys, mix, names, err := traffic(spec)
+	pacer, keySrc, err := newSchedule(spec, rp)
 	if err != nil {
 		return nil, err
 	}
-	pacer, err := newPacer(spec)
-	if err != nil {
-		return nil, err
-	}
+	names := endpointNames(spec)
 	tenants := tenantNames(spec.Tenants.Count)
+	if rp != nil {
+		tenants = rp.tenants
+	}
 	checker := newEnvelope(spec, tenants, names, policy, tariffs)
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
 	d.shard = opts.Shard
@@ -330,7 +342,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	}
 	logf("running %s: %.0f requests/s offered for %s (%s limiter, %d workers, max in flight %d)",
 		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
-	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), emit)
+	d.run(ctx, pacer, keySrc, emit)
 	stopFaults()
 	sum.Process.RSSPeakMB = peakRSSMB()
 	f := sampleFootprint()
@@ -341,6 +353,15 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Interrupted = d.interrupted.Load()
 	sum.DurationS = ran.Seconds()
 	fillSummary(sum, spec, d, total, ran, offered, sent, dropped, behind)
+	var recordErr error
+	if opts.RecordTrace != "" {
+		n, rerr := recordSchedule(opts.RecordTrace, spec, rp, d.clockBase, ran, d.seconds)
+		recordErr = rerr
+		sum.Load.Note += fmt.Sprintf("; schedule recorded to %s (%d requests, sent or dropped)", opts.RecordTrace, n)
+	}
+	if rp != nil {
+		sum.Load.Note += fmt.Sprintf("; replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants))
+	}
 	if client != nil {
 		fillCentral(ctx, sum, client, redir, d, tenants, names, ran)
 	} else {
@@ -375,7 +396,16 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	if err := results.WriteRunFiles(dir, sum, total.hist); err != nil {
 		return &Result{Dir: dir, Summary: sum}, err
 	}
-	return &Result{Dir: dir, Summary: sum}, cleanupErr
+	return &Result{Dir: dir, Summary: sum}, errors.Join(cleanupErr, recordErr)
+}
+
+// endpointNames are spec's endpoints' names, in order.
+func endpointNames(spec *Spec) []string {
+	names := make([]string, len(spec.Endpoints))
+	for i, e := range spec.Endpoints {
+		names[i] = e.Name
+	}
+	return names
 }
 
 // preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts

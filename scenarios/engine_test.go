@@ -169,7 +169,7 @@ func runDriver(t *testing.T, spec *Spec, lim limiter.Limiter, ctx context.Contex
 	d := newDriver(spec, lim, checker, tenants, names, nil, false)
 	var rows []results.Interval
 	total := &secStats{hist: results.NewHistogram()}
-	d.run(ctx, pacer, workload.NewStream(spec.Seed, keys, mix), func(sec int, s *secStats) {
+	d.run(ctx, pacer, streamKeys{workload.NewStream(spec.Seed, keys, mix)}, func(sec int, s *secStats) {
 		rows = append(rows, d.interval(sec, s))
 		total.add(s)
 	})

@@ -34,7 +34,9 @@ func openCluster(ctx context.Context, spec *Spec, opts RunOptions, logf func(str
 			Primaries:   spec.Cluster.Primaries,
 			Replicas:    *spec.Cluster.Replicas,
 			NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
-			Logf:        logf,
+			// As locally: a latency fault puts a proxy (in this process) before every node.
+			Proxy: spec.hasFault(FaultLatency),
+			Logf:  logf,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("cluster.provider docker: %w", err)
@@ -85,7 +87,7 @@ func externalConfig(spec *Spec, opts RunOptions) (cluster.ExternalConfig, error)
 }
 
 // checkProviderFaults refuses, before anything starts, a spec whose faults the provider cannot
-// (docker: latency) or may not (external without --allow-faults) perform, instead of recording
+// or may not (external without --allow-faults) perform, instead of recording
 // every fault as failed after the run.
 func checkProviderFaults(spec *Spec, opts RunOptions) error {
 	var kinds []string
@@ -118,11 +120,6 @@ func checkProviderFaults(spec *Spec, opts RunOptions) error {
 				strings.Join(cannot, ", "), cluster.RedactURL(spec.Cluster.URL), cluster.ErrUnsupported)
 		}
 		return nil
-	case "docker":
-		if spec.hasFault(FaultLatency) {
-			return fmt.Errorf("fault latency with provider docker: %w (no latency proxy between the containers and their clients); use provider local for latency faults",
-				cluster.ErrUnsupported)
-		}
 	}
 	return nil
 }

@@ -64,20 +64,26 @@ func shardNote(sh workload.Shard) string {
 // so the common decision pays nothing for it.
 type keyLedger struct {
 	mu   sync.Mutex
-	over map[int]int64
+	over map[int]keyOver
 }
 
-func (l *keyLedger) add(key int, n int64) {
+// keyOver is one key's overspend: requests and the tokens they cost (a trace may give a request
+// a cost above one).
+type keyOver struct{ requests, tokens int64 }
+
+func (l *keyLedger) add(key int, cost int64) {
 	l.mu.Lock()
 	if l.over == nil {
-		l.over = map[int]int64{}
+		l.over = map[int]keyOver{}
 	}
-	l.over[key] += n
+	o := l.over[key]
+	o.requests++
+	o.tokens += cost
+	l.over[key] = o
 	l.mu.Unlock()
 }
 
 // ledger lists every key that took a decision, in key order (tenant rank, then endpoint).
-// Requests cost one token each, so a key's overspend tokens equal its overspend requests.
 func (d *driver) ledger() []results.KeyCount {
 	d.overKeys.mu.Lock()
 	defer d.overKeys.mu.Unlock()
@@ -91,7 +97,7 @@ func (d *driver) ledger() []results.KeyCount {
 		over := d.overKeys.over[k]
 		out = append(out, results.KeyCount{
 			Key:       limiter.KeyFor(d.tenants[k/nEp], d.endpoints[k%nEp]),
-			Decisions: n, Overspend: over, OverspendTokens: over,
+			Decisions: n, Overspend: over.requests, OverspendTokens: over.tokens,
 		})
 	}
 	return out

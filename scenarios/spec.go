@@ -67,6 +67,13 @@ type Spec struct {
 	Faults []FaultSpec `yaml:"faults,omitempty"`
 	// SLO is the run's pass/fail contract.
 	SLO SLO `yaml:"slo,omitempty"`
+	// Via is how requests reach the limiter: process (decided in-process by the engine, the
+	// default) or http (ratelab's gateway served on a loopback port and driven by vegeta; see
+	// docs/attack.md). Not every kind, policy and fault runs over HTTP: Validate says which.
+	Via string `yaml:"via,omitempty"`
+	// Trace, when set, replays a trace file instead of the seeded schedule: its requests, timing,
+	// tenants and costs. load.rate, load.pacer, tenants and duration then come from the trace.
+	Trace *TraceCfg `yaml:"trace,omitempty"`
 }
 
 // Load is the offered load. The generator is open loop: the schedule does not wait for answers.
@@ -315,6 +322,9 @@ func LoadFile(path string) (*Spec, error) {
 	if err := s.resolveFiles(path, data); err != nil {
 		return nil, err
 	}
+	if err := s.resolveTrace(path); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -397,6 +407,12 @@ func (s *Spec) ApplyDefaults() {
 	if s.Cluster.NodeTimeout == 0 {
 		s.Cluster.NodeTimeout = Duration(DefaultNodeTimeout)
 	}
+	if s.Via == "" {
+		s.Via = ViaProcess
+	}
+	if s.Trace != nil && s.Trace.Speed == 0 {
+		s.Trace.Speed = 1
+	}
 }
 
 // hasFailPolicy reports whether any endpoint decides by a fail policy when the store fails.
@@ -440,7 +456,9 @@ func (s *Spec) Validate() error {
 	if s.Duration < 0 || (s.Duration > 0 && time.Duration(s.Duration) < time.Second) {
 		bad("duration", time.Duration(s.Duration), "must be at least 1s")
 	}
-	if !finitePos(s.Load.Rate) {
+	if s.Trace != nil {
+		// The trace sets the rate and the tenants (see replay.go).
+	} else if !finitePos(s.Load.Rate) {
 		bad("load.rate", s.Load.Rate, "must be > 0 requests per second")
 	} else if s.Load.Rate > 10_000_000 {
 		bad("load.rate", s.Load.Rate, "at most 10,000,000 requests per second per generator; use more generators")
@@ -458,7 +476,9 @@ func (s *Spec) Validate() error {
 	} else if s.Load.Concurrency > s.Load.MaxInflight && s.Load.MaxInflight >= 1 {
 		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must not exceed load.max_inflight (%d)", s.Load.MaxInflight))
 	}
-	if s.Tenants.Count < 1 || s.Tenants.Count > 100_000_000 {
+	if s.Trace != nil && s.Tenants.Count == 0 {
+		// The trace names its tenants.
+	} else if s.Tenants.Count < 1 || s.Tenants.Count > 100_000_000 {
 		bad("tenants.count", s.Tenants.Count, "must be between 1 and 100,000,000")
 	}
 	switch s.Tenants.Distribution {
@@ -602,6 +622,7 @@ func (s *Spec) Validate() error {
 	}
 	s.validateFaults(bad)
 	s.validateSLO(bad)
+	s.validateVia(bad)
 	return errors.Join(errs...)
 }
 

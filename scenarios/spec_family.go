@@ -19,6 +19,11 @@ const (
 	ClockGateway = "gateway"
 	// ClockRedis: the script takes its time from Redis (TIME); gateway clocks do not matter.
 	ClockRedis = "redis"
+	// ClockSchedule: each decision uses the run's start (truncated to a millisecond) plus the
+	// request's intended offset, not the wall clock, and every tenant's requests are decided in
+	// schedule order by one worker: a run's decisions then depend only on its schedule, so a
+	// recorded run and its replay agree exactly. Latency is still measured on the wall clock.
+	ClockSchedule = "schedule"
 )
 
 // maxQuotaWindow bounds policy.quota.window: a year is longer than any quota a tariff sells.
@@ -72,8 +77,9 @@ func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
 		if s.Limiter.Kind != "token-bucket" {
 			bad("limiter.clock", ClockRedis, fmt.Sprintf("only limiter.kind token-bucket takes its time from Redis (kind is %q): use clock: gateway", s.Limiter.Kind))
 		}
+	case ClockSchedule:
 	default:
-		bad("limiter.clock", fmt.Sprintf("%q", s.Limiter.Clock), "use gateway (the request's time) or redis (TIME inside the script)")
+		bad("limiter.clock", fmt.Sprintf("%q", s.Limiter.Clock), "use gateway (the request's time), redis (TIME inside the script) or schedule (the request's intended time: deterministic replays)")
 	}
 	if g := s.gatewayCount(); g > s.Load.Concurrency && s.Load.Concurrency >= 1 {
 		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must be at least the number of simulated gateways (%d): each gateway needs a worker", g))

@@ -22,6 +22,7 @@ import (
 	"ratelab/report"
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/attack"
 	"ratelab/scenarios/cluster"
 )
 
@@ -66,6 +67,12 @@ type runOptions struct {
 	dockerImage  string
 	// shard is --shard i/N (see docs/distributed.md).
 	shard shardFlag
+	// Traces and the decision clock (see docs/scenarios.md).
+	recordTrace string
+	trace       string
+	speed       float64
+	clock       string
+	via         string
 }
 
 // clusterOptions copies the flags of external clusters, and --shard, into run options. The
@@ -125,6 +132,11 @@ what it measured and no further one starts.`,
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
 	f.Var(&o.shard, "shard", "run shard INDEX/COUNT of a load split between COUNT generators (tenant i goes to shard i mod COUNT); merge the shards' directories with `ratelab merge`")
 	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for `ratelab compare`")
+	f.StringVar(&o.recordTrace, "record-trace", "", "write the run's schedule (every offered request: offset, tenant, endpoint, cost) to FILE as a trace")
+	f.StringVar(&o.trace, "trace", "", "replay this trace file instead of the scenario's seeded schedule (sets duration, rate and tenants)")
+	f.Float64Var(&o.speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
+	f.StringVar(&o.clock, "clock", "", "override limiter.clock: gateway, redis or schedule (decision time = start + intended offset: replays reproduce a run exactly)")
+	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
 	return cmd
 }
 
@@ -140,6 +152,9 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		return fmt.Errorf("--repeat %d: want 1 or more repetitions", o.repeat)
 	}
 	if o.repeat > 1 {
+		if o.recordTrace != "" {
+			return errors.New("--record-trace with --repeat: the repetitions share one schedule; record it from a single run")
+		}
 		return runRepeated(cmd, spec, o)
 	}
 	ctx, stop := interruptContext(cmd.Context())
@@ -156,12 +171,14 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		Version:   version,
 		StateFile: o.stateFile,
 		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) },
+		// A trace of each run; --repeat writes none (the repetitions share one schedule).
+		RecordTrace: o.recordTrace,
 	}
 	o.clusterOptions(&opts)
 	if !o.quiet {
 		opts.OnInterval = progressLine(stderr)
 	}
-	res, err := scenarios.Run(ctx, spec, opts)
+	res, err := runOne(ctx, spec, opts)
 	stopProfiles()
 	if res == nil {
 		return err
@@ -176,6 +193,15 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}
 	}
 	return nil
+}
+
+// runOne runs spec once, in-process or, with via: http, through the gateway (attack.RunScenario:
+// the scenarios package cannot import the attack package, which imports it).
+func runOne(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOptions) (*scenarios.Result, error) {
+	if spec.Via == scenarios.ViaHTTP {
+		return attack.RunScenario(ctx, spec, opts)
+	}
+	return scenarios.Run(ctx, spec, opts)
 }
 
 // progressLine prints one line per second of a run.
@@ -218,6 +244,23 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 	}
 	if set("limiter") {
 		spec.Limiter.Kind = o.limiter
+	}
+	if set("clock") {
+		spec.Limiter.Clock = o.clock
+	}
+	if set("via") {
+		spec.Via = o.via
+	}
+	if set("speed") && !set("trace") && spec.Trace == nil {
+		return fmt.Errorf("--speed %g: only a replay has a speed; add --trace FILE", o.speed)
+	}
+	if set("trace") {
+		if set("rate") || set("duration") || set("seed") {
+			return fmt.Errorf("--trace %s: the trace fixes the requests, their timing and the run's length; drop --rate, --duration and --seed (use --speed to replay faster)", o.trace)
+		}
+		spec.Trace = &scenarios.TraceCfg{File: o.trace, Speed: o.speed}
+	} else if set("speed") {
+		spec.Trace.Speed = o.speed
 	}
 	for _, kv := range o.slo {
 		if err := spec.SetSLO(kv); err != nil {
@@ -359,7 +402,7 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 		if !o.quiet {
 			ropts.OnInterval = progressLine(stderr)
 		}
-		res, rerr := scenarios.Run(ctx, spec, ropts)
+		res, rerr := runOne(ctx, spec, ropts)
 		if res == nil {
 			return fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, o.repeat, rerr, out)
 		}

@@ -18,10 +18,11 @@ import (
 func newTraceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Generate, import and inspect request traces (replay them with 'ratelab attack --trace')",
+		Short: "Generate, import and inspect request traces (replay them with 'ratelab run|attack --trace')",
 		Long: `A trace is a compact binary file of timed requests (time offset, tenant, endpoint, cost);
 see docs/attack.md for the format. 'ratelab attack --trace FILE --speed 2' replays one over HTTP
-with its original timing, keys and each tenant's order.`,
+with its original timing, keys and each tenant's order; 'ratelab run NAME --trace FILE' replays one
+in-process, and 'ratelab run NAME --record-trace FILE' records a run's schedule as a trace.`,
 	}
 	cmd.AddCommand(newTraceGenCmd(), newTraceImportCmd(), newTraceInfoCmd())
 	return cmd

@@ -53,6 +53,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Trace != nil {
 		name = "replay"
 	}
+	if o.hooks != nil {
+		name = o.hooks.name
+	}
 	if dir == "" {
 		dir = filepath.Join("out", name+"-"+started.Format("20060102-150405"))
 	}
@@ -107,6 +110,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// base is read before vegeta's own start, so intended times are never later than vegeta's
 	// schedule and the latency from them never less than vegeta's.
 	col.base = time.Now()
+	if o.hooks != nil {
+		o.hooks.onStart(col.base)
+	}
 	out := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -141,6 +147,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	ran := time.Since(col.base)
+	// Connections vegeta's transport dialed but never used look "new" to a server, which
+	// then waits seconds for them at shutdown; none is needed any more.
+	tr.base.(*http.Transport).CloseIdleConnections()
 	col.finish(interrupted, ran)
 	if err := bin.Flush(); err != nil && encErr == nil {
 		encErr = err
@@ -149,6 +158,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	sum := results.NewSummary(name, int64(o.Seed), started)
 	sum.Interrupted = interrupted
 	fill(sum, o, p, col, ran)
+	if o.hooks != nil {
+		o.hooks.finish(sum)
+	}
 	switch {
 	case col.rowErr != nil:
 		return &Result{dir, sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, col.rowErr)

@@ -99,6 +99,17 @@ type Options struct {
 	// Logf receives progress lines; OnInterval every per-second row as it is written.
 	Logf       func(format string, args ...any)
 	OnInterval func(results.Interval)
+
+	// hooks, set by RunScenario only, tie the attack to a scenario's target.
+	hooks *runHooks
+}
+
+// runHooks let RunScenario name the run, start the fault schedule at the attack's base time
+// and complete the summary before it is written.
+type runHooks struct {
+	name    string
+	onStart func(base time.Time)
+	finish  func(sum *results.Summary)
 }
 
 func (o Options) withDefaults() Options {

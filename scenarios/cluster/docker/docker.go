@@ -48,7 +48,8 @@ var ErrNoDocker = errors.New("no Docker engine reachable")
 type Options struct {
 	// Cluster holds the topology (Primaries, Replicas), NodeTimeout, ExtraConfig and Logf, with
 	// the local provider's meaning and defaults (the zero value is 3 primaries x 1 replica).
-	// BasePort, RedisServer, Dir, Detached, Proxy, RequirePass and TLS are not supported here.
+	// Proxy puts a latency proxy in this process in front of every node (see Cluster.SetLatency).
+	// BasePort, RedisServer, Dir, Detached, RequirePass and TLS are not supported here.
 	Cluster cluster.Options
 	// Image is the image every node runs; default DefaultImage. It must run `redis-server
 	// /data/redis.conf` given that as its command (the official image and BuildLocalImage's do).
@@ -59,8 +60,8 @@ type Options struct {
 func (o Options) Validate() error {
 	var probs []string
 	c := o.Cluster
-	if c.BasePort != 0 || c.Detached || c.Proxy || c.RequirePass || c.TLS != nil || c.RedisServer != "" || c.Dir != "" {
-		probs = append(probs, "Cluster: BasePort, Detached, Proxy, RequirePass, TLS, RedisServer and Dir are local-provider options; "+
+	if c.BasePort != 0 || c.Detached || c.RequirePass || c.TLS != nil || c.RedisServer != "" || c.Dir != "" {
+		probs = append(probs, "Cluster: BasePort, Detached, RequirePass, TLS, RedisServer and Dir are local-provider options; "+
 			"leave them unset with the docker provider")
 	}
 	if err := c.Validate(); err != nil {
@@ -75,13 +76,17 @@ func (o Options) Validate() error {
 	return fmt.Errorf("docker: invalid Options: %s", strings.Join(probs, "; "))
 }
 
-// Cluster is a Redis Cluster of containers. It implements cluster.Cluster; SetLatency wraps
-// cluster.ErrUnsupported (no proxy between the containers and their clients). Safe for
-// concurrent use.
+// Cluster is a Redis Cluster of containers. It implements cluster.Cluster. With
+// Options.Cluster.Proxy every node has a latency proxy in this process (host networking puts
+// the container and the proxy on the same loopback) and announces the proxy's port
+// (cluster-announce-port, replica-announce-port): clients, MOVED/ASK and replication go through
+// it, the cluster bus does not, and SetLatency delays them; without Proxy SetLatency wraps
+// cluster.ErrUnsupported. Safe for concurrent use.
 type Cluster struct {
-	ctl   *cluster.Local // adopted: formation, views, targets, resharding
-	cli   *client.Client
-	ports []int
+	ctl     *cluster.Local // adopted: formation, views, targets, resharding
+	cli     *client.Client
+	ports   []int
+	proxies []*cluster.LatencyProxy // by node index; nil entries without Proxy
 
 	mu     sync.Mutex
 	nodes  []*node // as started: primaries first
@@ -95,7 +100,9 @@ var _ cluster.Cluster = (*Cluster)(nil)
 
 // node is one container.
 type node struct {
-	addr   string
+	addr   string                // announced: the proxy's with Options.Cluster.Proxy, else real
+	real   string                // where redis-server listens in the container
+	px     *cluster.LatencyProxy // nil without Proxy
 	c      testcontainers.Container
 	id     string // container ID
 	pid    int    // the container's main process as the Docker engine sees it; 0 when stopped
@@ -143,6 +150,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	name := "ratelab-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(began.UnixNano()%1e9, 36)
 	logf("docker: starting %d %s containers (%d primaries x %d replicas) with host networking", n, opts.Image, primaries, replicas)
 	c.nodes = make([]*node, n)
+	c.proxies = make([]*cluster.LatencyProxy, n)
+	if opts.Cluster.Proxy {
+		for i := range c.proxies {
+			if c.proxies[i], err = cluster.NewLatencyProxy(); err != nil {
+				return nil, fmt.Errorf("docker: %w", err)
+			}
+		}
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -154,7 +169,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	nodes := make([]cluster.Node, n)
 	for i, nd := range c.nodes {
-		nodes[i] = cluster.Node{Addr: nd.addr, Port: c.ports[i], Pid: nd.pid}
+		nodes[i] = cluster.Node{Addr: nd.addr, Port: c.ports[i], RealAddr: nd.real, RealPort: c.ports[i], Pid: nd.pid}
+		if px := c.proxies[i]; px != nil {
+			nodes[i].Port = px.Port()
+		}
 	}
 	c.ctl, err = cluster.Adopt(ctx, cluster.AdoptOptions{Nodes: nodes, Form: true, Primaries: primaries, Live: c.live, Logf: logf})
 	if err != nil {
@@ -197,8 +215,15 @@ func (c *Cluster) startNodeOnce(ctx context.Context, i int, name string, attempt
 	c.mu.Lock()
 	port := c.ports[i]
 	c.mu.Unlock()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	real := "127.0.0.1:" + strconv.Itoa(port)
+	addr := real
 	conf := cluster.NodeConfig(port, dataDir, opts.Cluster)
+	px := c.proxies[i]
+	if px != nil {
+		px.SetTarget(real)
+		addr = px.Addr()
+		conf = cluster.NodeConfigBehindProxy(port, px.Port(), dataDir, opts.Cluster)
+	}
 	req := testcontainers.ContainerRequest{
 		Image: opts.Image,
 		Name:  fmt.Sprintf("%s-node-%d-%d", name, i, attempt),
@@ -217,7 +242,7 @@ func (c *Cluster) startNodeOnce(ctx context.Context, i int, name string, attempt
 	})
 	if ctr != nil {
 		c.mu.Lock()
-		c.nodes[i] = &node{addr: addr, c: ctr, id: ctr.GetContainerID()}
+		c.nodes[i] = &node{addr: addr, real: real, px: px, c: ctr, id: ctr.GetContainerID()}
 		c.mu.Unlock()
 	}
 	if err != nil {
@@ -234,7 +259,7 @@ func (c *Cluster) waitServing(ctx context.Context, i int) error {
 	c.mu.Lock()
 	nd := c.nodes[i]
 	c.mu.Unlock()
-	rc := redis.NewClient(&redis.Options{Addr: nd.addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second,
+	rc := redis.NewClient(&redis.Options{Addr: nd.real, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second,
 		ContextTimeoutEnabled: true, DisableIdentity: true})
 	defer rc.Close()
 	t := time.NewTicker(pollEvery)
@@ -300,7 +325,7 @@ func (c *Cluster) find(addr string) (int, *node, error) {
 	}
 	var all []string
 	for i, nd := range c.nodes {
-		if nd != nil && nd.addr == addr {
+		if nd != nil && (nd.addr == addr || nd.real == addr) {
 			return i, nd, nil
 		}
 		if nd != nil {

@@ -102,10 +102,20 @@ func (c *Cluster) Restart(ctx context.Context, addr string) error {
 	return c.refreshPid(ctx, i)
 }
 
-// SetLatency wraps cluster.ErrUnsupported: no proxy sits between docker nodes and their
-// clients (use the local provider with a latency fault).
-func (c *Cluster) SetLatency(addr string, _, _ time.Duration) error {
-	return fmt.Errorf("docker: latency on node %s: %w: the docker provider has no latency proxy; run latency faults with the local provider", addr, cluster.ErrUnsupported)
+// SetLatency delays every chunk the node's proxy forwards, both ways, by delay ± jitter (a
+// request/reply round trip gains about 2 x delay), until SetLatency(addr, 0, 0). Replication to
+// the node's replicas flows through the proxy too, so a latency fault builds real replication
+// lag. Without Options.Cluster.Proxy it wraps cluster.ErrUnsupported.
+func (c *Cluster) SetLatency(addr string, delay, jitter time.Duration) error {
+	_, nd, err := c.find(addr)
+	if err != nil {
+		return err
+	}
+	if nd.px == nil {
+		return fmt.Errorf("docker: latency on node %s: %w: the cluster was started without latency proxies (docker.Options.Cluster.Proxy)", addr, cluster.ErrUnsupported)
+	}
+	nd.px.SetLatency(delay, jitter)
+	return nil
 }
 
 // Close removes every container (and its anonymous volume) and releases the ports. Idempotent.
@@ -131,6 +141,11 @@ func (c *Cluster) close() error {
 		}
 		if _, err := c.cli.ContainerRemove(ctx, nd.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			errs = append(errs, fmt.Errorf("docker: remove node %s (container %.12s): %w", nd.addr, nd.id, err))
+		}
+	}
+	for _, px := range c.proxies {
+		if px != nil {
+			errs = append(errs, px.Close())
 		}
 	}
 	cluster.ReleasePorts(c.ports)
