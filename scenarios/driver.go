@@ -49,6 +49,8 @@ type driver struct {
 	// the gateway's requests carry now + skew, while the envelope judges them at the true now.
 	skew    []atomic.Int64
 	onStart func(base time.Time)
+	// onProgress hears a live snapshot every ProgressEvery (see progress.go); nil is silent.
+	onProgress func(results.Progress)
 	// reload asks the cluster client to re-read the slot map; nil without Redis. See storeTrouble.
 	reload     func()
 	lastReload atomic.Int64 // ns since base
@@ -372,7 +374,12 @@ func (d *driver) collect(emit func(sec int, s *secStats)) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	acc := &secStats{hist: results.NewHistogram()}
+	var lastProgress time.Time
 	for {
+		if d.onProgress != nil && time.Since(lastProgress) >= ProgressEvery {
+			lastProgress = time.Now()
+			d.onProgress(d.progress())
+		}
 		limit := d.seconds
 		if d.dispatchSec.Load() >= int64(d.seconds) {
 			// The schedule is over; an interrupted one covered only part of the run.

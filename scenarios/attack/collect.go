@@ -416,3 +416,20 @@ func (c *collector) causeNames() map[string]int64 {
 	}
 	return out
 }
+
+// progressEvery is how often Options.OnProgress hears a snapshot.
+const progressEvery = 250 * time.Millisecond
+
+// progress is the live snapshot at now: the schedule covered and the requests planned and
+// answered in it so far.
+func (c *collector) progress(now time.Time) results.Progress {
+	total := c.p.duration()
+	el := min(now.Sub(c.base), total)
+	p := results.Progress{Elapsed: el, Total: total}
+	last := min(int(el/time.Second), len(c.planned)-1)
+	for s := 0; s <= last; s++ {
+		p.Offered += c.planned[s]
+		p.Sent += c.recvd[s]
+	}
+	return p
+}

@@ -99,6 +99,9 @@ type Options struct {
 	// Logf receives progress lines; OnInterval every per-second row as it is written.
 	Logf       func(format string, args ...any)
 	OnInterval func(results.Interval)
+	// OnProgress, when set, receives a live snapshot about every 250 ms while the attack runs
+	// (elapsed, requests offered and answered so far), from the collecting goroutine.
+	OnProgress func(results.Progress)
 }
 
 func (o Options) withDefaults() Options {
