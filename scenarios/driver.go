@@ -406,6 +406,9 @@ func (d *driver) collect(emit func(sec int, s *secStats)) {
 			next++
 		}
 		if next >= limit && d.dispatchSec.Load() >= int64(d.seconds) {
+			if d.onProgress != nil {
+				d.onProgress(d.progress()) // the end: every count in, elapsed the run's
+			}
 			return
 		}
 		<-tick.C

@@ -26,6 +26,9 @@ func (d *driver) progress() results.Progress {
 		p.Sent += d.sent[s].Load()
 		p.Dropped += d.dropped[s].Load()
 	}
+	// A batch's sent count is published before its second's offered count: never show more
+	// sent than offered.
+	p.Offered = max(p.Offered, p.Sent+p.Dropped)
 	p.Fault = d.faults.activeKind(p.Elapsed)
 	return p
 }
