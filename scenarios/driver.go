@@ -121,6 +121,7 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream *workload
 		if len(d.gateways) > 0 {
 			lim = d.gateways[i%len(d.gateways)]
 		}
+		lim = withInjectedDelay(lim) // the limiter itself, but in a -tags ratelab_inject_delay build
 		workers.Add(1)
 		go func() {
 			defer workers.Done()

@@ -324,6 +324,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Interrupted = d.interrupted.Load()
 	sum.DurationS = ran.Seconds()
 	fillSummary(sum, spec, d, total, ran, offered, sent, dropped, behind)
+	if InjectedDelay > 0 {
+		sum.Load.Note += fmt.Sprintf("; TEST BUILD (-tags ratelab_inject_delay): every decision slept %v before the limiter", InjectedDelay)
+	}
 	if client != nil {
 		fillCentral(ctx, sum, client, redir, d, tenants, names, ran)
 	} else {
