@@ -212,6 +212,9 @@ func (d *Display) redraw() {
 	if d.bar == nil {
 		return
 	}
+	if ms := max(d.st.Total.Milliseconds(), 1); ms != d.bar.GetMax64() {
+		d.bar.ChangeMax64(ms) // a trace replay learns its length from the first snapshot
+	}
 	d.bar.Describe(d.prefix + Line(d.st))
 	// The bar's unit is milliseconds of schedule; it finishes (and stops redrawing) at Close.
 	_ = d.bar.Set64(min(d.st.Elapsed.Milliseconds(), d.bar.GetMax64()-1))
