@@ -100,7 +100,8 @@ type Options struct {
 	Logf       func(format string, args ...any)
 	OnInterval func(results.Interval)
 	// OnProgress, when set, receives a live snapshot about every 250 ms while the attack runs
-	// (elapsed, requests offered and answered so far), from the collecting goroutine.
+	// (elapsed, requests planned so far as Offered and answered so far as Sent), from the
+	// collecting goroutine.
 	OnProgress func(results.Progress)
 }
 
