@@ -60,6 +60,9 @@ type Step struct {
 	Runs      []Run
 	// Facts are the numbers picked from the runs' summaries (see facts).
 	Facts []Fact
+	// Plots are the chart stems the index shows for each run (default: throughput, latency,
+	// overspend).
+	Plots []string
 }
 
 // runPlan is a run still to do: a built-in scenario and the edits the demo makes to it.
@@ -73,6 +76,7 @@ type stepPlan struct {
 	narration []string
 	runs      []runPlan
 	facts     func(runs []Run) []Fact
+	plots     []string // chart stems for the index; nil: plotStems
 }
 
 // shorten sets the run's duration: full normally, 2 s with --quick.
@@ -131,9 +135,10 @@ func plan() []stepPlan {
 			title: "2. A hot tenant on one shard",
 			narration: []string{
 				"10,000 tenants with Zipf 0.99 skew: a few tenants make most of the traffic, and every decision for one tenant goes to the one primary that owns its key's slot.",
-				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries.",
+				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries (the load-share chart: its bar against the even share).",
 			},
-			runs: []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+			runs:  []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+			plots: []string{report.ThroughputChart, report.LatencyChart, report.NodesChart},
 			facts: func(r []Run) []Fact {
 				s := r[0].Summary
 				f := []Fact{
@@ -170,7 +175,7 @@ func plan() []stepPlan {
 					{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
 					{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
 					{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
-					{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms (the 5 ms budget bounds the wait)", o.LatencyMs.P99, c.LatencyMs.P99)},
+					{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms", o.LatencyMs.P99, c.LatencyMs.P99)},
 				}
 			},
 		},
@@ -233,7 +238,7 @@ func Play(ctx context.Context, o Options) ([]Step, error) {
 			break
 		}
 		logf("%s", sp.title)
-		st := Step{Title: sp.title, Narration: sp.narration}
+		st := Step{Title: sp.title, Narration: sp.narration, Plots: sp.plots}
 		for _, rp := range sp.runs {
 			if ctx.Err() != nil {
 				break
