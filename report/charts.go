@@ -18,6 +18,7 @@ const (
 	OverspendChart  = "overspend"
 	RedirectsChart  = "redirects"
 	HDRChart        = "latency_hdr"
+	NodesChart      = "nodes"
 )
 
 const timeLabel = "time since start (s)"
@@ -84,8 +85,16 @@ func throughputChart(rows []results.Interval, faults []results.Fault) (*chart, e
 		{seriesAllowed, func(r results.Interval) int64 { return r.Allowed }},
 		{seriesDenied, func(r results.Interval) int64 { return r.Denied }},
 		{seriesDropped, func(r results.Interval) int64 { return r.Dropped }},
+		// Outcomes of a failing store: drawn only when the run had any, so that a fail-open
+		// run's fall in "allowed" shows where those decisions went.
+		{seriesFailedOpen, func(r results.Interval) int64 { return r.FailedOpen }},
+		{seriesFailedClosed, func(r results.Interval) int64 { return r.FailedClosed }},
+		{seriesErrors, func(r results.Interval) int64 { return r.Errors }},
 	}
-	for _, s := range series {
+	for i, s := range series {
+		if i >= 5 && !slices.ContainsFunc(rows, func(r results.Interval) bool { return s.get(r) > 0 }) {
+			continue
+		}
 		xys := make(plotter.XYs, len(rows))
 		for i, r := range rows {
 			xys[i] = plotter.XY{X: r.TS, Y: float64(s.get(r))}
@@ -101,7 +110,8 @@ func throughputChart(rows []results.Interval, faults []results.Fault) (*chart, e
 	}
 	addFaultMarkers(p, faults)
 	return &chart{name: ThroughputChart, caption: "Requests per second: offered by the pacer, sent by " +
-		"the generator, and the decisions' outcomes; dropped = not sent because max_inflight was reached.",
+		"the generator, and the decisions' outcomes (failed open/closed and errors when there were any); " +
+		"dropped = not sent because max_inflight was reached.",
 		plot: p}, nil
 }
 
@@ -214,6 +224,19 @@ func hdrChart(h *results.Histogram) (*chart, error) {
 	if len(xys) == 0 {
 		title += noData
 	}
+	// A tail two decades above the body gets a log y axis too (zeros dropped: a log axis cannot
+	// show them), or the median would sit flat on the floor.
+	minMs := math.Inf(1)
+	for _, pt := range xys {
+		if pt.Y > 0 {
+			minMs = math.Min(minMs, pt.Y)
+		}
+	}
+	logY := maxMs >= 100*minMs
+	if logY {
+		title = "Latency by percentile (ms, log scale)"
+		xys = slices.DeleteFunc(xys, func(pt plotter.XY) bool { return pt.Y <= 0 })
+	}
 	p := newPlot(title, "percentile", "latency (ms)")
 	if err := addSeries(p, seriesLatency, xys); err != nil {
 		return nil, err
@@ -222,6 +245,12 @@ func hdrChart(h *results.Histogram) (*chart, error) {
 	p.X.Min, p.X.Max = decades(1, maxX)
 	p.X.Tick.Marker = percentileTicks(p.X.Max)
 	p.Y.Min, p.Y.Max = 0, math.Max(maxMs*1.05, 1)
-	return &chart{name: HDRChart, caption: "Latency by percentile over the whole run (HDR histogram, " +
-		"3 significant digits).", plot: p}, nil
+	if logY {
+		setLogY(p, minMs, maxMs)
+	}
+	caption := "Latency by percentile over the whole run (HDR histogram, 3 significant digits)."
+	if logY {
+		caption += " Log y axis: the tail spans two or more decades above the fastest decisions."
+	}
+	return &chart{name: HDRChart, caption: caption, plot: p}, nil
 }

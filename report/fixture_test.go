@@ -116,6 +116,9 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 	s.HotKeys = []results.HotKey{{Key: "rl:{t1}:search|v2", Share: 0.31, Node: "127.0.0.1:7001"},
 		{Key: "rl:{t7}:*", Share: 0.12, Node: "127.0.0.1:7002"}}
 	s.Overspend.UnknownOutcomes = 7
+	// The hot tenant's node carries half the ops; replicas answer none.
+	s.Nodes = []results.NodeStats{{Addr: "127.0.0.1:7001", Ops: 5200, Share: 0.52}, {Addr: "127.0.0.1:7002", Ops: 2700, Share: 0.27},
+		{Addr: "127.0.0.1:7003", Ops: 2100, Share: 0.21}, {Addr: "127.0.0.1:7004"}, {Addr: "127.0.0.1:7005"}, {Addr: "127.0.0.1:7006"}}
 	s.Faults = f.faults
 	s.SLO = results.SLO{Pass: false, Checks: []results.Check{
 		{Name: "p99_ms <=", Limit: 5, Value: s.LatencyMs.P99, Pass: s.LatencyMs.P99 <= 5},

@@ -110,6 +110,11 @@ func buildCharts(r *run) ([]*chart, error) {
 		}
 		charts = append(charts, c)
 	}
+	nodes, err := nodesChart(r.summary)
+	if err != nil {
+		return nil, err
+	}
+	charts = append(charts, nodes)
 	if r.hist != nil {
 		c, err := hdrChart(r.hist)
 		if err != nil {

@@ -87,6 +87,8 @@ func checkCharts(t *testing.T, dir string) {
 			seriesTimeout, seriesConn, "count/s", "stacked"}, faults...), []string{seriesOther}},
 		{OverspendChart, append([]string{seriesOverspend, seriesBound, "bound 40 tokens", "overspend (requests)"}, faults...), nil},
 		{HDRChart, []string{seriesLatency, "99.9%", "percentile"}, faults},
+		{NodesChart, []string{seriesNodeShare, seriesEvenShare, "7001", "(hottest key)",
+			"7006", "node (port on 127.0.0.1)", "share of ops (%)", "% of Redis ops"}, faults},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,8 +131,8 @@ func checkSelfContained(t *testing.T, html string) {
 			t.Errorf("report.html contains %q", bad)
 		}
 	}
-	if n := strings.Count(html, "<svg "); n != 5 {
-		t.Errorf("report.html inlines %d SVGs, want 5", n)
+	if n := strings.Count(html, "<svg "); n != 6 {
+		t.Errorf("report.html inlines %d SVGs, want 6", n)
 	}
 	for _, want := range []string{"name: hot-tenant &lt;demo&gt;", "<title>ratelab report: hot-tenant &lt;demo&gt;</title>",
 		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Offered rate not reached.</strong>",

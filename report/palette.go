@@ -21,6 +21,12 @@ const (
 	seriesBound     = "bound"
 	seriesLatency   = "latency"
 
+	seriesFailedOpen   = "failed open"
+	seriesFailedClosed = "failed closed"
+	seriesErrors       = "errors"
+	seriesNodeShare    = "share of Redis ops"
+	seriesEvenShare    = "even share"
+
 	seriesMoved       = "MOVED"
 	seriesAsk         = "ASK"
 	seriesTryAgain    = "TRYAGAIN"
@@ -49,6 +55,12 @@ var palette = map[string]color.RGBA{
 	seriesOverspend: {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
 	seriesBound:     {R: 0x00, G: 0x00, B: 0x00, A: 0xff}, // black
 	seriesLatency:   {R: 0x39, G: 0x3b, B: 0x79, A: 0xff}, // navy
+	// Outcomes of a failing store, and the per-node chart.
+	seriesFailedOpen:   {R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive (the last Tableau 10 hue)
+	seriesFailedClosed: {R: 0x80, G: 0x00, B: 0x26, A: 0xff}, // dark red
+	seriesErrors:       {R: 0x44, G: 0x44, B: 0x44, A: 0xff}, // near black
+	seriesNodeShare:    {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	seriesEvenShare:    {R: 0x00, G: 0x00, B: 0x00, A: 0xff}, // black, dashed like the bound
 	// Redirects and errors: ColorBrewer Dark2, so they differ from the series above.
 	seriesMoved:       {R: 0x1b, G: 0x9e, B: 0x77, A: 0xff}, // teal
 	seriesAsk:         {R: 0xd9, G: 0x5f, B: 0x02, A: 0xff}, // dark orange
@@ -72,10 +84,13 @@ var labelBackdrop = color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xcc}
 
 // dashes marks the series that are easy to confuse by hue alone.
 var dashes = map[string][]vg.Length{
-	seriesOffered: {vg.Points(6), vg.Points(3)},
-	seriesP999:    {vg.Points(2), vg.Points(2)},
-	seriesBound:   {vg.Points(6), vg.Points(3)},
-	seriesFault:   {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}, // dash-dot
+	seriesOffered:      {vg.Points(6), vg.Points(3)},
+	seriesP999:         {vg.Points(2), vg.Points(2)},
+	seriesBound:        {vg.Points(6), vg.Points(3)},
+	seriesFailedClosed: {vg.Points(4), vg.Points(2)},
+	seriesErrors:       {vg.Points(1.5), vg.Points(1.5)},
+	seriesEvenShare:    {vg.Points(6), vg.Points(3)},
+	seriesFault:        {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}, // dash-dot
 }
 
 // lineStyle is the style of a series' line.

@@ -50,6 +50,8 @@ type driver struct {
 	// the gateway's requests carry now + skew, while the envelope judges them at the true now.
 	skew    []atomic.Int64
 	onStart func(base time.Time)
+	// onProgress hears a live snapshot every ProgressEvery (see progress.go); nil is silent.
+	onProgress func(results.Progress)
 	// reload asks the cluster client to re-read the slot map; nil without Redis. See storeTrouble.
 	reload     func()
 	lastReload atomic.Int64 // ns since base
@@ -148,6 +150,7 @@ func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream keySource
 		if len(d.gateways) > 0 {
 			lim = d.gateways[i%len(d.gateways)]
 		}
+		lim = withInjectedDelay(lim) // the limiter itself, but in a -tags ratelab_inject_delay build
 		jobs := d.jobs
 		if d.lanes != nil {
 			jobs = d.lanes[i]
@@ -441,7 +444,12 @@ func (d *driver) collect(emit func(sec int, s *secStats)) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	acc := &secStats{hist: results.NewHistogram()}
+	var lastProgress time.Time
 	for {
+		if d.onProgress != nil && time.Since(lastProgress) >= ProgressEvery {
+			lastProgress = time.Now()
+			d.onProgress(d.progress())
+		}
 		limit := d.seconds
 		if d.dispatchSec.Load() >= int64(d.seconds) {
 			// The schedule is over; an interrupted one covered only part of the run.
@@ -468,6 +476,9 @@ func (d *driver) collect(emit func(sec int, s *secStats)) {
 			next++
 		}
 		if next >= limit && d.dispatchSec.Load() >= int64(d.seconds) {
+			if d.onProgress != nil {
+				d.onProgress(d.progress()) // the end: every count in, elapsed the run's
+			}
 			return
 		}
 		<-tick.C

@@ -33,6 +33,10 @@ type RunOptions struct {
 	Logf func(format string, args ...any)
 	// OnInterval is called with every per-second row as it is written.
 	OnInterval func(results.Interval)
+	// OnProgress, when set, receives a live snapshot about every ProgressEvery while the
+	// schedule runs, from the collector's goroutine; it reads counters the driver keeps
+	// anyway, so it costs the decisions nothing.
+	OnProgress func(results.Progress)
 	// PasswordFile holds the password of an external cluster (--password-file); without it the
 	// password comes from $RATELAB_REDIS_PASSWORD. Passwords never come from argv or the spec.
 	PasswordFile string
@@ -243,6 +247,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	d = newDriver(spec, lim, checker, tenants, names, redir, client != nil)
 	d.shard = opts.Shard
 	d.tariffs = tariffs // each row records the policy version live at its end
+	d.onProgress = opts.OnProgress
 	for _, l := range leases {
 		d.gateways = append(d.gateways, l)
 	}
@@ -353,6 +358,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Interrupted = d.interrupted.Load()
 	sum.DurationS = ran.Seconds()
 	fillSummary(sum, spec, d, total, ran, offered, sent, dropped, behind)
+	if InjectedDelay > 0 {
+		sum.Load.Note += fmt.Sprintf("; TEST BUILD (-tags ratelab_inject_delay): every decision slept %v before the limiter", InjectedDelay)
+	}
 	var recordErr error
 	if opts.RecordTrace != "" {
 		n, rerr := recordSchedule(opts.RecordTrace, spec, rp, d.clockBase, ran, d.seconds)

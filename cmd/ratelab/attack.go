@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/results"
 	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
 )
@@ -69,7 +68,7 @@ order, instead of generating requests.
 	fl.Float64Var(&o.Speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
 	fl.BoolVar(&o.NoTenantOrder, "no-tenant-order", false, "with --trace: do not hold a tenant's request until its previous one is answered")
 	fl.StringVar(&o.Out, "out", "", "run directory (default out/attack-<time>)")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-second progress lines")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
 	return cmd
 }
 
@@ -92,18 +91,13 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	stderr := cmd.ErrOrStderr()
 	o.Version = version
-	o.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+format+"\n", a...) }
-	if !f.quiet {
-		o.OnInterval = func(iv results.Interval) {
-			fmt.Fprintf(stderr, "  t=%3.0fs offered %7d sent %7d allowed %7d denied %7d errors %5d overspend %5d p99 %8.3f ms\n",
-				iv.TS, iv.Offered, iv.Sent, iv.Allowed, iv.Denied, iv.Errors, iv.Overspend, iv.P99Ms)
-		}
-	}
+	live := newLiveProgress(cmd.ErrOrStderr(), o.Duration, f.quiet)
+	o.Logf, o.OnInterval, o.OnProgress = live.logf, live.onInterval, live.onProgress
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	res, err := attack.Run(ctx, o)
+	live.close()
 	if res == nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"ratelab/report/progress"
 	"ratelab/report/story"
 )
 
@@ -35,7 +37,32 @@ the steps that finished.`,
 			stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
 			opts := story.Options{Out: out, Quick: quick, Version: version}
 			if !quiet {
-				opts.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
+				// Messages go through the running step's progress display, so they do not tear its bar.
+				var (
+					mu   sync.Mutex
+					live *liveProgress
+				)
+				opts.Logf = func(f string, a ...any) {
+					mu.Lock()
+					defer mu.Unlock()
+					if live != nil {
+						live.logf(f, a...)
+						return
+					}
+					fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...)
+				}
+				opts.Live = func(label string, total time.Duration) story.LiveHooks {
+					lp := newLiveProgress(stderr, total, false, progress.WithPrefix(label))
+					mu.Lock()
+					live = lp
+					mu.Unlock()
+					return story.LiveHooks{OnInterval: lp.onInterval, OnProgress: lp.onProgress, Done: func() {
+						lp.close()
+						mu.Lock()
+						live = nil
+						mu.Unlock()
+					}}
+				}
 			}
 			steps, err := story.Play(ctx, opts)
 			for _, st := range steps {
@@ -58,6 +85,6 @@ the steps that finished.`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "demo directory (default out/demo-<time>)")
 	f.BoolVar(&quick, "quick", false, "shorten every run to about 2 s")
-	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages and no live progress")
 	return cmd
 }

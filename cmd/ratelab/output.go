@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"ratelab/report"
+	"ratelab/report/progress"
 	"ratelab/results"
 )
 
@@ -36,4 +38,35 @@ func reportRun(w io.Writer, dir string, sum *results.Summary, runErr error) erro
 		err = werr
 	}
 	return err
+}
+
+// liveProgress is the progress display of one run on w (the command's stderr): a bar redrawn a
+// few times a second on a terminal, plain lines in a pipe or log, nothing with --quiet (then
+// display is nil and its hooks are nil). logf writes "ratelab: ..." messages through the
+// display so they do not tear the bar; with --quiet they are still written.
+type liveProgress struct {
+	display    *progress.Display
+	logf       func(string, ...any)
+	onInterval func(results.Interval)
+	onProgress func(results.Progress)
+}
+
+func newLiveProgress(w io.Writer, total time.Duration, quiet bool, opts ...progress.Option) *liveProgress {
+	if quiet {
+		return &liveProgress{logf: func(f string, a ...any) { fmt.Fprintf(w, "ratelab: "+f+"\n", a...) }}
+	}
+	d := progress.New(w, total, opts...)
+	return &liveProgress{
+		display:    d,
+		logf:       func(f string, a ...any) { d.Println(fmt.Sprintf("ratelab: "+f, a...)) },
+		onInterval: d.Interval,
+		onProgress: d.Progress,
+	}
+}
+
+// close ends the display (its last line stays); safe with --quiet.
+func (p *liveProgress) close() {
+	if p.display != nil {
+		p.display.Close()
+	}
 }

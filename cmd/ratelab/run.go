@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/report"
+	"ratelab/report/progress"
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
@@ -126,7 +126,7 @@ what it measured and no further one starts.`,
 	f.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency (worker goroutines)")
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: token-bucket, gcra, lease, memory or noop (the window kinds need a limit/window policy)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no per-second progress lines")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
@@ -165,20 +165,20 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	}
 	defer stopProfiles()
 
-	stderr := cmd.ErrOrStderr()
+	live := newLiveProgress(cmd.ErrOrStderr(), time.Duration(spec.Duration), o.quiet)
 	opts := scenarios.RunOptions{
-		Out:       o.out,
-		Version:   version,
-		StateFile: o.stateFile,
-		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) },
+		Out:        o.out,
+		Version:    version,
+		StateFile:  o.stateFile,
+		Logf:       live.logf,
+		OnInterval: live.onInterval,
+		OnProgress: live.onProgress,
 		// A trace of each run; --repeat writes none (the repetitions share one schedule).
 		RecordTrace: o.recordTrace,
 	}
 	o.clusterOptions(&opts)
-	if !o.quiet {
-		opts.OnInterval = progressLine(stderr)
-	}
 	res, err := runOne(ctx, spec, opts)
+	live.close()
 	stopProfiles()
 	if res == nil {
 		return err
@@ -202,14 +202,6 @@ func runOne(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOptions
 		return attack.RunScenario(ctx, spec, opts)
 	}
 	return scenarios.Run(ctx, spec, opts)
-}
-
-// progressLine prints one line per second of a run.
-func progressLine(w io.Writer) func(results.Interval) {
-	return func(iv results.Interval) {
-		fmt.Fprintf(w, "  t=%3.0fs offered %7d sent %7d dropped %6d allowed %7d denied %7d errors %5d p99 %8.3f ms\n",
-			iv.TS, iv.Offered, iv.Sent, iv.Dropped, iv.Allowed, iv.Denied, iv.Errors, iv.P99Ms)
-	}
 }
 
 // applyOverrides puts the flags the user set over the scenario and validates the result.
@@ -397,12 +389,12 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 			}
 		}
 		logf("repetition %d of %d -> %s", i, o.repeat, dir)
-		ropts := scenarios.RunOptions{Out: dir, Version: version, StateFile: stateFile, Logf: logf}
+		live := newLiveProgress(stderr, time.Duration(spec.Duration), o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, o.repeat)))
+		ropts := scenarios.RunOptions{Out: dir, Version: version, StateFile: stateFile,
+			Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
 		o.clusterOptions(&ropts)
-		if !o.quiet {
-			ropts.OnInterval = progressLine(stderr)
-		}
 		res, rerr := runOne(ctx, spec, ropts)
+		live.close()
 		if res == nil {
 			return fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, o.repeat, rerr, out)
 		}

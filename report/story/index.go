@@ -60,7 +60,11 @@ func WriteIndex(dir string, steps []Step) error {
 			// Links are URL paths relative to the index: forward slashes whatever the OS.
 			rel := filepath.ToSlash(r.Dir)
 			rv := runView{Label: r.Label, Report: path.Join(rel, "report.html"), Summary: path.Join(rel, "summary.json")}
-			for _, stem := range plotStems {
+			stems := plotStems
+			if len(st.Plots) > 0 {
+				stems = st.Plots
+			}
+			for _, stem := range stems {
 				if _, err := os.Stat(filepath.Join(dir, r.Dir, stem+".svg")); err == nil {
 					rv.Plots = append(rv.Plots, path.Join(rel, stem+".svg"))
 				}

@@ -30,14 +30,14 @@ func TestWriteIndexFakeSummaries(t *testing.T) {
 	dir := t.TempDir()
 	var steps []Step
 	for i, sp := range plan() {
-		st := Step{Title: sp.title, Narration: sp.narration}
+		st := Step{Title: sp.title, Narration: sp.narration, Plots: sp.plots}
 		for j, rp := range sp.runs {
 			runDir := filepath.Join(dir, rp.dir)
 			if err := os.MkdirAll(runDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			// Only some charts exist: the index must link only those.
-			for _, f := range []string{"report.html", "summary.json", report.ThroughputChart + ".svg"} {
+			for _, f := range []string{"report.html", "summary.json", report.ThroughputChart + ".svg", report.NodesChart + ".svg"} {
 				if err := os.WriteFile(filepath.Join(runDir, f), []byte("x"), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ func TestWriteIndexFakeSummaries(t *testing.T) {
 		"1001 tokens (ratio 0.1)", // step 1, token bucket
 		"5000 / 4321 req/s", "1.25 ms", "rl:{t1}:read (20.0% of decisions)", "61.0%",
 		"111 / ", "222 / ", "31 (0.0042)",
-		"400 vs 400 (1.0x fewer)", "4000 tokens vs bound 777",
+		"400 vs 400 (1.0x fewer)", "4000 tokens vs bound 777", "false denies: lease vs central", "p99 latency: lease vs central",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("index lacks %q", want)
@@ -87,6 +87,10 @@ func TestWriteIndexFakeSummaries(t *testing.T) {
 	}
 	if strings.Contains(page, report.LatencyChart+".svg") {
 		t.Error("index links latency.svg, which does not exist")
+	}
+	// The load-share chart is the hot-tenant step's point; the other steps do not show it.
+	if n := strings.Count(page, report.NodesChart+".svg"); n != 3 {
+		t.Errorf("index links nodes.svg %d times, want 3 (link, image, alt) for the hot-tenant step only", n)
 	}
 }
 

@@ -26,6 +26,16 @@ type Options struct {
 	Version string
 	// Logf receives progress messages; nil is silent.
 	Logf func(format string, args ...any)
+	// Live, when set, gives each run its live-progress hooks: it is called with the run's label
+	// and scheduled duration before the run starts, and the hooks' Done after it ends.
+	Live func(label string, total time.Duration) LiveHooks
+}
+
+// LiveHooks follow one run as it goes (see scenarios.RunOptions); nil fields are skipped.
+type LiveHooks struct {
+	OnInterval func(results.Interval)
+	OnProgress func(results.Progress)
+	Done       func()
 }
 
 // Run is one scenario run of a step, as the index shows it.
@@ -50,6 +60,9 @@ type Step struct {
 	Runs      []Run
 	// Facts are the numbers picked from the runs' summaries (see facts).
 	Facts []Fact
+	// Plots are the chart stems the index shows for each run (default: throughput, latency,
+	// overspend).
+	Plots []string
 }
 
 // runPlan is a run still to do: a built-in scenario and the edits the demo makes to it.
@@ -63,6 +76,7 @@ type stepPlan struct {
 	narration []string
 	runs      []runPlan
 	facts     func(runs []Run) []Fact
+	plots     []string // chart stems for the index; nil: plotStems
 }
 
 // shorten sets the run's duration: full normally, 2 s with --quick.
@@ -121,9 +135,10 @@ func plan() []stepPlan {
 			title: "2. A hot tenant on one shard",
 			narration: []string{
 				"10,000 tenants with Zipf 0.99 skew: a few tenants make most of the traffic, and every decision for one tenant goes to the one primary that owns its key's slot.",
-				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries.",
+				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries (the load-share chart: its bar against the even share).",
 			},
-			runs: []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+			runs:  []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+			plots: []string{report.ThroughputChart, report.LatencyChart, report.NodesChart},
 			facts: func(r []Run) []Fact {
 				s := r[0].Summary
 				f := []Fact{
@@ -155,10 +170,12 @@ func plan() []stepPlan {
 			facts: func(r []Run) []Fact {
 				o, c := r[0].Summary, r[1].Summary
 				return []Fact{
+					{"the fault", pauseFact(o)},
 					{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, overspend(o))},
 					{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
 					{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
 					{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
+					{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms", o.LatencyMs.P99, c.LatencyMs.P99)},
 				}
 			},
 		},
@@ -166,7 +183,7 @@ func plan() []stepPlan {
 			title: "4. Leases cut Redis load, and what they cost",
 			narration: []string{
 				"Each gateway takes up to 50 tokens at once and spends them locally: Redis sees one call per lease instead of one per request.",
-				"The cost is overspend bounded by the leased tokens nobody used yet. Compare the central operations per second with the plain token bucket on the same load.",
+				"The cost is overspend bounded by the leased tokens nobody used yet, and false denies when one gateway holds tokens another needs. Compare the central operations per second, overspend, false denies and p99 with the plain token bucket on the same load.",
 			},
 			runs: []runPlan{
 				{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
@@ -181,10 +198,25 @@ func plan() []stepPlan {
 				return []Fact{
 					{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
 					{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.BoundTokens)},
+					{"false denies: lease vs central", fmt.Sprintf("%d (%.2g) vs %d (%.2g)", l.Overspend.FalseDenies, l.Overspend.FalseDenyRatio, c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
+					{"p99 latency: lease vs central", fmt.Sprintf("%.2f vs %.2f ms", l.LatencyMs.P99, c.LatencyMs.P99)},
 				}
 			},
 		},
 	}
+}
+
+// pauseFact says when the run's first fault hit and when decisions succeeded again.
+func pauseFact(s *results.Summary) string {
+	if len(s.Faults) == 0 {
+		return "none recorded"
+	}
+	f := s.Faults[0]
+	out := fmt.Sprintf("%s of %s at %.1f s", f.Kind, f.Target, f.AtS)
+	if f.RecoveredS > 0 {
+		out += fmt.Sprintf(", decisions succeeding again at %.1f s", f.RecoveredS)
+	}
+	return out
 }
 
 // overspend formats a run's overspend as tokens and ratio.
@@ -206,7 +238,7 @@ func Play(ctx context.Context, o Options) ([]Step, error) {
 			break
 		}
 		logf("%s", sp.title)
-		st := Step{Title: sp.title, Narration: sp.narration}
+		st := Step{Title: sp.title, Narration: sp.narration, Plots: sp.plots}
 		for _, rp := range sp.runs {
 			if ctx.Err() != nil {
 				break
@@ -252,7 +284,15 @@ func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...an
 	}
 	dir := filepath.Join(o.Out, rp.dir)
 	logf("  %s: %s for %s -> %s", rp.label, rp.scenario, time.Duration(spec.Duration), dir)
-	res, err := scenarios.Run(ctx, spec, scenarios.RunOptions{Out: dir, Version: o.Version, Logf: logf})
+	ro := scenarios.RunOptions{Out: dir, Version: o.Version, Logf: logf}
+	if o.Live != nil {
+		h := o.Live(rp.label, time.Duration(spec.Duration))
+		ro.OnInterval, ro.OnProgress = h.OnInterval, h.OnProgress
+		if h.Done != nil {
+			defer h.Done()
+		}
+	}
+	res, err := scenarios.Run(ctx, spec, ro)
 	if res == nil {
 		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
 	}

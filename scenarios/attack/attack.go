@@ -120,6 +120,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	interrupted := false
 	var encErr error
 	unjudged := 0
+	var lastProgress time.Time
 	for running := true; running; {
 		select {
 		case r, ok := <-out:
@@ -137,9 +138,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				col.feed()
 				col.flushRows()
 			}
-		case <-tick.C:
+		case now := <-tick.C:
 			col.feed()
 			col.flushRows()
+			if o.OnProgress != nil && now.Sub(lastProgress) >= progressEvery {
+				lastProgress = now
+				o.OnProgress(col.progress(now))
+			}
 		case <-done:
 			interrupted = true
 			done = nil

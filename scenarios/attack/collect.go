@@ -416,3 +416,23 @@ func (c *collector) causeNames() map[string]int64 {
 	}
 	return out
 }
+
+// progressEvery is how often Options.OnProgress hears a snapshot.
+const progressEvery = 250 * time.Millisecond
+
+// progress is the live snapshot at now: the schedule covered, the requests planned up to now
+// and the answers heard so far. Total is the attack's --duration, or a trace replay's length.
+func (c *collector) progress(now time.Time) results.Progress {
+	total := c.p.duration()
+	if c.o.Trace == nil {
+		total = max(total, c.o.Duration)
+	}
+	el := min(now.Sub(c.base), total)
+	p := results.Progress{Elapsed: el, Total: total}
+	// The plan's offsets are in schedule order.
+	p.Offered = int64(sort.Search(len(c.p.off), func(i int) bool { return c.p.off[i] > el }))
+	for _, n := range c.recvd {
+		p.Sent += n
+	}
+	return p
+}

@@ -99,6 +99,10 @@ type Options struct {
 	// Logf receives progress lines; OnInterval every per-second row as it is written.
 	Logf       func(format string, args ...any)
 	OnInterval func(results.Interval)
+	// OnProgress, when set, receives a live snapshot about every 250 ms while the attack runs
+	// (elapsed, requests planned so far as Offered and answered so far as Sent), from the
+	// collecting goroutine.
+	OnProgress func(results.Progress)
 
 	// hooks, set by RunScenario only, tie the attack to a scenario's target.
 	hooks *runHooks

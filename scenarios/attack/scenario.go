@@ -88,6 +88,7 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOp
 
 	o := Options{
 		URL: url, Policy: tg.Policy, Seed: spec.Seed, Out: tg.Dir, Version: opts.Version, Logf: opts.Logf,
+		OnProgress: opts.OnProgress,
 		Workers:    uint64(min(spec.Load.Concurrency, spec.Load.MaxInflight)),
 		MaxWorkers: uint64(spec.Load.MaxInflight),
 	}
