@@ -250,6 +250,13 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 	now := time.Now()
 	for _, c := range batch {
 		if c.abandoned.Load() || c.ctx.Err() != nil || (!c.deadline.IsZero() && !now.Before(c.deadline)) {
+			// Not sent. The caller may see done before its own deadline fires (select picks
+			// either), so the command must carry the reason, never an empty reply.
+			err := c.ctx.Err()
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			c.cmd.SetErr(err)
 			close(c.done)
 			continue
 		}
@@ -264,8 +271,9 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 		return
 	}
 	// The batch runs under the latest deadline of its calls; each caller still returns at its
-	// own (run's select).
-	ctx := context.Background()
+	// own (run's select). It carries the values of its first call's context, not its
+	// cancellation, so that hooks on the clients can attribute the pipeline to a request.
+	ctx := context.WithoutCancel(live[0].ctx)
 	if !noDeadline {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, latest)

@@ -345,3 +345,4 @@ func BenchmarkCoalescingBucket(b *testing.B) {
 		})
 	}
 }
+

@@ -191,8 +191,16 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			bucketOpts = append(bucketOpts, limiter.WithRedisClock())
 			sum.Environment.Mode = "central, redis clock"
 		}
-		rb, err := limiter.NewRedisTokenBucket(client, policy, bucketOpts...)
-		if err != nil {
+		var rb limiter.Limiter
+		if spec.Limiter.Transport == TransportCoalesce {
+			cb, err := limiter.NewCoalescingBucket(client, policy, limiter.WithBucketOptions(bucketOpts...))
+			if err != nil {
+				return nil, fmt.Errorf("policy: %w", err)
+			}
+			defer cb.Close() // after the driver: what is queued is sent
+			rb = cb
+			sum.Environment.Mode += ", coalescing transport"
+		} else if rb, err = limiter.NewRedisTokenBucket(client, policy, bucketOpts...); err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 		bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))

@@ -173,6 +173,11 @@ type LimiterCfg struct {
 	// stored time never moves backwards) or redis (TIME inside the script; token-bucket only).
 	// Default gateway.
 	Clock string `yaml:"clock,omitempty"`
+	// Transport is how kind token-bucket's decisions travel to Redis: plain (one EVALSHA call per
+	// decision, as a gateway without batching makes) or coalesce (limiter.CoalescingBucket:
+	// concurrent decisions queued per primary and sent as one pipeline of EVALSHAs; same script,
+	// keys, arguments, timeouts, NOSCRIPT fallback and fail policies). Default plain.
+	Transport string `yaml:"transport,omitempty"`
 	// Gateways is how many simulated gateway instances the workers are split across (worker i
 	// belongs to gateway i mod Gateways), for faults that hit some gateways only (clock-skew).
 	// Default 1; kind lease takes lease.gateways instead.
@@ -357,6 +362,9 @@ func (s *Spec) ApplyDefaults() {
 	}
 	if s.Limiter.Timeout == 0 {
 		s.Limiter.Timeout = Duration(DefaultTimeout)
+	}
+	if s.Limiter.Transport == "" {
+		s.Limiter.Transport = TransportPlain
 	}
 	if s.Limiter.Clock == "" {
 		s.Limiter.Clock = ClockGateway
