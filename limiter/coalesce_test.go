@@ -345,4 +345,3 @@ func BenchmarkCoalescingBucket(b *testing.B) {
 		})
 	}
 }
-
