@@ -27,12 +27,12 @@ func TestBatchSendSkipsExpiredCallsWithTheirError(t *testing.T) {
 		{"deadline passed", context.Background(), time.Now().Add(-time.Millisecond), context.DeadlineExceeded},
 		{"context cancelled", cancelled, time.Time{}, context.Canceled},
 	} {
-		c := &batchCall{ctx: tt.ctx, deadline: tt.deadline, cmd: redis.NewCmd(tt.ctx, "evalsha", "x", 1, "k"), done: make(chan struct{})}
+		c := &batchCall{ctx: tt.ctx, deadline: tt.deadline, cmd: redis.NewCmd(tt.ctx, "evalsha", "x", 1, "k"), done: make(chan struct{}, 1)}
 		b.send([]*batchCall{c})
 		select {
 		case <-c.done:
 		default:
-			t.Fatalf("%s: done not closed", tt.name)
+			t.Fatalf("%s: done not signalled", tt.name)
 		}
 		if _, err := c.cmd.Result(); !errors.Is(err, tt.want) {
 			t.Errorf("%s: command result error %v, want %v", tt.name, err, tt.want)
