@@ -438,11 +438,15 @@ func newAlgorithm(ctx context.Context, spec *Spec, c *redis.ClusterClient) (limi
 // lease script on every primary before the clock starts.
 func newLeases(ctx context.Context, spec *Spec, c *redis.ClusterClient, p limiter.BucketPolicy) ([]*limiter.LeaseLimiter, error) {
 	cfg := spec.Limiter.Lease
+	refresh := DefaultLeaseRefresh // a spec built in code may leave it nil
+	if cfg.Refresh != nil {
+		refresh = *cfg.Refresh
+	}
 	out := make([]*limiter.LeaseLimiter, cfg.Gateways)
 	for i := range out {
 		l, err := limiter.NewLeaseLimiter(c, p, cfg.Size,
 			limiter.WithLeaseTTL(time.Duration(cfg.TTL)), limiter.WithLeaseTimeout(time.Duration(spec.Limiter.Timeout)),
-			limiter.WithLeaseRefresh(*cfg.Refresh))
+			limiter.WithLeaseRefresh(refresh))
 		if err != nil {
 			return nil, fmt.Errorf("limiter.lease: %w", err)
 		}
