@@ -51,7 +51,10 @@ func newScriptBatcher(c PipelineScripter, cc coalesceConfig, onNoScript func()) 
 }
 
 // batchCall is one script run waiting in a queue. cmd is complete before it is queued; the
-// flusher replaces it (NOSCRIPT->EVAL) and closes done; the caller reads cmd only after done.
+// flusher replaces it (NOSCRIPT->EVAL) and signals done once (it holds one token, so the
+// flusher never blocks); the caller reads cmd only after done. A caller that received done
+// owns the call again and returns it to calls for reuse; an abandoned call is left to the GC,
+// because its flusher may still hold it.
 type batchCall struct {
 	ctx       context.Context // the caller's, for its cancellation
 	deadline  time.Time       // the call's own deadline; zero: none
@@ -59,7 +62,12 @@ type batchCall struct {
 	src       string // the script, for EVAL after NOSCRIPT
 	done      chan struct{}
 	abandoned atomic.Bool // the caller's deadline passed: do not send it
+	args      []any       // cmd's arguments, reused with the call
 }
+
+// calls recycles batchCalls with their done channel and argument slice: three allocations of
+// each coalesced decision, and the garbage the collector would sweep.
+var calls = sync.Pool{New: func() any { return &batchCall{done: make(chan struct{}, 1)} }}
 
 // timers are reused by waiting callers: a per-call context.WithTimeout (a context, a timer
 // and a cancel func) was a tenth of a coalesced decision's CPU time.
@@ -86,10 +94,10 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 	if err != nil {
 		return nil, err
 	}
-	cmdArgs := make([]any, 4+len(args))
-	cmdArgs[0], cmdArgs[1], cmdArgs[2], cmdArgs[3] = "evalsha", sha, 1, key
-	copy(cmdArgs[4:], args)
-	call := &batchCall{ctx: ctx, deadline: deadline, cmd: redis.NewCmd(ctx, cmdArgs...), src: src, done: make(chan struct{})}
+	call := calls.Get().(*batchCall)
+	call.args = append(append(call.args[:0], "evalsha", sha, 1, key), args...)
+	call.ctx, call.deadline, call.src = ctx, deadline, src
+	call.cmd = redis.NewCmd(ctx, call.args...)
 	call.cmd.SetFirstKeyPos(3)
 	if !q.enqueue(call) {
 		return nil, redis.ErrClosed
@@ -106,7 +114,12 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 	}
 	select {
 	case <-call.done:
-		return call.cmd.Result()
+		reply, err := call.cmd.Result()
+		// The reply is decoded from the command's own buffers, not from args: the call may go.
+		clear(call.args)
+		call.ctx, call.cmd, call.src = nil, nil, ""
+		calls.Put(call)
+		return reply, err
 	case <-expired:
 		call.abandoned.Store(true)
 		return nil, context.DeadlineExceeded
@@ -250,7 +263,14 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 	now := time.Now()
 	for _, c := range batch {
 		if c.abandoned.Load() || c.ctx.Err() != nil || (!c.deadline.IsZero() && !now.Before(c.deadline)) {
-			close(c.done)
+			// Not sent. The caller may see done before its own deadline fires (select picks
+			// either), so the command must carry the reason, never an empty reply.
+			err := c.ctx.Err()
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			c.cmd.SetErr(err)
+			c.done <- struct{}{}
 			continue
 		}
 		if c.deadline.IsZero() {
@@ -264,8 +284,9 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 		return
 	}
 	// The batch runs under the latest deadline of its calls; each caller still returns at its
-	// own (run's select).
-	ctx := context.Background()
+	// own (run's select). It carries the values of its first call's context, not its
+	// cancellation, so that hooks on the clients can attribute the pipeline to a request.
+	ctx := context.WithoutCancel(live[0].ctx)
 	if !noDeadline {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, latest)
@@ -295,7 +316,7 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 		b.exec(ctx, retry)
 	}
 	for _, c := range live {
-		close(c.done)
+		c.done <- struct{}{}
 	}
 }
 

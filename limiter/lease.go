@@ -62,9 +62,21 @@ type LeaseLimiter struct {
 	calls    atomic.Int64
 	noScript atomic.Int64
 	lost     atomic.Int64
-	onWait   func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
-	batch    *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
-	shards   [numShards]leaseShard
+	waited   atomic.Int64 // decisions that waited for a fetch (their own or one in flight)
+	// refresh-ahead (WithLeaseRefresh): a spend that leaves at most lowMark tokens, or happens
+	// refreshMs or less before the lease expires, starts a top-up fetch in the background.
+	refresh   bool
+	lowMark   int64
+	refreshMs int64
+	// drainGraceMs: after a drained key's refusedUntil, how long its requests are denied at
+	// once while a refresh collects the refill: the time one token takes to refill.
+	drainGraceMs int64
+	refreshes    atomic.Int64
+	refreshErrs  atomic.Int64
+	refreshing   sync.WaitGroup // refresh fetches running
+	onWait       func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
+	batch        *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
+	shards       [numShards]leaseShard
 }
 
 // leaseShard is one lock and its keys' leases, padded to a cache line as bucketShard.
@@ -88,7 +100,10 @@ type leaseEntry struct {
 // leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
 // written before done is closed and read only after.
 type leaseCall struct {
-	done    chan struct{}
+	done chan struct{}
+	// drained: a refresh of a key whose central bucket was just found empty; requests the lease
+	// cannot pay are denied at once instead of waiting for it (see WithLeaseRefresh).
+	drained bool
 	granted int64
 	denial  Decision // the central answer when granted == 0
 	err     error
@@ -101,7 +116,32 @@ type leaseConfig struct {
 	ttl, timeout time.Duration
 	batching     bool
 	batch        []CoalesceOption
+	refresh      float64
 }
+
+// WithLeaseRefresh turns on refresh-ahead with fraction f (0 < f < 1; 0, the default, is off):
+// a request spent from the lease that leaves at most f*size tokens in it, or that comes within
+// f*TTL of the lease's expiry, starts a top-up fetch in the background of size - tokens left
+// (at least 1 of them), so that the key's next requests find a fresh lease instead of waiting
+// for Redis. The request itself returns at once, from the lease.
+//
+// The overspend bound is unchanged: a top-up never lets the key's lease hold more than size
+// tokens, so the unused leases (Outstanding) stay at most size per key and gateway, and every
+// grant is taken from the central bucket as before. What changes: a key requested at least
+// once per (1-f)*TTL keeps a lease (a top-up dates the whole lease, leftovers included, from
+// its own fetch, as every fetch does), so fewer tokens expire and idle leases live longer; and
+// a lease runs about 1/(1-f) fetches where it ran one. A refresh that fails is counted in
+// RefreshErrors; requests waiting for it get its error, as with any shared fetch.
+//
+// A drained key (a hot one whose central bucket the last answer found empty) is refreshed the
+// same way: in the time one token takes to refill after the central bucket said it could pay
+// again, the requests the lease cannot pay are denied at once (RetryAfter 1 ms) while one
+// refresh collects the refill, instead of each waiting a round trip for a token or two that
+// only one of them can have. The tokens go to the requests after it; none is lost, and the
+// bucket's tokens are still taken only by grants. The price is availability, counted as false
+// denies: a request in that window that a waiting one would have won is denied, and a later
+// one spends its token.
+func WithLeaseRefresh(f float64) LeaseOption { return func(c *leaseConfig) { c.refresh = f } }
 
 // WithLeaseTTL sets how long leased tokens stay spendable after their fetch, on the requests'
 // clock (default DefaultLeaseTTL); must be >= 1 ms.
@@ -148,6 +188,9 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 	if cfg.timeout < 0 {
 		return nil, fmt.Errorf("%w: lease timeout %v: must be >= 0 (0 leaves only the caller's context deadline)", ErrBadConfig, cfg.timeout)
 	}
+	if !(cfg.refresh >= 0 && cfg.refresh < 1) {
+		return nil, fmt.Errorf("%w: lease refresh %v: must be 0 (off) or a fraction of the lease in (0, 1), e.g. 0.25", ErrBadConfig, cfg.refresh)
+	}
 	l := &LeaseLimiter{
 		c:       c,
 		sha:     redis.NewScript(lua.Lease).Hash(),
@@ -157,6 +200,12 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		ttlMs:   cfg.ttl.Milliseconds(),
 		timeout: cfg.timeout,
 		seed:    maphash.MakeSeed(),
+	}
+	if cfg.refresh > 0 {
+		l.refresh = true
+		l.lowMark = int64(math.Floor(cfg.refresh * float64(size)))
+		l.refreshMs = int64(math.Ceil(cfg.refresh * float64(l.ttlMs)))
+		l.drainGraceMs = max(1, int64(math.Ceil(1/p.PerMs())))
 	}
 	for i := range l.shards {
 		l.shards[i].m = make(map[string]*leaseEntry)
@@ -198,6 +247,17 @@ func (l *LeaseLimiter) FetchPipelines() int64 {
 
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (l *LeaseLimiter) NoScriptFallbacks() int64 { return l.noScript.Load() }
+
+// Waited returns how many decisions waited for Redis: they fetched, or waited for a fetch in
+// flight on their key. The others were decided from the lease in memory.
+func (l *LeaseLimiter) Waited() int64 { return l.waited.Load() }
+
+// Refreshes returns how many top-up fetches refresh-ahead started (WithLeaseRefresh); they
+// count in CentralCalls too.
+func (l *LeaseLimiter) Refreshes() int64 { return l.refreshes.Load() }
+
+// RefreshErrors returns how many of those fetches failed.
+func (l *LeaseLimiter) RefreshErrors() int64 { return l.refreshErrs.Load() }
 
 // LostTokens returns the leased tokens never spent: expired, or dropped by Drop.
 func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
@@ -270,6 +330,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		sh.m[string(key)] = e
 	}
 	src := Lease
+	waited := false
 	for {
 		if e.tokens > 0 && nowMs >= e.expiresAt {
 			l.lost.Add(e.tokens)
@@ -278,6 +339,10 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		if e.tokens >= r.Cost {
 			e.tokens -= r.Cost
 			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
+			if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
+				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
+				l.startRefresh(e, string(key), nowMs)
+			}
 			sh.mu.Unlock()
 			return d, nil
 		}
@@ -286,8 +351,23 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			sh.mu.Unlock()
 			return d, nil
 		}
+		if l.refresh && nowMs >= e.refusedUntil && nowMs < e.refusedUntil+l.drainGraceMs && (e.fetch == nil || e.fetch.drained) {
+			// The central bucket held less than one token at refusedUntil and refills at most
+			// one more within the grace: deny at once and let a refresh collect what refilled
+			// for the requests after it, instead of every request waiting for a token or two.
+			if e.fetch == nil {
+				l.startRefresh(e, string(key), nowMs).drained = true
+			}
+			d := Decision{RetryAfter: time.Millisecond, Remaining: e.tokens, Source: Lease}
+			sh.mu.Unlock()
+			return d, nil
+		}
 		if f := e.fetch; f != nil {
 			sh.mu.Unlock()
+			if !waited {
+				waited = true // counted once per decision, however many rounds it waits
+				l.waited.Add(1)
+			}
 			if l.onWait != nil {
 				l.onWait()
 			}
@@ -308,6 +388,10 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			continue
 		}
 		// This request fetches. need >= 1: the lease lacks need tokens for this request.
+		if !waited {
+			waited = true
+			l.waited.Add(1)
+		}
 		need := r.Cost - e.tokens
 		f := &leaseCall{done: make(chan struct{})}
 		e.fetch = f
@@ -315,33 +399,12 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		sh.mu.Unlock()
 		granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
 		sh.mu.Lock()
-		e.fetch = nil
-		f.granted, f.denial, f.err = granted, denial, err
-		if granted > 0 {
-			if l.gen.Load() != gen {
-				l.lost.Add(granted) // dropped while fetching: the grant is lost with the gateway
-				granted, denial = 0, Decision{RetryAfter: time.Millisecond}
-				f.granted, f.denial = granted, denial
-			} else {
-				// Leftover tokens join the new lease and live as long as it does.
-				e.tokens += granted
-				e.expiresAt = nowMs + l.ttlMs
-				if emptyMs > 0 {
-					// The central bucket is drained: once this lease is spent, deny locally
-					// until it can hold a token again (RetryAfter says when).
-					e.refusedUntil, e.refusedCost = nowMs+emptyMs, 1
-				}
-			}
-		}
-		close(f.done)
+		granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
 		if err != nil {
 			sh.mu.Unlock()
 			return Decision{}, err
 		}
 		if granted == 0 {
-			if denial.RetryAfter > 0 && denial.RetryAfter != RetryNever {
-				e.refusedUntil, e.refusedCost = nowMs+denial.RetryAfter.Milliseconds(), need
-			}
 			sh.mu.Unlock()
 			denial.Source = Central
 			return denial, nil
@@ -350,6 +413,66 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		// and fetch again (each round spends or is refused, so the loop ends).
 		src = Central
 	}
+}
+
+// settle books the result of fetch f (started at generation gen by a request at nowMs that
+// lacked need tokens) into e and wakes f's waiters. It returns the grant and the denial as the
+// fetching request sees them: a grant that Drop overtook is lost. Called with e's shard locked.
+func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
+	e.fetch = nil
+	f.granted, f.denial, f.err = granted, denial, err
+	if granted > 0 {
+		if l.gen.Load() != gen {
+			l.lost.Add(granted) // dropped while fetching: the grant is lost with the gateway
+			granted, denial = 0, Decision{RetryAfter: time.Millisecond}
+			f.granted, f.denial = granted, denial
+		} else {
+			// Leftover tokens join the new lease and live as long as it does.
+			e.tokens += granted
+			e.expiresAt = nowMs + l.ttlMs
+			if emptyMs > 0 {
+				// The central bucket is drained: once this lease is spent, deny locally
+				// until it can hold a token again (RetryAfter says when).
+				e.refusedUntil, e.refusedCost = nowMs+emptyMs, 1
+			}
+		}
+	} else if err == nil && denial.RetryAfter > 0 && denial.RetryAfter != RetryNever {
+		e.refusedUntil, e.refusedCost = nowMs+denial.RetryAfter.Milliseconds(), need
+	}
+	close(f.done)
+	return granted, denial
+}
+
+// startRefresh starts a top-up fetch of key's lease e in the background (refresh-ahead), dated
+// nowMs: size - e.tokens tokens wanted, at least 1. Requests that the lease cannot pay
+// meanwhile wait for it as for any fetch in flight. The fetch runs under the lease timeout
+// only: no request's context owns it. Called with e's shard locked.
+func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *leaseCall {
+	f := &leaseCall{done: make(chan struct{})}
+	e.fetch = f
+	gen := l.gen.Load()
+	want := l.size - e.tokens
+	l.refreshes.Add(1)
+	sh := &l.shards[maphash.String(l.seed, key)&(numShards-1)]
+	l.refreshing.Add(1)
+	go func() {
+		defer l.refreshing.Done()
+		ctx := context.Background()
+		if l.timeout == 0 {
+			// No request owns this fetch, so no caller's deadline bounds it.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+			defer cancel()
+		}
+		granted, denial, emptyMs, err := l.fetch(ctx, key, nowMs, want, 1)
+		if err != nil {
+			l.refreshErrs.Add(1)
+		}
+		sh.mu.Lock()
+		l.settle(e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
+		sh.mu.Unlock()
+	}()
+	return f
 }
 
 // fetch runs lease.lua once for want tokens (at least least of them). It returns the grant, or 0

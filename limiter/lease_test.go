@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -64,6 +65,9 @@ func TestNewLeaseLimiterRefusesBadConfig(t *testing.T) {
 		{"size above burst", c, p, 101, nil},
 		{"TTL below 1 ms", c, p, 10, []LeaseOption{WithLeaseTTL(time.Microsecond)}},
 		{"negative timeout", c, p, 10, []LeaseOption{WithLeaseTimeout(-time.Second)}},
+		{"negative refresh", c, p, 10, []LeaseOption{WithLeaseRefresh(-0.1)}},
+		{"refresh of 1", c, p, 10, []LeaseOption{WithLeaseRefresh(1)}},
+		{"refresh NaN", c, p, 10, []LeaseOption{WithLeaseRefresh(math.NaN())}},
 	}
 	for _, tt := range tests {
 		if l, err := NewLeaseLimiter(tt.c, tt.p, tt.size, tt.opts...); !errors.Is(err, ErrBadConfig) {
@@ -78,3 +82,7 @@ func TestNewLeaseLimiterRefusesBadConfig(t *testing.T) {
 // SetWaitHook makes l call f each time a request starts waiting for a fetch in flight, so that
 // the external tests can hold a fetch until a waiter is surely waiting. Test builds only.
 func (l *LeaseLimiter) SetWaitHook(f func()) { l.onWait = f }
+
+// WaitRefreshes waits for the refresh-ahead fetches running, so that a test can replay a stream
+// as if every round trip were instant. Test builds only.
+func (l *LeaseLimiter) WaitRefreshes() { l.refreshing.Wait() }

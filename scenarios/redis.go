@@ -81,26 +81,32 @@ func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		h.n.ops.Add(1)
-		if err == nil {
-			return nil
-		}
-		kind := limiter.ClassifyError(err)
-		h.n.errs[kind].Add(1)
-		var perSec []atomic.Int64
-		switch kind {
-		case limiter.KindMoved:
-			perSec = h.r.moved
-		case limiter.KindAsk:
-			perSec = h.r.ask
-		case limiter.KindNoScript:
-			perSec = h.r.noscript
-		default:
-			return err
-		}
-		if t, ok := ctx.Value(tagKey{}).(*reqTag); ok && t.sec >= 0 && t.sec < len(perSec) {
-			perSec[t.sec].Add(1)
-		}
+		h.count(ctx, err)
 		return err
+	}
+}
+
+// count books one command's error on the node and, for MOVED, ASK and NOSCRIPT, in the second
+// of the request that ctx carries.
+func (h nodeHook) count(ctx context.Context, err error) {
+	if err == nil {
+		return
+	}
+	kind := limiter.ClassifyError(err)
+	h.n.errs[kind].Add(1)
+	var perSec []atomic.Int64
+	switch kind {
+	case limiter.KindMoved:
+		perSec = h.r.moved
+	case limiter.KindAsk:
+		perSec = h.r.ask
+	case limiter.KindNoScript:
+		perSec = h.r.noscript
+	default:
+		return
+	}
+	if t, ok := ctx.Value(tagKey{}).(*reqTag); ok && t.sec >= 0 && t.sec < len(perSec) {
+		perSec[t.sec].Add(1)
 	}
 }
 
@@ -108,6 +114,12 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		h.n.ops.Add(int64(len(cmds)))
+		// A pipeline (the coalescing transport, batched lease fetches) answers per command: a
+		// MOVED or ASK here is one the cluster client then follows, and must count as one.
+		// Its context is the batch's, which carries the second of one of its requests.
+		for _, c := range cmds {
+			h.count(ctx, c.Err())
+		}
 		return err
 	}
 }

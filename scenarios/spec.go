@@ -25,6 +25,9 @@ const (
 	DefaultPrimaries   = 3
 	DefaultReplicas    = 1
 	DefaultNodeTimeout = time.Second
+	// DefaultLeaseRefresh is limiter.lease.refresh: refresh-ahead when a lease is down to a
+	// quarter of its tokens or of its TTL.
+	DefaultLeaseRefresh = 0.25
 )
 
 // Duration is a time.Duration written in YAML as a Go duration string ("30s", "250ms").
@@ -177,6 +180,11 @@ type LimiterCfg struct {
 	// stored time never moves backwards) or redis (TIME inside the script; token-bucket only).
 	// Default gateway.
 	Clock string `yaml:"clock,omitempty"`
+	// Transport is how kind token-bucket's decisions travel to Redis: plain (one EVALSHA call per
+	// decision, as a gateway without batching makes) or coalesce (limiter.CoalescingBucket:
+	// concurrent decisions queued per primary and sent as one pipeline of EVALSHAs; same script,
+	// keys, arguments, timeouts, NOSCRIPT fallback and fail policies). Default plain.
+	Transport string `yaml:"transport,omitempty"`
 	// Gateways is how many simulated gateway instances the workers are split across (worker i
 	// belongs to gateway i mod Gateways), for faults that hit some gateways only (clock-skew).
 	// Default 1; kind lease takes lease.gateways instead.
@@ -192,6 +200,11 @@ type LeaseCfg struct {
 	Gateways int `yaml:"gateways,omitempty"`
 	// TTL of a lease. Default 1s.
 	TTL Duration `yaml:"ttl,omitempty"`
+	// Refresh is refresh-ahead (limiter.WithLeaseRefresh): a spend that leaves at most
+	// refresh*size tokens, or comes within refresh*ttl of the lease's expiry, tops the lease up to
+	// size in the background, so the key's next requests do not wait for Redis. 0 turns it off;
+	// otherwise a fraction below 1. Default 0.25.
+	Refresh *float64 `yaml:"refresh,omitempty"`
 }
 
 // BreakerCfg is a per-node circuit breaker: after Threshold consecutive failures the node is not
@@ -360,6 +373,9 @@ func (s *Spec) ApplyDefaults() {
 	if s.Limiter.Timeout == 0 {
 		s.Limiter.Timeout = Duration(DefaultTimeout)
 	}
+	if s.Limiter.Transport == "" {
+		s.Limiter.Transport = TransportPlain
+	}
 	if s.Limiter.Clock == "" {
 		s.Limiter.Clock = ClockGateway
 	}
@@ -384,6 +400,10 @@ func (s *Spec) ApplyDefaults() {
 		}
 		if l.TTL == 0 {
 			l.TTL = Duration(time.Second)
+		}
+		if l.Refresh == nil {
+			r := DefaultLeaseRefresh
+			l.Refresh = &r
 		}
 	}
 	if b := s.Limiter.Breaker; b != nil {
@@ -586,6 +606,9 @@ func (s *Spec) Validate() error {
 		}
 		if t := time.Duration(l.TTL); t < time.Millisecond || t > time.Hour {
 			bad("limiter.lease.ttl", t, "must be between 1ms and 1h")
+		}
+		if r := l.Refresh; r != nil && !(*r >= 0 && *r < 1) {
+			bad("limiter.lease.refresh", *r, "must be 0 (off) or a fraction below 1, e.g. 0.25")
 		}
 		if s.hasFailPolicy() && s.Limiter.Kind == "lease" {
 			bad("limiter.kind", "lease", "fail policies wrap the central token bucket only; drop endpoints' fail or use token-bucket")

@@ -26,6 +26,14 @@ const (
 	ClockSchedule = "schedule"
 )
 
+// Transports of limiter.transport (kind token-bucket).
+const (
+	// TransportPlain: one script call per decision.
+	TransportPlain = "plain"
+	// TransportCoalesce: decisions coalesced into one pipeline per primary (limiter.CoalescingBucket).
+	TransportCoalesce = "coalesce"
+)
+
 // maxQuotaWindow bounds policy.quota.window: a year is longer than any quota a tariff sells.
 const maxQuotaWindow = 8760 * time.Hour
 
@@ -80,6 +88,15 @@ func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
 	case ClockSchedule:
 	default:
 		bad("limiter.clock", fmt.Sprintf("%q", s.Limiter.Clock), "use gateway (the request's time), redis (TIME inside the script) or schedule (the request's intended time: deterministic replays)")
+	}
+	switch s.Limiter.Transport {
+	case TransportPlain:
+	case TransportCoalesce:
+		if s.Limiter.Kind != "token-bucket" {
+			bad("limiter.transport", TransportCoalesce, fmt.Sprintf("only limiter.kind token-bucket has a coalescing transport (kind is %q; lease fetches are pipelined already): use transport: plain", s.Limiter.Kind))
+		}
+	default:
+		bad("limiter.transport", fmt.Sprintf("%q", s.Limiter.Transport), "use plain (one call per decision) or coalesce (one pipeline per primary)")
 	}
 	if g := s.gatewayCount(); g > s.Load.Concurrency && s.Load.Concurrency >= 1 {
 		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must be at least the number of simulated gateways (%d): each gateway needs a worker", g))
