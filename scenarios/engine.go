@@ -209,23 +209,12 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		if err := preloadScript(ctx, client); err != nil {
 			return nil, err
 		}
-		bucketOpts = append(bucketOpts, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
-		if spec.Limiter.Clock == ClockRedis {
-			bucketOpts = append(bucketOpts, limiter.WithRedisClock())
-			sum.Environment.Mode = "central, redis clock"
+		rb, mode, closeBucket, err := newCentralBucket(spec, client, policy, bucketOpts)
+		if err != nil {
+			return nil, err
 		}
-		var rb limiter.Limiter
-		if spec.Limiter.Transport == TransportCoalesce {
-			cb, err := limiter.NewCoalescingBucket(client, policy, limiter.WithBucketOptions(bucketOpts...))
-			if err != nil {
-				return nil, fmt.Errorf("policy: %w", err)
-			}
-			defer cb.Close() // after the driver: what is queued is sent
-			rb = cb
-			sum.Environment.Mode += ", coalescing transport"
-		} else if rb, err = limiter.NewRedisTokenBucket(client, policy, bucketOpts...); err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
+		defer closeBucket() // after the driver: what a coalescer has queued is sent
+		sum.Environment.Mode += mode
 		bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancelBG()
 		policyFor := func(string, string) limiter.BucketPolicy { return policy }
@@ -422,6 +411,30 @@ func endpointNames(spec *Spec) []string {
 		names[i] = e.Name
 	}
 	return names
+}
+
+// newCentralBucket builds the Redis token bucket of kind token-bucket with the spec's clock and
+// transport (plain: one EVALSHA per decision; coalesce: concurrent decisions batched into one
+// pipeline per primary). mode is what to add to the summary's environment.mode; closeFn flushes
+// and stops a coalescer (a no-op for plain calls). Run and OpenTarget (via: http) share it.
+func newCentralBucket(spec *Spec, c *redis.ClusterClient, policy limiter.BucketPolicy, opts []limiter.Option) (lim limiter.Limiter, mode string, closeFn func(), err error) {
+	opts = append(opts, limiter.WithTimeout(time.Duration(spec.Limiter.Timeout)))
+	if spec.Limiter.Clock == ClockRedis {
+		opts = append(opts, limiter.WithRedisClock())
+		mode += ", redis clock"
+	}
+	closeFn = func() {}
+	if spec.Limiter.Transport == TransportCoalesce {
+		cb, err := limiter.NewCoalescingBucket(c, policy, limiter.WithBucketOptions(opts...))
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("policy: %w", err)
+		}
+		return cb, mode + ", coalescing transport", func() { cb.Close() }, nil
+	}
+	if lim, err = limiter.NewRedisTokenBucket(c, policy, opts...); err != nil {
+		return nil, "", nil, fmt.Errorf("policy: %w", err)
+	}
+	return lim, mode, closeFn, nil
 }
 
 // preloadScript loads the script on every primary before the clock starts, so NOSCRIPT counts

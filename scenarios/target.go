@@ -142,15 +142,12 @@ func OpenTarget(ctx context.Context, spec *Spec, opts RunOptions) (_ *Target, er
 	if err := preloadScript(ctx, t.client); err != nil {
 		return nil, err
 	}
-	bopts := []limiter.Option{limiter.WithTimeout(time.Duration(spec.Limiter.Timeout))}
-	if spec.Limiter.Clock == ClockRedis {
-		bopts = append(bopts, limiter.WithRedisClock())
-		t.Environment.Mode += ", redis clock"
-	}
-	rb, err := limiter.NewRedisTokenBucket(t.client, t.Policy, bopts...)
+	rb, mode, closeBucket, err := newCentralBucket(spec, t.client, t.Policy, nil)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, err
 	}
+	t.Environment.Mode += mode
+	t.closers = append([]func() error{func() error { closeBucket(); return nil }}, t.closers...)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = append(t.stop, cancel)
 	policy := t.Policy
