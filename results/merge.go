@@ -375,6 +375,7 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 		p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.Process.RSSWarmMB), max(p.RSSEndMB, s.Process.RSSEndMB)
 		p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.Process.HeapWarmMB), max(p.HeapEndMB, s.Process.HeapEndMB)
 		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
+		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
 	}
 	if hist.Count() > 0 {
 		sum.LatencyMs = Latency{
