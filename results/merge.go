@@ -376,6 +376,7 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 		p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.Process.HeapWarmMB), max(p.HeapEndMB, s.Process.HeapEndMB)
 		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
 		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
+		p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.Process.AnonWarmMB), max(p.AnonEndMB, s.Process.AnonEndMB)
 	}
 	if hist.Count() > 0 {
 		sum.LatencyMs = Latency{

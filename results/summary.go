@@ -212,6 +212,12 @@ type Process struct {
 	// (debug.FreeOSMemory): what the process holds, not how far the collector's cycle had got.
 	RSSWarmMB float64 `json:"rss_warm_mb"`
 	RSSEndMB  float64 `json:"rss_end_mb"`
+	// AnonWarmMB and AnonEndMB are the anonymous part of the same RSS samples (RssAnon on Linux;
+	// 0 elsewhere): what the process allocated, without the binary's code pages that new code
+	// paths fault in; it also grows as pages of memory allocated at the start are first written
+	// (Go hands out large zeroed arrays as untouched pages).
+	AnonWarmMB float64 `json:"rss_anon_warm_mb,omitempty"`
+	AnonEndMB  float64 `json:"rss_anon_end_mb,omitempty"`
 	// RSSPeakMB is the highest resident set size of the process up to the end of the run
 	// (VmHWM on Linux; 0 elsewhere): the memory to provision for the generator.
 	RSSPeakMB float64 `json:"rss_peak_mb,omitempty"`

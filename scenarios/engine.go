@@ -323,6 +323,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 		if sec == warmSec {
 			f := sampleFootprint()
 			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
+			sum.Process.AnonWarmMB = f.anonMB
 		}
 		iv := d.interval(sec, s)
 		offered += iv.Offered
@@ -349,6 +350,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	sum.Process.RSSPeakMB = peakRSSMB()
 	f := sampleFootprint()
 	sum.Process.RSSEndMB, sum.Process.HeapEndMB, sum.Process.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
+	sum.Process.AnonEndMB = f.anonMB
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 
