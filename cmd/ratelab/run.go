@@ -108,6 +108,12 @@ what it measured and no further one starts.`,
 			return runScenario(cmd, args[0], o)
 		},
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines the run flags on cmd: `run` and the trace record/replay commands share them.
+func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration (e.g. 10s)")
 	f.Float64Var(&o.rate, "rate", 0, "override the offered rate, requests/s")
@@ -137,7 +143,6 @@ what it measured and no further one starts.`,
 	f.Float64Var(&o.speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
 	f.StringVar(&o.clock, "clock", "", "override limiter.clock: gateway, redis or schedule (decision time = start + intended offset: replays reproduce a run exactly)")
 	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
-	return cmd
 }
 
 func runScenario(cmd *cobra.Command, name string, o runOptions) error {
@@ -243,10 +248,11 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 	if set("via") {
 		spec.Via = o.via
 	}
-	if set("speed") && !set("trace") && spec.Trace == nil {
+	// o.trace is --trace, or the argument of `trace replay`.
+	if set("speed") && o.trace == "" && spec.Trace == nil {
 		return fmt.Errorf("--speed %g: only a replay has a speed; add --trace FILE", o.speed)
 	}
-	if set("trace") {
+	if o.trace != "" {
 		if set("rate") || set("duration") || set("seed") {
 			return fmt.Errorf("--trace %s: the trace fixes the requests, their timing and the run's length; drop --rate, --duration and --seed (use --speed to replay faster)", o.trace)
 		}

@@ -13,7 +13,7 @@ import (
 	"ratelab/workload/trace"
 )
 
-// newTraceCmd is `ratelab trace gen|import|info`: request traces to replay with
+// newTraceCmd is `ratelab trace record|gen|replay|import|info`: request traces to replay with
 // `ratelab attack --trace`.
 func newTraceCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -24,7 +24,7 @@ see docs/attack.md for the format. 'ratelab attack --trace FILE --speed 2' repla
 with its original timing, keys and each tenant's order; 'ratelab run NAME --trace FILE' replays one
 in-process, and 'ratelab run NAME --record-trace FILE' records a run's schedule as a trace.`,
 	}
-	cmd.AddCommand(newTraceGenCmd(), newTraceImportCmd(), newTraceInfoCmd())
+	cmd.AddCommand(newTraceRecordCmd(), newTraceGenCmd(), newTraceReplayCmd(), newTraceImportCmd(), newTraceInfoCmd())
 	return cmd
 }
 
