@@ -387,7 +387,7 @@ func (d *driver) work(rec *workerRec, lim limiter.Limiter, gateway int, jobs <-c
 		now := time.Now()
 		for _, j := range c {
 			sec := int(j.off / time.Second)
-			tag.sec = sec
+			tag.sec.Store(int64(sec))
 			reqNow := now
 			if d.schedClock {
 				reqNow = d.clockBase.Add(j.off)

@@ -17,8 +17,11 @@ import (
 type tagKey struct{}
 
 // reqTag is owned by one worker and rewritten before each decision. Hooks run in the caller's
-// goroutine for plain (non-pipelined) commands, so reading it there is race-free.
-type reqTag struct{ sec int }
+// goroutine for plain commands, but a coalesced pipeline carries the context of one of its
+// requests into the batcher's goroutine, which reads the tag while the worker has moved on: sec
+// is atomic, and such a redirect counts in the second that worker is deciding by then (at most
+// a decision timeout later).
+type reqTag struct{ sec atomic.Int64 }
 
 // nodeStats counts what one node's client saw.
 type nodeStats struct {
@@ -105,8 +108,10 @@ func (h nodeHook) count(ctx context.Context, err error) {
 	default:
 		return
 	}
-	if t, ok := ctx.Value(tagKey{}).(*reqTag); ok && t.sec >= 0 && t.sec < len(perSec) {
-		perSec[t.sec].Add(1)
+	if t, ok := ctx.Value(tagKey{}).(*reqTag); ok {
+		if sec := int(t.sec.Load()); sec >= 0 && sec < len(perSec) {
+			perSec[sec].Add(1)
+		}
 	}
 }
 
