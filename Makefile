@@ -52,6 +52,8 @@ endif
 test: redis
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+	@# Timing-sensitive tests that compare latencies run alone, after the parallel packages.
+	RATELAB_TEST_ALONE=1 $(GO) test $(TEST_FLAGS) -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab
 
 ## bench: Go benchmarks of the hot paths (COUNT=10 for benchstat), then `ratelab bench`: five sections on one local cluster -> results/bench/
 COUNT ?= 1

@@ -39,6 +39,9 @@ limiter: {timeout: 1s}
 // does not hide the regression. (Measured with 8: one such stall gave p = 0.010, not < 0.01.)
 const compareReps = 10
 
+// aloneEnv set to 1 says the test binary runs alone on the machine (make test's second step).
+const aloneEnv = "RATELAB_TEST_ALONE"
+
 // compareAlpha and compareFlags are the gate's significance level (Makefile PERF_FLAGS) and the
 // thresholds that say what this test injects: 2 ms in every decision, judged as a regression
 // beyond 1 ms at p50 and p99 (absolute, whatever the machine's baseline latency).
@@ -56,6 +59,12 @@ var compareFlags = []string{"--alpha", compareAlpha, "--threshold", "p50_ms=1", 
 func TestCompareDetectsInjectedDelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a second binary and runs 30 short scenarios against a real Redis Cluster")
+	}
+	// A 2 ms shift in p99 is visible only when the machine is not also running the other
+	// packages' tests: in CI's parallel `go test ./...` a set of ten runs once put base p99
+	// between 3 and 33 ms (p = 0.015). `make test` runs it alone in a second step.
+	if os.Getenv(aloneEnv) != "1" {
+		t.Skipf("timing-sensitive: runs alone in make test's second step (%s=1 go test -run %s ./cmd/ratelab)", aloneEnv, t.Name())
 	}
 	dir := t.TempDir()
 	slowBinary := filepath.Join(dir, "ratelab-delayed")
