@@ -22,6 +22,19 @@ import (
 // the Docker build cache makes a rebuild nearly free.
 const testImage = "ratelab/redis-local:test"
 
+// localImage builds (or finds) testImage, skipping the test cleanly without a Docker engine.
+func localImage(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	img, err := docker.BuildLocalImage(ctx, "", testImage)
+	if errors.Is(err, docker.ErrNoDocker) {
+		t.Skipf("docker provider test needs a Docker engine: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("build a redis image from the installed redis-server: %v", err)
+	}
+	return img
+}
+
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
 	err := docker.Options{Cluster: cluster.Options{Detached: true, Primaries: -1}, Image: "redis 7"}.Validate()
@@ -69,13 +82,7 @@ func load(ctx context.Context, b *limiter.RedisTokenBucket, tenants []string, d 
 func TestDockerCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	img, err := docker.BuildLocalImage(ctx, "", testImage)
-	if errors.Is(err, docker.ErrNoDocker) {
-		t.Skipf("docker provider test needs a Docker engine: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("build a redis image from the installed redis-server: %v", err)
-	}
+	img := localImage(ctx, t)
 	began := time.Now()
 	// NodeTimeout 2 s: a pause shorter than that (plus the 1 s decision timeout) never fails the
 	// node over, so the paused phase measures the pause alone.
@@ -224,13 +231,7 @@ func medianRTT(ctx context.Context, t *testing.T, cc *redis.ClusterClient, key s
 func TestDockerLatencyFault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	img, err := docker.BuildLocalImage(ctx, "", testImage)
-	if errors.Is(err, docker.ErrNoDocker) {
-		t.Skipf("docker provider test needs a Docker engine: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("build a redis image from the installed redis-server: %v", err)
-	}
+	img := localImage(ctx, t)
 	c, err := docker.Start(ctx, docker.Options{Image: img, Cluster: cluster.Options{Primaries: 1, Replicas: 1, Proxy: true, Logf: t.Logf}})
 	if err != nil {
 		t.Fatal(err)
