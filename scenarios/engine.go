@@ -573,11 +573,14 @@ func setupRetry(ctx context.Context, step func() error) error {
 	return err
 }
 
-// warmPools opens up to workers connections to every primary before the clock starts: dialing
+// warmPools opens up to workers connections to every node before the clock starts: dialing
 // them during the run would put connection set-up into the first second's latency and, with a
-// budget of a few milliseconds, turn it into fail-open decisions.
+// budget of a few milliseconds, turn it into fail-open decisions. Replicas are warmed too, as a
+// gateway that expects failovers would: a promoted replica then takes decisions on open
+// connections instead of dialing a pool's worth under the decision budget, and the client's
+// memory is at its working size from the start (a soak judges growth against it).
 func warmPools(ctx context.Context, c *redis.ClusterClient, workers int) {
-	_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+	_ = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 		var wg sync.WaitGroup
 		for range min(workers, n.Options().PoolSize) {
 			wg.Add(1)
