@@ -68,8 +68,8 @@ type LeaseLimiter struct {
 	refresh   bool
 	lowMark   int64
 	refreshMs int64
-	// drainGraceMs: after a drained key's refusedUntil, how long its requests are denied at
-	// once while a refresh collects the refill: the time one token takes to refill.
+	// drainGraceMs: how long a drained key stays drained after it could pay again (see
+	// markDrained): the time one token takes to refill.
 	drainGraceMs int64
 	refreshes    atomic.Int64
 	refreshErrs  atomic.Int64
@@ -95,6 +95,10 @@ type leaseEntry struct {
 	// refusedCost tokens; until then a request for as many tokens is denied locally. This is exact,
 	// not a guess: refills are deterministic and other takers only lower the bucket.
 	refusedUntil, refusedCost int64
+	// drainedUntil (Unix ms, refresh-ahead only): the last answer found the central bucket with
+	// less than one token; until this time, and while a refresh for the drained key is in flight,
+	// requests the lease cannot pay are denied at once and never wait (see WithLeaseRefresh).
+	drainedUntil int64
 }
 
 // leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
@@ -133,11 +137,14 @@ type leaseConfig struct {
 // a lease runs about 1/(1-f) fetches where it ran one. A refresh that fails is counted in
 // RefreshErrors; requests waiting for it get its error, as with any shared fetch.
 //
-// A drained key (a hot one whose central bucket the last answer found empty) is refreshed the
-// same way: in the time one token takes to refill after the central bucket said it could pay
-// again, the requests the lease cannot pay are denied at once (RetryAfter 1 ms) while one
-// refresh collects the refill, instead of each waiting a round trip for a token or two that
-// only one of them can have. The tokens go to the requests after it; none is lost, and the
+// A drained key (a hot one whose central bucket the last answer found with less than one token)
+// is refreshed the same way and never makes a request wait: until the central bucket could pay
+// again the requests the lease cannot pay are denied locally, as without refresh; then, for the
+// time one token takes to refill (counted from the later of that moment and when the answer
+// came) and for as long as the refresh it starts is in flight, they are denied at once
+// (RetryAfter 1 ms) while that one refresh collects the refill, instead of each waiting a round
+// trip for a token or two that only one of them can have. A slow Redis therefore delays a hot
+// key's tokens, never its requests. The tokens go to the requests after it; none is lost, and the
 // bucket's tokens are still taken only by grants. The price is availability, counted as false
 // denies: a request in that window that a waiting one would have won is denied, and a later
 // one spends its token.
@@ -351,14 +358,19 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			sh.mu.Unlock()
 			return d, nil
 		}
-		if l.refresh && nowMs >= e.refusedUntil && nowMs < e.refusedUntil+l.drainGraceMs && (e.fetch == nil || e.fetch.drained) {
-			// The central bucket held less than one token at refusedUntil and refills at most
-			// one more within the grace: deny at once and let a refresh collect what refilled
-			// for the requests after it, instead of every request waiting for a token or two.
-			if e.fetch == nil {
+		if l.refresh && (nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
+			// The last answer found the central bucket with less than one token: deny at once
+			// and let one refresh collect what refilled for the requests after it, instead of
+			// every request waiting a round trip for a token or two that only one of them can
+			// have. However long that refresh takes (a loaded Redis, a failover), nobody waits.
+			retry := time.Millisecond
+			switch {
+			case nowMs < e.refusedUntil:
+				retry = time.Duration(e.refusedUntil-nowMs) * time.Millisecond
+			case e.fetch == nil:
 				l.startRefresh(e, string(key), nowMs).drained = true
 			}
-			d := Decision{RetryAfter: time.Millisecond, Remaining: e.tokens, Source: Lease}
+			d := Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}
 			sh.mu.Unlock()
 			return d, nil
 		}
@@ -430,17 +442,32 @@ func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, gra
 			// Leftover tokens join the new lease and live as long as it does.
 			e.tokens += granted
 			e.expiresAt = nowMs + l.ttlMs
-			if emptyMs > 0 {
+			e.drainedUntil = 0
+			if emptyMs >= 0 {
 				// The central bucket is drained: once this lease is spent, deny locally
 				// until it can hold a token again (RetryAfter says when).
 				e.refusedUntil, e.refusedCost = nowMs+emptyMs, 1
+				l.markDrained(e)
 			}
 		}
 	} else if err == nil && denial.RetryAfter > 0 && denial.RetryAfter != RetryNever {
 		e.refusedUntil, e.refusedCost = nowMs+denial.RetryAfter.Milliseconds(), need
+		if need == 1 {
+			l.markDrained(e) // less than one token: drained, as after a draining grant
+		}
 	}
 	close(f.done)
 	return granted, denial
+}
+
+// markDrained keeps e drained (refresh-ahead only) until one token's refill time after the
+// later of refusedUntil and the latest request time seen: a fetch answers after its requests'
+// clock has moved on, and the key's requests meanwhile must find it still drained. Called with
+// e's shard locked, after refusedUntil is set.
+func (l *LeaseLimiter) markDrained(e *leaseEntry) {
+	if l.refresh {
+		e.drainedUntil = max(e.refusedUntil, l.lastMs.Load()) + l.drainGraceMs
+	}
 }
 
 // startRefresh starts a top-up fetch of key's lease e in the background (refresh-ahead), dated
@@ -476,8 +503,9 @@ func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *lea
 }
 
 // fetch runs lease.lua once for want tokens (at least least of them). It returns the grant, or 0
-// and the central denial (Source unset). After a grant, emptyMs > 0 is a lower bound on how long
-// the central bucket stays without one whole token (see drainedForMs).
+// and the central denial (Source unset). After a grant that drained the central bucket, emptyMs
+// >= 0 is a lower bound on how long it stays without one whole token (see drainedForMs); it is
+// -1 otherwise.
 func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least int64) (granted int64, d Decision, emptyMs int64, err error) {
 	l.calls.Add(1)
 	args := [...]any{nowMs, l.args.ratePerMs, l.args.capacity, want, least, l.args.ttlMs}
@@ -507,6 +535,7 @@ func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least
 	if err != nil {
 		return 0, Decision{}, 0, fmt.Errorf("limiter: lease %s: %w", key, err)
 	}
+	emptyMs = -1
 	if granted > 0 {
 		emptyMs = l.drainedForMs(reply)
 	}
@@ -515,9 +544,10 @@ func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least
 
 // drainedForMs reads a checked grant reply {granted, remaining, 0, reset_after_ms}. When the grant
 // left the bucket with less than one whole token (remaining 0), the next fetch would be refused
-// until one token has refilled; it returns a lower bound on that time in ms (0 if none is known),
-// so that the requests meanwhile are denied locally instead of each paying a refused round trip.
-// On a saturated key that halves the fetches.
+// until one token has refilled; it returns a lower bound on that time in ms (0 if none is known:
+// the bucket is drained all the same), so that the requests meanwhile are denied locally instead
+// of each paying a refused round trip. On a saturated key that halves the fetches. It returns -1
+// when the bucket kept a whole token.
 //
 // The bound: reset = ceil((burst - t) / r) for the tokens t left, so t < burst - (reset-1)*r and
 // one token takes (1 - t) / r > reset - 1 - (burst-1)/r ms. One more ms is taken off for the
@@ -526,7 +556,7 @@ func (l *LeaseLimiter) drainedForMs(reply any) int64 {
 	arr := reply.([]any) // decodeLeaseReply checked the shape
 	remaining, reset := arr[1].(int64), arr[3].(int64)
 	if remaining != 0 {
-		return 0
+		return -1
 	}
 	lb := math.Floor(float64(reset) - 2 - float64(l.policy.Burst-1)/l.policy.PerMs())
 	if !(lb >= 1) {

@@ -5,8 +5,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
 	"ratelab/workload"
@@ -190,5 +194,101 @@ func TestLeaseRefreshZipf(t *testing.T) {
 	// the allowed counts of two replays differ by a few percent whatever the limiter does.
 	if allowed[0.25] < allowed[0]*95/100 {
 		t.Errorf("refresh-ahead allowed %d decisions, without it %d: want at least 95%% as many", allowed[0.25], allowed[0])
+	}
+}
+
+// holdScripter passes script runs through until hold is called; from then on each run waits,
+// after announcing itself on entered, until the test calls let.
+type holdScripter struct {
+	redis.Scripter
+	mu      sync.Mutex
+	gate    chan struct{} // nil: pass
+	entered chan struct{}
+}
+
+func (s *holdScripter) hold() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *holdScripter) let() {
+	s.mu.Lock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *holdScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		s.entered <- struct{}{}
+		<-g
+	}
+	return s.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestLeaseDrainedKeyNeverWaits: with refresh-ahead a hot key whose central bucket is empty is
+// denied locally while one refresh collects the refill, however long that refresh is held in
+// Redis: past the time one token takes, and past any grace, no request waits for it. Once it
+// answers, its token pays the next request from the lease.
+func TestLeaseDrainedKeyNeverWaits(t *testing.T) {
+	t.Parallel()
+	_, c := sharedCluster(t)
+	s := &holdScripter{Scripter: c, entered: make(chan struct{}, 4)}
+	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
+	l := newLease(t, s, p, 10, limiter.WithLeaseTTL(5*time.Second), limiter.WithLeaseRefresh(0.25))
+	var waited atomic.Int64
+	l.SetWaitHook(func() {
+		waited.Add(1)
+		s.let() // a waiting request would hang on the held call: record it and let it go
+	})
+	tenant := uniqueTenant(t)
+	at := func(ms int64) limiter.Decision {
+		t.Helper()
+		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
+		if err != nil {
+			t.Fatalf("at +%d ms: %v", ms, err)
+		}
+		return d
+	}
+	for i := range 10 {
+		if d := at(0); !d.Allowed {
+			t.Fatalf("request %d of the burst: %+v, want allowed", i, d)
+		}
+	}
+	if d := at(50); d.Allowed || d.Source != limiter.Lease || d.RetryAfter <= 0 {
+		t.Fatalf("at +50 ms, bucket drained: %+v, want a local denial", d)
+	}
+	s.hold()
+	// At +150 ms a token has refilled: this request starts the refresh that collects it and is
+	// denied at once; the refresh is held in Redis from here on.
+	if d := at(150); d.Allowed || d.Source != limiter.Lease {
+		t.Fatalf("at +150 ms: %+v, want a local denial while a refresh collects the refill", d)
+	}
+	select {
+	case <-s.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refresh reached Redis after the drained key's first request past its refill")
+	}
+	for _, ms := range []int64{200, 300, 600, 2000} { // beyond one token's time, and far beyond
+		if d := at(ms); d.Allowed || d.Source != limiter.Lease || d.RetryAfter != time.Millisecond {
+			t.Fatalf("at +%d ms, refresh in flight: %+v, want a local denial with RetryAfter 1ms", ms, d)
+		}
+	}
+	if n := waited.Load(); n != 0 {
+		t.Fatalf("%d requests waited for the held refresh, want none", n)
+	}
+	s.let()
+	l.WaitRefreshes()
+	if d := at(2000); !d.Allowed || d.Source != limiter.Lease {
+		t.Fatalf("at +2000 ms, after the refresh answered: %+v, want allowed from its token", d)
+	}
+	if calls := l.CentralCalls(); calls != 2 {
+		t.Errorf("CentralCalls %d, want 2: the burst's fetch and one refresh", calls)
 	}
 }
