@@ -269,6 +269,9 @@ type Fault struct {
 	Kind string `json:"kind"`
 	// Target names the node or slot range the fault hit.
 	Target string `json:"target"`
+	// ForS is how long the fault lasted, in seconds, for faults that last (pause, latency,
+	// clock-skew); 0 for instant ones (kill, restart, failover, script-flush).
+	ForS float64 `json:"for_s,omitempty"`
 	// DetectedS is when the cluster (or client) first noticed, in seconds since the start.
 	DetectedS float64 `json:"detected_s"`
 	// RecoveredS is when decisions succeeded again, in seconds since the start.

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,7 +112,7 @@ func (r *faultRunner) inject(ctx context.Context, f FaultSpec) {
 	if f.Kind == FaultReshard {
 		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
 	}
-	ev := results.Fault{AtS: at, Kind: f.Kind, Target: desc}
+	ev := results.Fault{AtS: at, Kind: f.Kind, Target: desc, ForS: time.Duration(f.For).Seconds()}
 	if r.onInject != nil {
 		r.onInject(at)
 	}
@@ -493,10 +494,24 @@ func (r *faultRunner) recorded() ([]results.Fault, float64) {
 // second: a loaded 2-core machine times out the odd request with no fault at all.
 const recoveredBelow = 0.01
 
-// measureRecovery fills each fault's detected_s (the first second from the fault on with store
-// errors, redirects or fail-policy decisions) and recovered_s (the start of the first second after
-// detection from which such trouble stays under 1% of the requests until the next fault or the
-// end). Both stay 0 when not observed.
+// detectWithinS bounds how late after a fault ends (AtS + ForS) its first trouble may come and
+// still be its own. Every fault here shows at once or within the cluster's failure detection
+// (cluster-node-timeout, 1-5 s): a timeout two minutes after a 5 ms latency fault ended is the
+// shared machine's, not the fault's.
+const detectWithinS = 10
+
+// cleanForS is how long trouble must stay under the noise floor for a fault to count as
+// recovered (or until the next fault or the end, if sooner). A lone bad second much later, a
+// stall of the shared machine, does not move recovered_s; trouble that comes back within this
+// window does.
+const cleanForS = 30
+
+// measureRecovery fills each fault's detected_s (the first second with store errors, redirects
+// or fail-policy decisions from the fault's start to detectWithinS after its end, and before the
+// next fault) and recovered_s (the start of the first second after detection from which such
+// trouble stays under 1% of the requests for cleanForS, or until the next fault or the end).
+// Both stay 0 when not observed: a fault never detected has no recovery, one whose trouble never
+// settles has recovered_s 0.
 func measureRecovery(faults []results.Fault, rows []results.Interval) {
 	trouble := func(r results.Interval) int64 {
 		return r.Errors + r.Timeout + r.Moved + r.Ask + r.NoScript + r.ClusterDown + r.TryAgain + r.Conn + r.FailedOpen + r.FailedClosed
@@ -511,8 +526,9 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 			end = min(end, max(int(faults[i+1].AtS), int(f.AtS)+1))
 		}
 		start := int(f.AtS)
+		detectEnd := min(end, int(math.Ceil(f.AtS+f.ForS))+detectWithinS)
 		det := -1
-		for s := start; s < end; s++ {
+		for s := start; s < detectEnd; s++ {
 			if detectedIn(rows[s]) {
 				det = s
 				break
@@ -522,18 +538,19 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 			continue
 		}
 		f.DetectedS = max(float64(det), f.AtS)
-		last := -1
-		for s := det; s < end; s++ {
+		// The first second from which the next cleanForS (bounded by end) are all clean.
+		rec := det
+		for s := det; s < end && s < rec+cleanForS; s++ {
 			if bad(rows[s]) {
-				last = s
+				rec = s + 1
 			}
 		}
 		switch {
-		case last < 0:
+		case rec == det:
 			// Trouble stayed under the noise floor throughout: recovered as soon as detected.
 			f.RecoveredS = f.DetectedS
-		case last+1 < len(rows) && (i+1 >= len(faults) || last+1 < end):
-			f.RecoveredS = float64(last + 1)
+		case rec < len(rows) && (i+1 >= len(faults) || rec < end):
+			f.RecoveredS = float64(rec)
 		}
 	}
 }
@@ -542,7 +559,7 @@ func measureRecovery(faults []results.Fault, rows []results.Interval) {
 // holds its cause while it lasts, so the overspend it lets through is attributed to it; a
 // gateway kill holds none: what it costs is false denies, not overspend.
 func (r *faultRunner) injectGateway(ctx context.Context, f FaultSpec, at float64) {
-	ev := results.Fault{AtS: at, Kind: f.Kind}
+	ev := results.Fault{AtS: at, Kind: f.Kind, ForS: time.Duration(f.For).Seconds()}
 	if r.onInject != nil {
 		r.onInject(at)
 	}

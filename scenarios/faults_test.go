@@ -213,6 +213,31 @@ func TestMeasureRecovery(t *testing.T) {
 			t.Errorf("fault %d = %+v, want %+v", i, faults[i], want[i])
 		}
 	}
+
+	// A long run: trouble is charged to a fault only near it, and recovery is the first clean
+	// cleanForS, not the last bad second before the next fault.
+	long := make([]results.Interval, 400)
+	for i := range long {
+		long[i] = row(100, 0)
+	}
+	bad := func(secs ...int) {
+		for _, s := range secs {
+			long[s] = row(100, 20)
+		}
+	}
+	bad(10, 11, 12, 30) // fault 0 (kill at 10): recovers at 13; 30 is within cleanForS of 13
+	bad(100, 160)       // fault 1 (kill at 100): recovers at 101; 160 is a lone stall much later
+	bad(250)            // fault 2 (latency at 200 for 30 s): first trouble 20 s after it ended
+	bad(315)            // fault 3 (pause at 300 for 10 s): trouble 5 s after it ended is its own
+	faults = []results.Fault{{AtS: 10}, {AtS: 100}, {AtS: 200, ForS: 30}, {AtS: 300, ForS: 10}}
+	measureRecovery(faults, long)
+	want = []results.Fault{{AtS: 10, DetectedS: 10, RecoveredS: 31}, {AtS: 100, DetectedS: 100, RecoveredS: 101},
+		{AtS: 200, ForS: 30}, {AtS: 300, ForS: 10, DetectedS: 315, RecoveredS: 316}}
+	for i := range want {
+		if faults[i] != want[i] {
+			t.Errorf("long run: fault %d = %+v, want %+v", i, faults[i], want[i])
+		}
+	}
 }
 
 // TestSoakCI runs the built-in soak cut to 28 s: every fault recovers, no goroutine leaks, memory
