@@ -52,6 +52,9 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		rec := "not recovered"
 		if f.RecoveredS > 0 {
 			rec = fmt.Sprintf("recovered %.1f s after", f.RecoveredS-f.AtS)
+			if f.ForS > 0 {
+				rec = fmt.Sprintf("recovered %.1f s after it ended (lasted %.0f s)", max(f.RecoveredS-f.AtS-f.ForS, 0), f.ForS)
+			}
 		}
 		det := "no errors seen"
 		if f.DetectedS > 0 || f.RecoveredS > 0 {

@@ -24,8 +24,9 @@ type SLO struct {
 	ErrorRatio *float64 `yaml:"error_ratio,omitempty"`
 	// AchievedRatio is the least share of the offered rate that must be achieved.
 	AchievedRatio *float64 `yaml:"achieved_ratio,omitempty"`
-	// RecoveredS bounds, for every fault, the seconds from injection to recovery (a fault that
-	// never recovered fails it).
+	// RecoveredS bounds, for every fault, the seconds from its end to recovery: from injection
+	// for an instant fault (kill, failover), from injection + for_s for one that lasts (a 30 s
+	// latency fault's own 30 s are not slowness to recover). A fault that never recovered fails it.
 	RecoveredS *float64 `yaml:"recovered_s,omitempty"`
 	// RSSGrowth bounds (RSS at the end - RSS after warm-up) / RSS after warm-up, warm-up being a
 	// tenth of the run; both are read after free pages went back to the OS (see
@@ -88,7 +89,7 @@ func worstRecovery(r *results.Summary) float64 {
 		if f.DetectedS == 0 {
 			continue
 		}
-		d := max(f.RecoveredS-f.AtS, 0)
+		d := max(f.RecoveredS-(f.AtS+f.ForS), 0)
 		if f.RecoveredS == 0 {
 			d = r.DurationS - f.AtS
 		}

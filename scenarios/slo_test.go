@@ -19,6 +19,14 @@ func TestSLOEvaluate(t *testing.T) {
 	sum.Overspend.Ratio = 0.002
 	// The third fault left no trace (a restart of a replica, say): it never needed to recover.
 	sum.Faults = []results.Fault{{AtS: 5, DetectedS: 5, RecoveredS: 7.5}, {AtS: 10, DetectedS: 10.5, RecoveredS: 0}, {AtS: 15}}
+	// A fault that lasts is measured from its end: 4 s of latency, recovered 1.5 s after.
+	lasting := results.NewSummary("x", 1, zeroTime)
+	lasting.DurationS = 20
+	lasting.Faults = []results.Fault{{AtS: 2, ForS: 4, DetectedS: 2, RecoveredS: 7.5}}
+	slo := SLO{RecoveredS: new(2.0)}
+	if c := slo.Evaluate(lasting).Checks; len(c) != 1 || c[0].Value != 1.5 || !c[0].Pass {
+		t.Errorf("lasting fault: checks %+v, want recovered_s 1.5 (from its end at 6 s), pass", c)
+	}
 	tests := []struct {
 		name  string
 		flags []string
