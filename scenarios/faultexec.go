@@ -263,9 +263,13 @@ func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string
 		if err != nil {
 			return err
 		}
+		window := time.Duration(f.AskWindow)
+		if window == 0 {
+			window = DefaultAskWindow
+		}
 		for _, sl := range slots {
 			if _, err := r.cl.MigrateSlots(ctx, 1, from, to, cluster.WithSlotRange(cluster.SlotRange{Start: sl, End: sl}),
-				cluster.WithSlotPause(reshardSlotPause), cluster.WithAskWindow(reshardAskWindow)); err != nil {
+				cluster.WithSlotPause(reshardSlotPause), cluster.WithAskWindow(window)); err != nil {
 				return err
 			}
 		}
@@ -288,12 +292,12 @@ func (r *faultRunner) execute(ctx context.Context, f FaultSpec, targets []string
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
 }
 
-// reshardSlotPause spaces slot migrations; reshardAskWindow holds each slot in the migrating
-// state a moment after its keys moved, so a running load meets ASK (a slot with few keys would
-// otherwise migrate in well under a millisecond) before the MOVED that follows.
+// reshardSlotPause spaces slot migrations; DefaultAskWindow (a reshard's ask_window) holds each
+// slot in the migrating state a moment after its keys moved, so a running load meets ASK (a slot
+// with few keys would otherwise migrate in well under a millisecond) before the MOVED that follows.
 const (
 	reshardSlotPause = 20 * time.Millisecond
-	reshardAskWindow = 20 * time.Millisecond
+	DefaultAskWindow = 20 * time.Millisecond
 )
 
 // busiestSlots picks n slots that from serves, the ones with the most decisions so far first (then

@@ -50,6 +50,10 @@ type FaultSpec struct {
 	Slots int    `yaml:"slots,omitempty"`
 	From  string `yaml:"from,omitempty"`
 	To    string `yaml:"to,omitempty"`
+	// AskWindow of a reshard: how long each slot stays migrating after its keys moved, the
+	// window in which every request for it meets ASK (0 = DefaultAskWindow). A limiter's slot
+	// holds a few keys and moves in well under a millisecond; a window makes ASK visible.
+	AskWindow Duration `yaml:"ask_window,omitempty"`
 	// Offset of a clock-skew fault: added to the target gateways' now (negative: behind).
 	Offset Duration `yaml:"offset,omitempty"`
 }
@@ -124,6 +128,12 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 			if f.From != "" && f.From == f.To {
 				bad(p+".to", fmt.Sprintf("%q", f.To), "must differ from from")
 			}
+			if f.AskWindow < 0 || f.AskWindow > Duration(time.Second) {
+				bad(p+".ask_window", time.Duration(f.AskWindow), "must be between 0 (the default, "+DefaultAskWindow.String()+") and 1s per slot")
+			}
+		}
+		if f.Kind != FaultReshard && f.AskWindow != 0 {
+			bad(p+".ask_window", time.Duration(f.AskWindow), "only a reshard has an ask window")
 		}
 		if f.Kind != FaultPause && f.Kind != FaultLatency && f.For != 0 {
 			bad(p+".for", time.Duration(f.For), "only pause and latency faults have a length")

@@ -110,6 +110,8 @@ func TestParseErrors(t *testing.T) {
 		{"fault tenant", validYAML + "faults: [{at: 1s, kind: restart, target: primary-of:tenant-10}]\n", []string{"no such tenant: tenants are tenant-0 .. tenant-9"}},
 		{"fault fields", validYAML + "faults: [{at: 1s, kind: pause}, {at: 1s, kind: latency, delay: 0s}, {at: 1s, kind: failover, mode: gently}, {at: 1s, kind: reshard, slots: 0, from: node:0, to: node:0}, {at: 1s, kind: restart, for: 1s}]\n",
 			[]string{"faults[0].for: 0s: a pause needs a length", "faults[1].delay: 0s", `faults[2].mode: "gently"`, "faults[3].slots: 0", `faults[3].to: "node:0": must differ from from`, "faults[4].for: 1s: only pause and latency"}},
+		{"ask window", validYAML + "faults: [{at: 1s, kind: reshard, slots: 1, from: node:0, to: node:1, ask_window: 2s}, {at: 1s, kind: pause, for: 1s, ask_window: 5ms}]\n",
+			[]string{"faults[0].ask_window: 2s: must be between 0 (the default, 20ms) and 1s per slot", "faults[1].ask_window: 5ms: only a reshard has an ask window"}},
 		{"fault without redis", validYAML + "limiter: {kind: memory}\nfaults: [{at: 1s, kind: script-flush}]\n", []string{`faults act on the Redis Cluster; limiter.kind "memory" has none`}},
 		{"kill without replicas", validYAML + "cluster: {replicas: 0}\nfaults: [{at: 1s, kind: kill-primary}]\n", []string{"set cluster.replicas >= 1"}},
 		{"fail policy", validYAML + "endpoints: [{name: a, weight: 1, fail: maybe, budget: 1ns}, {name: b, weight: 1, fail: local, local_fraction: 2}]\n",
