@@ -143,7 +143,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			col.flushRows()
 			if o.OnProgress != nil && now.Sub(lastProgress) >= progressEvery {
 				lastProgress = now
-				o.OnProgress(col.progress(now))
+				// Not the tick's time: the tick may have waited behind answers the loop has
+				// already counted, and a snapshot must not hear more than it says was planned.
+				o.OnProgress(col.progress(time.Now()))
 			}
 		case <-done:
 			interrupted = true
