@@ -28,3 +28,17 @@ func FreeBasePort(t interface{ Fatalf(string, ...any) }, n int) int {
 	t.Fatalf("no free base port for %d nodes", n)
 	return 0
 }
+
+// ProxyLinks returns how many client connections l's proxies hold open.
+func ProxyLinks(l *Local) int {
+	l.mu.Lock()
+	proxies := l.proxies
+	l.mu.Unlock()
+	n := 0
+	for _, p := range proxies {
+		p.mu.Lock()
+		n += len(p.links)
+		p.mu.Unlock()
+	}
+	return n
+}

@@ -24,6 +24,7 @@ func newLink(p *proxy, client, server *net.TCPConn) (*link, error) {
 	if l.up, err = newPipe(l, client, server); err != nil {
 		return nil, err
 	}
+	l.up.endsLink = true
 	if l.down, err = newPipe(l, server, client); err != nil {
 		_ = l.up.w.close()
 		return nil, err
@@ -76,6 +77,14 @@ type pipe struct {
 	// reader sees 0 the writer is idle and a direct write cannot overtake anything.
 	pending atomic.Int32
 	w       *waiter
+	// endsLink (the client -> redis-server direction): when the client's side ends, the bytes
+	// it sent are delivered and then the whole link is closed, not only this direction.
+	// Neither go-redis nor redis-server half-closes a connection, so a client whose side ended
+	// has closed its socket and will never read a reply. Half-closing instead kept the link,
+	// its four goroutines and its buffers, until redis-server answered: during a pause every
+	// timed-out connection the client replaced (hundreds a second) stayed open in the proxy
+	// until the node resumed, and the process's peak memory doubled.
+	endsLink bool
 }
 
 func newPipe(l *link, src, dst *net.TCPConn) (*pipe, error) {
@@ -139,6 +148,11 @@ func (p *pipe) write() {
 			return
 		}
 		if c.eof {
+			if p.endsLink {
+				p.pending.Add(-1)
+				p.l.abort()
+				return
+			}
 			_ = p.dst.CloseWrite()
 			p.pending.Add(-1)
 			p.l.directionDone()
