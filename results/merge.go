@@ -377,6 +377,7 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
 		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
 		p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.Process.AnonWarmMB), max(p.AnonEndMB, s.Process.AnonEndMB)
+		p.Warm, p.End = maxSplit(p.Warm, s.Process.Warm), maxSplit(p.End, s.Process.End)
 	}
 	if hist.Count() > 0 {
 		sum.LatencyMs = Latency{
@@ -473,4 +474,15 @@ func writeMergedSeries(out string, rows []Interval, seconds map[int]*Histogram, 
 // DefaultMergeDir is where `ratelab merge` writes without --out: out/<scenario>-merged-<time>.
 func DefaultMergeDir(scenario string, now time.Time) string {
 	return filepath.Join("out", scenario+"-merged-"+now.Format("20060102-150405"))
+}
+
+// maxSplit is the larger of two memory splits, field by field (nil when both are).
+func maxSplit(a, b *MemSplit) *MemSplit {
+	if a == nil || b == nil {
+		if a == nil {
+			return b
+		}
+		return a
+	}
+	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
 }

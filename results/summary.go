@@ -229,6 +229,22 @@ type Process struct {
 	// taken after the workers stopped).
 	GoroutinesWarm int `json:"goroutines_warm"`
 	GoroutinesEnd  int `json:"goroutines_end"`
+	// Warm and End split the Go runtime's memory at the same two samples, to tell where RSS
+	// growth went when the live heap stayed flat; nil in summaries written before they existed.
+	Warm *MemSplit `json:"mem_warm,omitempty"`
+	End  *MemSplit `json:"mem_end,omitempty"`
+}
+
+// MemSplit is the memory the Go runtime accounts for at one sample, in MiB.
+type MemSplit struct {
+	// HeapInuseMB is the heap's spans in use: live objects and the free slots between them
+	// (HeapInuseMB - the live heap is fragmentation that no collection returns).
+	HeapInuseMB float64 `json:"heap_inuse_mb"`
+	// StacksMB is goroutine stack memory in use.
+	StacksMB float64 `json:"stacks_mb"`
+	// RuntimeMB is the runtime's own structures: span and GC metadata, profiling buckets,
+	// other off-heap allocations (reserved, not all of it resident).
+	RuntimeMB float64 `json:"runtime_mb"`
 }
 
 // NodeStats is one node's share of the run, counted by a hook on its go-redis client.

@@ -324,6 +324,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			f := sampleFootprint()
 			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
 			sum.Process.AnonWarmMB = f.anonMB
+			sum.Process.Warm = f.runtimeSplit()
 		}
 		iv := d.interval(sec, s)
 		offered += iv.Offered
@@ -351,6 +352,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	f := sampleFootprint()
 	sum.Process.RSSEndMB, sum.Process.HeapEndMB, sum.Process.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
 	sum.Process.AnonEndMB = f.anonMB
+	sum.Process.End = f.runtimeSplit()
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 

@@ -6,12 +6,19 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+
+	"ratelab/results"
 )
 
 // footprint is the process's memory and goroutines at one moment of a run.
 type footprint struct {
 	rssMB, anonMB, heapMB float64
-	goroutines            int
+	// heapInuseMB, stacksMB and runtimeMB split the anonymous part the Go runtime accounts
+	// for: heap spans in use (live objects plus the free slots between them: heapInuseMB -
+	// heapMB is fragmentation), goroutine stacks, and the runtime's own structures (span and
+	// GC metadata, profiling buckets, other off-heap allocations).
+	heapInuseMB, stacksMB, runtimeMB float64
+	goroutines                       int
 }
 
 // sampleFootprint measures the process the same way at every sample, so two samples compare a
@@ -33,11 +40,15 @@ func sampleFootprint() footprint {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	anon, _ := procStatusKB("RssAnon:")
+	const mb = 1 << 20
 	return footprint{
-		rssMB:      rssMB(),
-		anonMB:     anon / 1024,
-		heapMB:     float64(m.HeapAlloc) / (1 << 20),
-		goroutines: runtime.NumGoroutine(),
+		rssMB:       rssMB(),
+		anonMB:      anon / 1024,
+		heapMB:      float64(m.HeapAlloc) / mb,
+		heapInuseMB: float64(m.HeapInuse) / mb,
+		stacksMB:    float64(m.StackInuse) / mb,
+		runtimeMB:   float64(m.MSpanInuse+m.MCacheInuse+m.GCSys+m.OtherSys+m.BuckHashSys) / mb,
+		goroutines:  runtime.NumGoroutine(),
 	}
 }
 
@@ -74,4 +85,9 @@ func procStatusKB(name string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// runtimeSplit is f's runtime part as the summary records it.
+func (f footprint) runtimeSplit() *results.MemSplit {
+	return &results.MemSplit{HeapInuseMB: f.heapInuseMB, StacksMB: f.stacksMB, RuntimeMB: f.runtimeMB}
 }
