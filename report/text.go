@@ -56,11 +56,12 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 				rec = fmt.Sprintf("recovered %.1f s after it ended (lasted %.0f s)", max(f.RecoveredS-f.AtS-f.ForS, 0), f.ForS)
 			}
 		}
-		det := "no errors seen"
-		if f.DetectedS > 0 || f.RecoveredS > 0 {
-			det = fmt.Sprintf("detected at %.0f s", f.DetectedS)
+		if f.DetectedS <= 0 && f.RecoveredS <= 0 {
+			// Nothing the generator saw went wrong: there was nothing to recover from.
+			row("fault", "%s at %.1f s on %s: no errors seen", f.Kind, f.AtS, f.Target)
+			continue
 		}
-		row("fault", "%s at %.1f s on %s: %s, %s", f.Kind, f.AtS, f.Target, det, rec)
+		row("fault", "%s at %.1f s on %s: detected at %.0f s, %s", f.Kind, f.AtS, f.Target, f.DetectedS, rec)
 	}
 	if s.Overspend.BoundTokens > 0 {
 		row("bound", "overspend bound %.1f tokens (replication gap at faults, unused leases)", s.Overspend.BoundTokens)
