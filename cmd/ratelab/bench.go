@@ -20,6 +20,7 @@ type benchOptions struct {
 	quick, quiet bool
 	seconds      time.Duration
 	conns, depth int
+	clientProcs  int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -47,7 +48,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 				logf = nil
 			}
 			rep, err := bench.Run(ctx, bench.Options{
-				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth,
+				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth, ClientProcs: o.clientProcs,
 				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
 			})
 			if err != nil {
@@ -64,6 +65,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 	f.DurationVar(&o.seconds, "seconds", 0, fmt.Sprintf("length of each central variant (default %v, %v with --quick); scenarios run twice as long", bench.DefaultSeconds, bench.QuickSeconds))
 	f.IntVar(&o.conns, "conns", bench.DefaultConns, "connections to the primary: coalescing pipelines in flight and redis-benchmark -c")
 	f.IntVar(&o.depth, "depth", bench.DefaultDepth, "pipeline depth: coalescing batch size and redis-benchmark -P")
+	f.IntVar(&o.clientProcs, "client-procs", bench.DefaultClientProcs, "GOMAXPROCS of the Go client during the central variants (redis-benchmark is one thread)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return cmd
 }

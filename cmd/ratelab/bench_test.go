@@ -79,10 +79,14 @@ func TestBenchQuick(t *testing.T) {
 		"ratio":                 rep.Ratio.Value,
 		"lease achieved/s":      rep.Lease.AchievedRPS,
 		"lease p99":             rep.Lease.P99Ms,
+		"ceiling Redis busy":    rep.Ceiling.RedisBusy,
+		"ceiling Redis µs/call": rep.Ceiling.RedisUsPerCall,
 	}
 	for _, c := range rep.Central {
 		positive[c.Mode+" decisions/s"] = c.DecisionsPerSec
 		positive[c.Mode+" p99"] = c.P99Ms
+		positive[c.Mode+" Redis busy"] = c.RedisBusy
+		positive[c.Mode+" Redis µs/call"] = c.RedisUsPerCall
 	}
 	for name, v := range positive {
 		if !(v > 0) {

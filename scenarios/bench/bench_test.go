@@ -43,14 +43,35 @@ func TestNum(t *testing.T) {
 func TestOptionsDefaults(t *testing.T) {
 	t.Parallel()
 	o := Options{Quick: true}
-	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth {
+	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth || o.ClientProcs != DefaultClientProcs {
 		t.Fatalf("defaults of a quick run: %+v, %v", o, err)
 	}
-	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000}
+	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000, ClientProcs: -1}
 	err := bad.defaults()
-	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000"} {
+	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000", "client procs -1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("defaults of %+v: %v; want an error naming %q", bad, err, want)
+		}
+	}
+}
+
+// TestMarkdownWarnsOfAChangedMachine: when Redis spent clearly more CPU per call under the best
+// central variant than under redis-benchmark (or less), the host's speed changed between them
+// and README.md says the ratio is not to be trusted; a few percent apart it says nothing.
+func TestMarkdownWarnsOfAChangedMachine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		central, ceiling float64
+		warn             bool
+	}{{8.3, 7.7, false}, {13.4, 7.8, true}, {7.6, 12.3, true}, {0, 7.8, false}} {
+		rep := &Report{
+			Central: []Central{{Mode: "ratelab coalescing", DecisionsPerSec: 100, RedisUsPerCall: tc.central}},
+			Ceiling: Ceiling{RequestsPerSec: 120, RedisUsPerCall: tc.ceiling},
+			Ratio:   Ratio{Best: "ratelab coalescing", Value: 100.0 / 120},
+		}
+		md := Markdown(rep)
+		if got := strings.Contains(md, "the machine's speed changed"); got != tc.warn {
+			t.Errorf("Redis %.1f vs %.1f µs per call: warning %v, want %v", tc.central, tc.ceiling, got, tc.warn)
 		}
 	}
 }

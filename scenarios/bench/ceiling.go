@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/lua"
+	"ratelab/scenarios/simulate"
 )
 
 // ceilingRate is the rate the request count of redis-benchmark is sized for, so that each of its
@@ -65,7 +66,13 @@ func runCeiling(ctx context.Context, opts Options, t *target) (Ceiling, error) {
 	cmd := exec.CommandContext(ctx, opts.RedisBenchmark, cmdArgs...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	s0, err := simulate.Snapshot(ctx, []string{t.addr})
+	if err != nil {
+		return Ceiling{}, fmt.Errorf("bench: %w", err)
+	}
+	began := time.Now()
 	out, err := cmd.Output()
+	took := time.Since(began)
 	line := opts.RedisBenchmark + " " + strings.Join(cmdArgs, " ")
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("bench: %s: %w: %s (install redis-tools: make redis)", line, err, strings.TrimSpace(stderr.String()))
@@ -74,8 +81,18 @@ func runCeiling(ctx context.Context, opts Options, t *target) (Ceiling, error) {
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("bench: %s: %w", line, err)
 	}
+	s1, err := simulate.Snapshot(ctx, []string{t.addr})
+	if err != nil {
+		return Ceiling{}, fmt.Errorf("bench: %w", err)
+	}
+	// The wall time holds redis-benchmark's start and its connection set-up: busy reads a
+	// little low, never high.
+	var use serverUse
+	use.add(s0, s1, took)
 	c.Command, c.Conns, c.Depth, c.Requests = line, opts.Conns, opts.Depth, n
-	opts.Logf("bench:   %-22s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms", "redis-benchmark", c.RequestsPerSec, c.P50Ms, c.P99Ms)
+	c.RedisBusy, c.RedisUsPerCall = use.busy(), use.usPerCall()
+	opts.Logf("bench:   %-22s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms  Redis busy %.0f%% (%.1f µs/call)", "redis-benchmark",
+		c.RequestsPerSec, c.P50Ms, c.P99Ms, 100*c.RedisBusy, c.RedisUsPerCall)
 	return c, nil
 }
 

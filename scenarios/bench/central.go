@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
+	"ratelab/scenarios/simulate"
 	"ratelab/workload"
 )
 
@@ -79,13 +81,16 @@ type variant struct {
 	hist  *results.Histogram
 	cpu   time.Duration
 	took  time.Duration
+	srv   serverUse
 }
 
 // runCentral is section 3: the three transports of the token-bucket script, each with its own
-// client and Conns x Depth closed-loop callers, opts.Seconds each in all. The variants run in
-// halves, in the order plain, AutoPipeline, coalescing, coalescing, AutoPipeline, plain, so that
-// a machine whose other load drifts during the section favours none of them.
+// client and Conns x Depth closed-loop callers, opts.Seconds each in all, at GOMAXPROCS
+// opts.ClientProcs (restored after). The variants run in halves, in the order plain,
+// AutoPipeline, coalescing, coalescing, AutoPipeline, plain, so that a machine whose other load
+// drifts during the section favours none of them.
 func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(opts.ClientProcs))
 	callers := opts.Conns * opts.Depth
 	timeout := limiter.WithTimeout(decisionTimeout)
 	vs := []*variant{{mode: "go-redis plain"}, {mode: "go-redis AutoPipeline"}, {mode: "ratelab coalescing"}}
@@ -138,7 +143,16 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 	}
 	for _, i := range []int{0, 1, 2, 2, 1, 0} {
 		v := vs[i]
+		s0, err := simulate.Snapshot(ctx, []string{t.addr})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
 		seg, h := closedLoop(ctx, v.lim, t.tenants, callers, opts.Seconds/2)
+		s1, err := simulate.Snapshot(ctx, []string{t.addr})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		v.srv.add(s0, s1, seg.took)
 		v.total.Decisions += seg.Decisions
 		v.total.Errors += seg.Errors
 		v.cpu += seg.cpu
@@ -148,14 +162,16 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 	var out []Central
 	for _, v := range vs {
 		r := v.total
-		r.Mode, r.Callers = v.mode, callers
+		r.Mode, r.Callers, r.GOMAXPROCS = v.mode, callers, opts.ClientProcs
 		r.DecisionsPerSec = float64(r.Decisions) / v.took.Seconds()
 		r.P50Ms, r.P99Ms = v.hist.QuantileMs(50), v.hist.QuantileMs(99)
 		r.CPUPerDecisionUs = float64(v.cpu.Microseconds()) / float64(max(r.Decisions+r.Errors, 1))
+		r.RedisBusy, r.RedisUsPerCall = v.srv.busy(), v.srv.usPerCall()
 		if v.co != nil {
 			r.PerPipeline = float64(v.co.Sent()) / float64(max(v.co.Batches(), 1))
 		}
-		opts.Logf("bench:   %-22s %8.0f decisions/s  p50 %.3f ms  p99 %.3f ms  %.1f µs CPU/decision  errors %d", v.mode, r.DecisionsPerSec, r.P50Ms, r.P99Ms, r.CPUPerDecisionUs, r.Errors)
+		opts.Logf("bench:   %-22s %8.0f decisions/s  p50 %.3f ms  p99 %.3f ms  %.1f µs CPU/decision  Redis busy %.0f%% (%.1f µs/call)  errors %d",
+			v.mode, r.DecisionsPerSec, r.P50Ms, r.P99Ms, r.CPUPerDecisionUs, 100*r.RedisBusy, r.RedisUsPerCall, r.Errors)
 		if r.Decisions == 0 {
 			return nil, fmt.Errorf("bench: %s: no decision succeeded in %v (%d errors)", v.mode, opts.Seconds, r.Errors)
 		}

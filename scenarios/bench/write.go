@@ -58,16 +58,17 @@ func Markdown(rep *Report) string {
 	fmt.Fprintf(&s, "| %s | limiter.TokenBucket, Zipf(0.99) over %s tenants, one goroutine | %s | | | %.1f ns and %.2f allocs per decision | 0 allocs |\n",
 		SectionMemory, num(float64(me.Keys)), num(me.DecisionsPerSec), me.NsPerDecision, me.AllocsPerDecision)
 	for _, c := range rep.Central {
-		other := fmt.Sprintf("%.1f µs client CPU per decision, %d errors", c.CPUPerDecisionUs, c.Errors)
+		other := fmt.Sprintf("%.1f µs client CPU per decision, Redis main thread %.0f%% busy at %.1f µs per call, %d errors",
+			c.CPUPerDecisionUs, 100*c.RedisBusy, c.RedisUsPerCall, c.Errors)
 		if c.PerPipeline > 0 {
 			other += fmt.Sprintf(", %.1f decisions per pipeline", c.PerPipeline)
 		}
-		fmt.Fprintf(&s, "| %s | %s, %d closed-loop callers, one primary | %s | %.3f | %.3f | %s | |\n",
-			SectionCentral, c.Mode, c.Callers, num(c.DecisionsPerSec), c.P50Ms, c.P99Ms, other)
+		fmt.Fprintf(&s, "| %s | %s, %d closed-loop callers, GOMAXPROCS %d, one primary | %s | %.3f | %.3f | %s | |\n",
+			SectionCentral, c.Mode, c.Callers, c.GOMAXPROCS, num(c.DecisionsPerSec), c.P50Ms, c.P99Ms, other)
 	}
 	ce := rep.Ceiling
-	fmt.Fprintf(&s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %.3f | %.3f | best central / ceiling = %.2f (%s) | >= 0.9 |\n",
-		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), num(ce.RequestsPerSec), ce.P50Ms, ce.P99Ms, rep.Ratio.Value, rep.Ratio.Best)
+	fmt.Fprintf(&s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %.3f | %.3f | Redis main thread %.0f%% busy at %.1f µs per call; best central / ceiling = %.2f (%s) | >= 0.9 |\n",
+		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), num(ce.RequestsPerSec), ce.P50Ms, ce.P99Ms, 100*ce.RedisBusy, ce.RedisUsPerCall, rep.Ratio.Value, rep.Ratio.Best)
 	l := rep.Lease
 	fmt.Fprintf(&s, "| %s | hot-tenant-lease, %s offered, 2 gateways x 100-token leases | %s | %.3f | %.3f | achieved %.2f%%, %d dropped, %d errors, %s central ops/s | >= 99%%, p99 < 1 ms |\n\n",
 		SectionLease, num(l.OfferedRPS), num(l.AchievedRPS), l.P50Ms, l.P99Ms, 100*l.Achieved, l.Dropped, l.Errors, num(l.CentralOpsPS))
@@ -75,6 +76,17 @@ func Markdown(rep *Report) string {
 		rep.Ratio.Best, rep.Ratio.Value, num(rep.Ratio.Value*ce.RequestsPerSec), num(ce.RequestsPerSec))
 	if rep.Ratio.Value > 1.05 {
 		s.WriteString("A ratio above 1 means redis-benchmark got less of the machine than the Go client did in its runs (one single-threaded process against a client with GOMAXPROCS threads on busy cores): the ceiling is under-measured, rerun on a quiet machine.\n\n")
+	}
+	for _, c := range rep.Central {
+		if c.Mode != rep.Ratio.Best || ce.RedisUsPerCall <= 0 || c.RedisUsPerCall <= 0 {
+			continue
+		}
+		// The script does the same work for both clients; a main thread that spent much more
+		// CPU per call in one of them ran on a slower (contended) core then.
+		if r := c.RedisUsPerCall / ce.RedisUsPerCall; r > 1.15 || r < 1/1.15 {
+			fmt.Fprintf(&s, "Redis spent %.1f µs of CPU per call under %s and %.1f µs under redis-benchmark: the machine's speed changed between them (other load on the host), so the ratio mixes two machines; rerun on a quieter one.\n\n",
+				c.RedisUsPerCall, c.Mode, ce.RedisUsPerCall)
+		}
 	}
 	fmt.Fprintf(&s, "Ceiling command: `%s`\n\n", ce.Command)
 	s.WriteString("Central and ceiling measure the same single primary (the owner of the hottest tenant's slot) with the same number of requests in flight: callers = connections x pipeline depth. ")

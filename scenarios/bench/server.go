@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"time"
+
+	"ratelab/scenarios/simulate"
+)
+
+// serverUse adds up what the target primary's main thread did during the measured segments of
+// one variant: its CPU time (INFO cpu, user + sys of the main thread) and its script calls (INFO
+// commandstats), against the segments' wall time. It says which side limits a variant: a main
+// thread busy nearly all the time is the ceiling itself, one that idles waits for the client; and
+// CPU per call shows whether the client's traffic costs Redis more per decision than
+// redis-benchmark's does (smaller reads, more system calls).
+type serverUse struct {
+	cpuSec float64
+	calls  int64
+	wall   time.Duration
+}
+
+// add books the difference between two snapshots taken around a segment of wall time d.
+func (u *serverUse) add(before, after simulate.ServerStats, d time.Duration) {
+	u.cpuSec += after.CPUSeconds - before.CPUSeconds
+	u.calls += after.Calls - before.Calls
+	u.wall += d
+}
+
+// busy is the main thread's CPU time over the wall time (0..1, a little above 1 from INFO's
+// rounding); 0 before any segment.
+func (u *serverUse) busy() float64 {
+	if u.wall <= 0 {
+		return 0
+	}
+	return u.cpuSec / u.wall.Seconds()
+}
+
+// usPerCall is the main thread's CPU time per script call in µs; 0 without calls.
+func (u *serverUse) usPerCall() float64 {
+	if u.calls <= 0 {
+		return 0
+	}
+	return 1e6 * u.cpuSec / float64(u.calls)
+}
