@@ -377,6 +377,7 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
 		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
 		p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.Process.AnonWarmMB), max(p.AnonEndMB, s.Process.AnonEndMB)
+		p.RSSMidMB, p.AnonMidMB = max(p.RSSMidMB, s.Process.RSSMidMB), max(p.AnonMidMB, s.Process.AnonMidMB)
 		p.Warm, p.End = maxSplit(p.Warm, s.Process.Warm), maxSplit(p.End, s.Process.End)
 	}
 	if hist.Count() > 0 {

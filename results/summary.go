@@ -221,6 +221,11 @@ type Process struct {
 	// RSSPeakMB is the highest resident set size of the process up to the end of the run
 	// (VmHWM on Linux; 0 elsewhere): the memory to provision for the generator.
 	RSSPeakMB float64 `json:"rss_peak_mb,omitempty"`
+	// RSSMidMB and AnonMidMB are the same samples halfway through a run of 20 s or more (0
+	// otherwise): growth from there to the end separates a leak, which keeps growing, from a
+	// one-time step after the first transient peaks.
+	RSSMidMB  float64 `json:"rss_mid_mb,omitempty"`
+	AnonMidMB float64 `json:"rss_anon_mid_mb,omitempty"`
 	// HeapWarmMB and HeapEndMB are the live Go heap after a forced GC at the same two moments:
 	// unlike RSS they do not grow with the collector's headroom, so growth here is a leak.
 	HeapWarmMB float64 `json:"heap_warm_mb"`

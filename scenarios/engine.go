@@ -326,6 +326,13 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			sum.Process.AnonWarmMB = f.anonMB
 			sum.Process.Warm = f.runtimeSplit()
 		}
+		if sec == secs/2 && secs >= 20 {
+			// A third sample halfway: growth from here to the end, after the same faults
+			// have run once already, tells a leak (it keeps growing) from a step (the
+			// allocator's footprint after the first transient peaks).
+			f := sampleFootprint()
+			sum.Process.RSSMidMB, sum.Process.AnonMidMB = f.rssMB, f.anonMB
+		}
 		iv := d.interval(sec, s)
 		offered += iv.Offered
 		sent += iv.Sent
