@@ -324,7 +324,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			f := sampleFootprint()
 			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
 			sum.Process.AnonWarmMB = f.anonMB
-			sum.Process.Warm = f.runtimeSplit()
+			sum.Process.Warm = &f.mem
 		}
 		if sec == secs/2 && secs >= 20 {
 			// A third sample halfway: growth from here to the end, after the same faults
@@ -359,7 +359,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	f := sampleFootprint()
 	sum.Process.RSSEndMB, sum.Process.HeapEndMB, sum.Process.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
 	sum.Process.AnonEndMB = f.anonMB
-	sum.Process.End = f.runtimeSplit()
+	sum.Process.End = &f.mem
 	ran := time.Duration(d.elapsed.Load())
 	total.add(d.late())
 

@@ -13,12 +13,9 @@ import (
 // footprint is the process's memory and goroutines at one moment of a run.
 type footprint struct {
 	rssMB, anonMB, heapMB float64
-	// heapInuseMB, stacksMB and runtimeMB split the anonymous part the Go runtime accounts
-	// for: heap spans in use (live objects plus the free slots between them: heapInuseMB -
-	// heapMB is fragmentation), goroutine stacks, and the runtime's own structures (span and
-	// GC metadata, profiling buckets, other off-heap allocations).
-	heapInuseMB, stacksMB, runtimeMB float64
-	goroutines                       int
+	// mem splits the anonymous part the Go runtime accounts for (see results.MemSplit).
+	mem        results.MemSplit
+	goroutines int
 }
 
 // sampleFootprint measures the process the same way at every sample, so two samples compare a
@@ -42,13 +39,15 @@ func sampleFootprint() footprint {
 	anon, _ := procStatusKB("RssAnon:")
 	const mb = 1 << 20
 	return footprint{
-		rssMB:       rssMB(),
-		anonMB:      anon / 1024,
-		heapMB:      float64(m.HeapAlloc) / mb,
-		heapInuseMB: float64(m.HeapInuse) / mb,
-		stacksMB:    float64(m.StackInuse) / mb,
-		runtimeMB:   float64(m.MSpanInuse+m.MCacheInuse+m.GCSys+m.OtherSys+m.BuckHashSys) / mb,
-		goroutines:  runtime.NumGoroutine(),
+		rssMB:  rssMB(),
+		anonMB: anon / 1024,
+		heapMB: float64(m.HeapAlloc) / mb,
+		mem: results.MemSplit{
+			HeapInuseMB: float64(m.HeapInuse) / mb,
+			StacksMB:    float64(m.StackInuse) / mb,
+			RuntimeMB:   float64(m.MSpanInuse+m.MCacheInuse+m.GCSys+m.OtherSys+m.BuckHashSys) / mb,
+		},
+		goroutines: runtime.NumGoroutine(),
 	}
 }
 
@@ -85,9 +84,4 @@ func procStatusKB(name string) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// runtimeSplit is f's runtime part as the summary records it.
-func (f footprint) runtimeSplit() *results.MemSplit {
-	return &results.MemSplit{HeapInuseMB: f.heapInuseMB, StacksMB: f.stacksMB, RuntimeMB: f.runtimeMB}
 }
