@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/lua"
-	"ratelab/scenarios/simulate"
 )
 
 // ceilingRate is the rate the request count of redis-benchmark is sized for, so that each of its
@@ -66,29 +65,28 @@ func runCeiling(ctx context.Context, opts Options, t *target) (Ceiling, error) {
 	cmd := exec.CommandContext(ctx, opts.RedisBenchmark, cmdArgs...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	s0, err := simulate.Snapshot(ctx, []string{t.addr})
-	if err != nil {
-		return Ceiling{}, fmt.Errorf("bench: %w", err)
+	// The wall time holds redis-benchmark's start and its connection set-up: busy reads a
+	// little low, never high.
+	var (
+		use    serverUse
+		out    []byte
+		runErr error
+	)
+	if err := use.during(ctx, t.addr, func() time.Duration {
+		began := time.Now()
+		out, runErr = cmd.Output()
+		return time.Since(began)
+	}); err != nil {
+		return Ceiling{}, err
 	}
-	began := time.Now()
-	out, err := cmd.Output()
-	took := time.Since(began)
 	line := opts.RedisBenchmark + " " + strings.Join(cmdArgs, " ")
-	if err != nil {
-		return Ceiling{}, fmt.Errorf("bench: %s: %w: %s (install redis-tools: make redis)", line, err, strings.TrimSpace(stderr.String()))
+	if runErr != nil {
+		return Ceiling{}, fmt.Errorf("bench: %s: %w: %s (install redis-tools: make redis)", line, runErr, strings.TrimSpace(stderr.String()))
 	}
 	c, err := parseBenchCSV(out)
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("bench: %s: %w", line, err)
 	}
-	s1, err := simulate.Snapshot(ctx, []string{t.addr})
-	if err != nil {
-		return Ceiling{}, fmt.Errorf("bench: %w", err)
-	}
-	// The wall time holds redis-benchmark's start and its connection set-up: busy reads a
-	// little low, never high.
-	var use serverUse
-	use.add(s0, s1, took)
 	c.Command, c.Conns, c.Depth, c.Requests = line, opts.Conns, opts.Depth, n
 	c.RedisBusy, c.RedisUsPerCall = use.busy(), use.usPerCall()
 	opts.Logf("bench:   %-22s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms  Redis busy %.0f%% (%.1f µs/call)", "redis-benchmark",

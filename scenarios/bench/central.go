@@ -15,7 +15,6 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
-	"ratelab/scenarios/simulate"
 	"ratelab/workload"
 )
 
@@ -143,16 +142,16 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 	}
 	for _, i := range []int{0, 1, 2, 2, 1, 0} {
 		v := vs[i]
-		s0, err := simulate.Snapshot(ctx, []string{t.addr})
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
+		var (
+			seg segment
+			h   *results.Histogram
+		)
+		if err := v.srv.during(ctx, t.addr, func() time.Duration {
+			seg, h = closedLoop(ctx, v.lim, t.tenants, callers, opts.Seconds/2)
+			return seg.took
+		}); err != nil {
+			return nil, err
 		}
-		seg, h := closedLoop(ctx, v.lim, t.tenants, callers, opts.Seconds/2)
-		s1, err := simulate.Snapshot(ctx, []string{t.addr})
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		v.srv.add(s0, s1, seg.took)
 		v.total.Decisions += seg.Decisions
 		v.total.Errors += seg.Errors
 		v.cpu += seg.cpu

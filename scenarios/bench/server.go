@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"ratelab/scenarios/simulate"
@@ -18,11 +20,22 @@ type serverUse struct {
 	wall   time.Duration
 }
 
-// add books the difference between two snapshots taken around a segment of wall time d.
-func (u *serverUse) add(before, after simulate.ServerStats, d time.Duration) {
+// during runs segment, which returns the wall time it measured, and books what the main thread
+// of the primary at addr did meanwhile (INFO before and after).
+func (u *serverUse) during(ctx context.Context, addr string, segment func() time.Duration) error {
+	before, err := simulate.Snapshot(ctx, []string{addr})
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	d := segment()
+	after, err := simulate.Snapshot(ctx, []string{addr})
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	u.cpuSec += after.CPUSeconds - before.CPUSeconds
 	u.calls += after.Calls - before.Calls
 	u.wall += d
+	return nil
 }
 
 // busy is the main thread's CPU time over the wall time (0..1, a little above 1 from INFO's
