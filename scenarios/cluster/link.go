@@ -148,13 +148,12 @@ func (p *pipe) write() {
 			return
 		}
 		if c.eof {
+			p.pending.Add(-1)
 			if p.endsLink {
-				p.pending.Add(-1)
 				p.l.abort()
 				return
 			}
 			_ = p.dst.CloseWrite()
-			p.pending.Add(-1)
 			p.l.directionDone()
 			return
 		}

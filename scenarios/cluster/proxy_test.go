@@ -392,9 +392,8 @@ func TestProxyReleasesClosedClientsOfPausedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	// Commands the clients wrote before closing were delivered before the link closed; the
-	// node reads them when it resumes, unless the kernel discarded them with the connection
-	// (it does not: closing after a write sends the bytes, then FIN).
+	// Commands the clients wrote before closing were delivered before the link closed: the
+	// node runs them when it resumes.
 	var got int64
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if got, _ = rc.Get(t.Context(), "proxy-closed-clients").Int64(); got == conns {
