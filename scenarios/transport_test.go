@@ -33,8 +33,8 @@ func TestTransportValidation(t *testing.T) {
 }
 
 // TestCoalesceTransportUnderFaults runs the fault tests' scenarios with transport: coalesce:
-// redirects followed inside a pipeline are still counted on the nodes (MOVED after a failover,
-// ASK then MOVED during a reshard), NOSCRIPT after a flush or a promotion is answered with EVAL
+// a failover is seen and decisions go on at the new primary, redirects followed inside a
+// pipeline are still counted on the nodes (ASK then MOVED during a reshard), NOSCRIPT after a flush or a promotion is answered with EVAL
 // and counted, decisions go on after a primary dies, and the summary says which transport ran.
 func TestCoalesceTransportUnderFaults(t *testing.T) {
 	t.Parallel()
@@ -45,9 +45,18 @@ func TestCoalesceTransportUnderFaults(t *testing.T) {
 		extra string
 		check func(t *testing.T, e errorsSeen)
 	}{
+		// A coalescing client has one pipeline in flight per node: the one blocked by the
+		// failover's write pause times out, the timeout makes the driver re-read the slot map,
+		// and when that read lands after the switch no command ever reaches the old primary, so
+		// no MOVED (seen once in CI on 2 busy cores). The failover must still be noticed, as
+		// MOVED or as timeouts, and decisions must go on at the new primary. That redirects
+		// inside a pipeline are counted is asserted by reshard below, where MOVED is certain.
 		{"failover", 8 * time.Second, "faults: [{at: 3s, kind: failover, target: hottest}]\n", func(t *testing.T, e errorsSeen) {
-			if e.moved == 0 {
-				t.Errorf("MOVED %d after a failover: the coalescing pipelines' redirects must be counted", e.moved)
+			if e.moved == 0 && e.timeoutOrConn == 0 {
+				t.Errorf("MOVED %d, timeouts or connection errors %d after a failover: want it seen", e.moved, e.timeoutOrConn)
+			}
+			if e.tailDecided == 0 || e.tailErrs*100 > e.tailDecided {
+				t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the failover", e.tailDecided, e.tailErrs)
 			}
 		}},
 		{"script-flush", 5 * time.Second, "faults: [{at: 2s, kind: script-flush, target: all}]\n", func(t *testing.T, e errorsSeen) {

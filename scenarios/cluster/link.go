@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// halfCloseGrace bounds how long a link outlives its client's end of the connection while
+// redis-server has not finished (see pipe.graceOnEOF). A live node answers in microseconds; a
+// paused one holds the link only this long.
+const halfCloseGrace = time.Second
+
 // link is one client connection through a proxy: two independent directions (pipes), up
 // (client -> redis-server) and down (redis-server -> client).
 type link struct {
@@ -24,7 +29,7 @@ func newLink(p *proxy, client, server *net.TCPConn) (*link, error) {
 	if l.up, err = newPipe(l, client, server); err != nil {
 		return nil, err
 	}
-	l.up.endsLink = true
+	l.up.graceOnEOF = true
 	if l.down, err = newPipe(l, server, client); err != nil {
 		_ = l.up.w.close()
 		return nil, err
@@ -77,14 +82,15 @@ type pipe struct {
 	// reader sees 0 the writer is idle and a direct write cannot overtake anything.
 	pending atomic.Int32
 	w       *waiter
-	// endsLink (the client -> redis-server direction): when the client's side ends, the bytes
-	// it sent are delivered and then the whole link is closed, not only this direction.
-	// Neither go-redis nor redis-server half-closes a connection, so a client whose side ended
-	// has closed its socket and will never read a reply. Half-closing instead kept the link,
-	// its four goroutines and its buffers, until redis-server answered: during a pause every
-	// timed-out connection the client replaced (hundreds a second) stayed open in the proxy
-	// until the node resumed, and the process's peak memory doubled.
-	endsLink bool
+	// graceOnEOF (the client -> redis-server direction): when the client's side ends, the
+	// bytes it sent are delivered, redis-server's side is half-closed, and the whole link is
+	// closed if redis-server has not finished within halfCloseGrace. A half-closing client
+	// still reads its replies; a client that closed its socket (go-redis replacing a
+	// timed-out connection; neither it nor redis-server ever half-closes) looks the same
+	// from here, and without the bound its link, four goroutines and two buffers, stayed
+	// until a paused node resumed: hundreds a second during a pause, which doubled the
+	// process's peak memory.
+	graceOnEOF bool
 }
 
 func newPipe(l *link, src, dst *net.TCPConn) (*pipe, error) {
@@ -149,11 +155,10 @@ func (p *pipe) write() {
 		}
 		if c.eof {
 			p.pending.Add(-1)
-			if p.endsLink {
-				p.l.abort()
-				return
-			}
 			_ = p.dst.CloseWrite()
+			if p.graceOnEOF {
+				time.AfterFunc(halfCloseGrace, p.l.abort) // a no-op when the link ended first
+			}
 			p.l.directionDone()
 			return
 		}
