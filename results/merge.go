@@ -297,7 +297,7 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 	var nodeOrder []string
 	hotNode := map[string]string{}
 	var notes []string
-	for _, r := range runs {
+	for i, r := range runs {
 		s := r.sum
 		merged = append(merged, s.Shard.Index)
 		if s.StartedAt.Before(sum.StartedAt) {
@@ -372,6 +372,8 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 			}
 		}
 		p := &sum.Process
+		// Settled only if every shard's samples were (one unsettled shard makes the maxima raw).
+		p.Settled = s.Process.Settled && (i == 0 || p.Settled)
 		p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.Process.RSSWarmMB), max(p.RSSEndMB, s.Process.RSSEndMB)
 		p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.Process.HeapWarmMB), max(p.HeapEndMB, s.Process.HeapEndMB)
 		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)

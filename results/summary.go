@@ -207,9 +207,14 @@ type Central struct {
 
 // Process is the generator's own footprint, to catch leaks in long runs.
 type Process struct {
+	// Settled says each sample below was read right after a collection that returned every free
+	// page to the OS (debug.FreeOSMemory): what the process holds, not how far the collector's
+	// cycle had got. Runs whose SLO judges memory (rss_growth, heap_growth) settle; others read
+	// raw RSS and the live heap the last collection marked, so the samples do not stall the load.
+	// Absent (false) in those runs and in summaries written before 2026-12-04, which all settled.
+	Settled bool `json:"settled,omitempty"`
 	// RSSWarmMB and RSSEndMB are the resident set size after a tenth of the run (warm-up) and at
-	// the end, each read right after a collection that returned every free page to the OS
-	// (debug.FreeOSMemory): what the process holds, not how far the collector's cycle had got.
+	// the end.
 	RSSWarmMB float64 `json:"rss_warm_mb"`
 	RSSEndMB  float64 `json:"rss_end_mb"`
 	// AnonWarmMB and AnonEndMB are the anonymous part of the same RSS samples (RssAnon on Linux;
@@ -226,8 +231,9 @@ type Process struct {
 	// one-time step after the first transient peaks.
 	RSSMidMB  float64 `json:"rss_mid_mb,omitempty"`
 	AnonMidMB float64 `json:"rss_anon_mid_mb,omitempty"`
-	// HeapWarmMB and HeapEndMB are the live Go heap after a forced GC at the same two moments:
-	// unlike RSS they do not grow with the collector's headroom, so growth here is a leak.
+	// HeapWarmMB and HeapEndMB are the live Go heap at the same two moments (after a forced GC
+	// when Settled, else as the last collection marked it): unlike RSS they do not grow with the
+	// collector's headroom, so growth here is a leak.
 	HeapWarmMB float64 `json:"heap_warm_mb"`
 	HeapEndMB  float64 `json:"heap_end_mb"`
 	// GoroutinesWarm and GoroutinesEnd count goroutines at the same two moments (the end is

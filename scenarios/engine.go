@@ -319,9 +319,12 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	// The footprint is first sampled after a tenth of the run: by then pools, histograms and the
 	// collector's headroom have grown to their working size, so later growth means a leak.
 	warmSec := secs / 10
+	// Settled samples (see sampleFootprint) only where the spec judges memory growth.
+	settle := spec.SLO.RSSGrowth != nil || spec.SLO.HeapGrowth != nil
+	sum.Process.Settled = settle
 	emit := func(sec int, s *secStats) {
 		if sec == warmSec {
-			f := sampleFootprint()
+			f := sampleFootprint(settle)
 			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
 			sum.Process.AnonWarmMB = f.anonMB
 			sum.Process.Warm = &f.mem
@@ -330,7 +333,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 			// A third sample halfway: growth from here to the end, after the same faults
 			// have run once already, tells a leak (it keeps growing) from a step (the
 			// allocator's footprint after the first transient peaks).
-			f := sampleFootprint()
+			f := sampleFootprint(settle)
 			sum.Process.RSSMidMB, sum.Process.AnonMidMB = f.rssMB, f.anonMB
 		}
 		iv := d.interval(sec, s)
@@ -356,7 +359,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	d.run(ctx, pacer, keySrc, emit)
 	stopFaults()
 	sum.Process.RSSPeakMB = peakRSSMB()
-	f := sampleFootprint()
+	f := sampleFootprint(settle)
 	sum.Process.RSSEndMB, sum.Process.HeapEndMB, sum.Process.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
 	sum.Process.AnonEndMB = f.anonMB
 	sum.Process.End = &f.mem

@@ -124,6 +124,10 @@ func TestEngineMemoryLimiterHasNoOverspend(t *testing.T) {
 	if sum.Environment.Mode != "local" || sum.Environment.Cores == 0 || sum.Environment.Go == "" {
 		t.Errorf("environment %+v", sum.Environment)
 	}
+	// No memory SLO: the footprint is read without forcing a collection in the middle of the load.
+	if sum.Process.Settled || sum.Process.RSSEndMB <= 0 || sum.Process.GoroutinesEnd <= 0 {
+		t.Errorf("process %+v: want raw (unsettled) samples with RSS and goroutines read", sum.Process)
+	}
 }
 
 func TestEngineDetectsOverspendOfAnUnlimitedLimiter(t *testing.T) {
