@@ -66,7 +66,8 @@ type chunk struct {
 	eof     bool
 }
 
-// chunkPool recycles read buffers: a forwarded chunk allocates nothing in the steady state.
+// chunkPool recycles the buffers of delayed chunks: a forwarded chunk allocates nothing in the
+// steady state.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, proxyChunk); return &b }}
 
 // pipe forwards one direction. The reader stamps every chunk with its release time (arrival +
@@ -74,10 +75,19 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, proxyChunk); retur
 // release time, so bytes are never reordered even when jitter makes a later chunk's release time
 // earlier (it then waits for the one ahead of it). With no delay and nothing queued, the reader
 // writes the chunk itself: pass-through costs no goroutine hand-off.
+//
+// What an idle connection costs matters: go-redis keeps a pool per node, and during a pause
+// every timed-out connection is replaced while its link waits out halfCloseGrace, so a soak
+// holds hundreds of links and churns through hundreds more a second. The reader therefore
+// blocks on a small buffer of its own (readBuf), not on a pooled chunk, and the writer goroutine
+// and its queue exist only once the direction has delayed a chunk (startWriter): a link that
+// never saw a latency fault is two goroutines and 2 x readBuf. TestProxyIdleLinkFootprint logs
+// the cost: 10-11 KB of heap and stacks and 2 goroutines per idle link, where a blocked read on a
+// pooled 16 KB chunk in each direction, a writer each and their queues took 57 KB and 4.
 type pipe struct {
 	l        *link
 	src, dst *net.TCPConn
-	q        chan chunk
+	q        chan chunk // nil until startWriter
 	// pending counts chunks queued or being written. Only the reader increments it, so when the
 	// reader sees 0 the writer is idle and a direct write cannot overtake anything.
 	pending atomic.Int32
@@ -87,10 +97,13 @@ type pipe struct {
 	// closed if redis-server has not finished within halfCloseGrace. A half-closing client
 	// still reads its replies; a client that closed its socket (go-redis replacing a
 	// timed-out connection; neither it nor redis-server ever half-closes) looks the same
-	// from here, and without the bound its link, four goroutines and two buffers, stayed
+	// from here, and without the bound its link, its goroutines and buffers, stayed
 	// until a paused node resumed: hundreds a second during a pause, which doubled the
 	// process's peak memory.
 	graceOnEOF bool
+	// readBuf is what the reader blocks on. A read that fills it (bulk data: a full sync, a
+	// big reply) is followed by reads into whole pooled chunks until one comes back short.
+	readBuf [proxyReadBuf]byte
 }
 
 func newPipe(l *link, src, dst *net.TCPConn) (*pipe, error) {
@@ -98,40 +111,84 @@ func newPipe(l *link, src, dst *net.TCPConn) (*pipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pipe{l: l, src: src, dst: dst, q: make(chan chunk, proxyQueue), w: w}, nil
+	return &pipe{l: l, src: src, dst: dst, w: w}, nil
 }
 
-// read runs until src ends (then it queues the eof marker) or the link is aborted.
+// read runs until src ends (then it finishes the direction, or queues the eof marker for the
+// writer) or the link is aborted.
 func (p *pipe) read() {
+	bulk := false
 	for {
-		bp := chunkPool.Get().(*[]byte)
-		n, err := p.src.Read(*bp)
+		var bp *[]byte
+		buf := p.readBuf[:]
+		if bulk {
+			bp = chunkPool.Get().(*[]byte)
+			buf = *bp
+		}
+		n, err := p.src.Read(buf)
+		bulk = n == len(buf)
 		if n > 0 {
 			arrived := time.Now()
 			d := p.l.p.sampleDelay()
 			if d == 0 && p.pending.Load() == 0 {
-				_, werr := p.dst.Write((*bp)[:n])
-				chunkPool.Put(bp)
+				_, werr := p.dst.Write(buf[:n])
+				if bp != nil {
+					chunkPool.Put(bp)
+				}
 				if werr != nil {
 					p.l.abort()
 					return
 				}
 			} else {
+				if bp == nil { // the chunk outlives readBuf's next read
+					bp = chunkPool.Get().(*[]byte)
+					copy(*bp, buf[:n])
+				}
+				p.startWriter()
 				p.pending.Add(1)
 				if !p.send(chunk{buf: bp, n: n, release: arrived.Add(d)}) {
 					return
 				}
 			}
-		} else {
+		} else if bp != nil {
 			chunkPool.Put(bp)
 		}
 		if err != nil {
 			// EOF, or src reset: deliver what is queued, then half-close dst.
+			if p.q == nil {
+				p.finish()
+				return
+			}
 			p.pending.Add(1)
 			p.send(chunk{eof: true})
 			return
 		}
 	}
+}
+
+// startWriter starts the direction's writer and its queue the first time a chunk is delayed.
+// Only the reader calls it; the proxy's WaitGroup counts the reader, so the Add cannot race
+// the Wait in close.
+func (p *pipe) startWriter() {
+	if p.q != nil {
+		return
+	}
+	p.q = make(chan chunk, proxyQueue)
+	p.l.p.wg.Add(1)
+	go func() {
+		defer p.l.p.wg.Done()
+		p.write()
+	}()
+}
+
+// finish ends the direction once everything read has been written: half-close dst and, on the
+// client's side, bound how long redis-server may take to finish.
+func (p *pipe) finish() {
+	_ = p.dst.CloseWrite()
+	if p.graceOnEOF {
+		time.AfterFunc(halfCloseGrace, p.l.abort) // a no-op when the link ended first
+	}
+	p.l.directionDone()
 }
 
 // send queues c; false when the link was aborted meanwhile.
@@ -155,11 +212,7 @@ func (p *pipe) write() {
 		}
 		if c.eof {
 			p.pending.Add(-1)
-			_ = p.dst.CloseWrite()
-			if p.graceOnEOF {
-				time.AfterFunc(halfCloseGrace, p.l.abort) // a no-op when the link ended first
-			}
-			p.l.directionDone()
+			p.finish()
 			return
 		}
 		if wait := time.Until(c.release); wait > 0 {

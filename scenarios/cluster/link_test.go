@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -322,4 +323,81 @@ func roundTrips(b *testing.B, addr string, n int) time.Duration {
 	}
 	slices.Sort(ts)
 	return ts[n/2]
+}
+
+// TestProxyIdleLinkFootprint: what an idle connection through the proxy costs the process, over
+// the same connections made directly (go-redis keeps pools of them, and a pause churns through
+// hundreds a second; see pipe). Not parallel: it reads the whole process's heap and goroutines.
+func TestProxyIdleLinkFootprint(t *testing.T) {
+	const links = 200
+	// A server of our own with one goroutine and a 64-byte buffer per connection, so the only
+	// difference between the two measurements is the proxy.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					if _, err := c.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	// measure opens links connections to addr, makes one round trip on each (so every link is
+	// set up and has forwarded in both directions), and returns the growth in heap + stacks and
+	// goroutines; the connections stay open until the test ends.
+	settle := func() { runtime.GC(); runtime.GC() } // twice: the second empties sync.Pool's victim cache
+	measure := func(addr string) (bytes float64, goroutines int) {
+		settle()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		conns := make([]net.Conn, 0, links)
+		buf := make([]byte, 8)
+		for range links {
+			c := dial(t, addr)
+			if _, err := c.Write([]byte("PING\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(c, buf[:6]); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		settle()
+		runtime.ReadMemStats(&after)
+		g := runtime.NumGoroutine() - g0
+		runtime.KeepAlive(conns)
+		grown := float64(after.HeapAlloc+after.StackInuse) - float64(before.HeapAlloc+before.StackInuse)
+		return grown / links, g
+	}
+	directBytes, directG := measure(ln.Addr().String())
+	p := startProxy(t, ln.Addr().String(), 0, 0)
+	proxyBytes, proxyG := measure(p.addr)
+	perLink := proxyBytes - directBytes
+	extraG := float64(proxyG-directG) / links
+	t.Logf("per idle link: %.1f KB of heap and stacks, %.2f goroutines (direct connection: %.1f KB, %d goroutines for %d)",
+		perLink/1024, extraG, directBytes/1024, directG, links)
+	if extraG < 1.9 || extraG > 2.1 {
+		t.Errorf("%.2f goroutines per idle link, want 2 (one reader per direction; writers start with the first delayed chunk)", extraG)
+	}
+	if perLink > 32<<10 {
+		t.Errorf("%.1f KB per idle link, want <= 32 KB", perLink/1024)
+	}
 }

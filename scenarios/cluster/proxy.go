@@ -26,9 +26,12 @@ const (
 	// proxyDialTimeout bounds the proxy's connect to its redis-server. On loopback a dead node
 	// refuses at once and a paused one is still accepted by the kernel, so it rarely matters.
 	proxyDialTimeout = time.Second
-	// proxyChunk is the read buffer of one direction of one connection: the largest chunk that
+	// proxyChunk is the buffer of one delayed chunk and of a bulk read: the largest chunk that
 	// is delayed as a unit.
 	proxyChunk = 16 << 10
+	// proxyReadBuf is the buffer an idle direction blocks on (see pipe): a command or a reply
+	// of the limiter's scripts is tens of bytes.
+	proxyReadBuf = 2 << 10
 	// proxyQueue is how many chunks one direction holds in flight (read, waiting for their
 	// release time). When it is full the reader stops reading and TCP flow control pushes back.
 	proxyQueue = 128
@@ -150,9 +153,9 @@ func (p *proxy) handle(client *net.TCPConn, target string) {
 		return
 	}
 	p.links[l] = struct{}{}
-	p.wg.Add(4)
+	p.wg.Add(2) // the readers; each starts its writer when it first delays a chunk
 	p.mu.Unlock()
-	for _, f := range []func(){l.up.read, l.up.write, l.down.read, l.down.write} {
+	for _, f := range []func(){l.up.read, l.down.read} {
 		go func() {
 			defer p.wg.Done()
 			f()
