@@ -380,6 +380,9 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
 		p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.Process.AnonWarmMB), max(p.AnonEndMB, s.Process.AnonEndMB)
 		p.RSSMidMB, p.AnonMidMB = max(p.RSSMidMB, s.Process.RSSMidMB), max(p.AnonMidMB, s.Process.AnonMidMB)
+		p.RSSEarlyMB, p.AnonEarlyMB = max(p.RSSEarlyMB, s.Process.RSSEarlyMB), max(p.AnonEarlyMB, s.Process.AnonEarlyMB)
+		// The shards run the same spec, so they sample at the same seconds.
+		p.WarmS, p.MidS, p.EarlyS = max(p.WarmS, s.Process.WarmS), max(p.MidS, s.Process.MidS), max(p.EarlyS, s.Process.EarlyS)
 		p.Warm, p.End = maxSplit(p.Warm, s.Process.Warm), maxSplit(p.End, s.Process.End)
 	}
 	if hist.Count() > 0 {

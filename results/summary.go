@@ -213,8 +213,9 @@ type Process struct {
 	// raw RSS and the live heap the last collection marked, so the samples do not stall the load.
 	// Absent (false) in those runs and in summaries written before 2026-12-04, which all settled.
 	Settled bool `json:"settled,omitempty"`
-	// RSSWarmMB and RSSEndMB are the resident set size after a tenth of the run (warm-up) and at
-	// the end.
+	// RSSWarmMB and RSSEndMB are the resident set size after warm-up (at WarmS: a tenth of the
+	// run, or the scenario's slo.warmup) and at the end.
+	WarmS     float64 `json:"warm_s,omitempty"`
 	RSSWarmMB float64 `json:"rss_warm_mb"`
 	RSSEndMB  float64 `json:"rss_end_mb"`
 	// AnonWarmMB and AnonEndMB are the anonymous part of the same RSS samples (RssAnon on Linux;
@@ -226,11 +227,18 @@ type Process struct {
 	// RSSPeakMB is the highest resident set size of the process up to the end of the run
 	// (VmHWM on Linux; 0 elsewhere): the memory to provision for the generator.
 	RSSPeakMB float64 `json:"rss_peak_mb,omitempty"`
-	// RSSMidMB and AnonMidMB are the same samples halfway through a run of 20 s or more (0
-	// otherwise): growth from there to the end separates a leak, which keeps growing, from a
-	// one-time step after the first transient peaks.
+	// RSSMidMB and AnonMidMB are the same samples halfway from warm-up to the end (at MidS) of
+	// a run of 20 s or more (0 otherwise): growth from there to the end separates a leak, which
+	// keeps growing, from a one-time step after the first transient peaks.
+	MidS      float64 `json:"mid_s,omitempty"`
 	RSSMidMB  float64 `json:"rss_mid_mb,omitempty"`
 	AnonMidMB float64 `json:"rss_anon_mid_mb,omitempty"`
+	// RSSEarlyMB and AnonEarlyMB are the same samples at a tenth of the run (at EarlyS) when the
+	// scenario's warm-up ends later (0 otherwise): the step from there to warm-up is what the
+	// warm-up's faults grew the process by once.
+	EarlyS      float64 `json:"early_s,omitempty"`
+	RSSEarlyMB  float64 `json:"rss_early_mb,omitempty"`
+	AnonEarlyMB float64 `json:"rss_anon_early_mb,omitempty"`
 	// HeapWarmMB and HeapEndMB are the live Go heap at the same two moments (after a forced GC
 	// when Settled, else as the last collection marked it): unlike RSS they do not grow with the
 	// collector's headroom, so growth here is a leak.

@@ -316,24 +316,39 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (res *Result, err err
 	var writeErr error
 	var central int64
 	var offered, sent, dropped, behind int64
-	// The footprint is first sampled after a tenth of the run: by then pools, histograms and the
-	// collector's headroom have grown to their working size, so later growth means a leak.
-	warmSec := secs / 10
+	// The footprint's warm-up sample is taken after a tenth of the run unless slo.warmup says
+	// when: by then pools, histograms and the collector's headroom have grown to their working
+	// size, so later growth means a leak. A later warm-up also keeps the sample at a tenth
+	// (early), and a third sample halfway from warm-up to the end tells a leak (it keeps
+	// growing) from a step (the allocator's footprint after the first transient peaks).
+	// A sample is taken as second sec is written, sec+1 seconds into the run.
+	earlySec := max(secs/10-1, 0)
+	warmSec := earlySec
+	if w := spec.SLO.Warmup; w != nil {
+		warmSec = max(int(time.Duration(*w)/time.Second)-1, 0)
+	}
+	midSec := -1
+	if secs >= 20 && (warmSec+secs)/2 > warmSec {
+		midSec = (warmSec + secs) / 2
+	}
 	// Settled samples (see sampleFootprint) only where the spec judges memory growth.
 	settle := spec.SLO.RSSGrowth != nil || spec.SLO.HeapGrowth != nil
 	sum.Process.Settled = settle
 	emit := func(sec int, s *secStats) {
+		if sec == earlySec && earlySec < warmSec {
+			f := sampleFootprint(settle)
+			sum.Process.EarlyS, sum.Process.RSSEarlyMB, sum.Process.AnonEarlyMB = float64(sec+1), f.rssMB, f.anonMB
+		}
 		if sec == warmSec {
 			f := sampleFootprint(settle)
+			sum.Process.WarmS = float64(sec + 1)
 			sum.Process.RSSWarmMB, sum.Process.HeapWarmMB, sum.Process.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
 			sum.Process.AnonWarmMB = f.anonMB
 			sum.Process.Warm = &f.mem
 		}
-		if sec == secs/2 && secs >= 20 {
-			// A third sample halfway: growth from here to the end, after the same faults
-			// have run once already, tells a leak (it keeps growing) from a step (the
-			// allocator's footprint after the first transient peaks).
+		if sec == midSec {
 			f := sampleFootprint(settle)
+			sum.Process.MidS = float64(sec + 1)
 			sum.Process.RSSMidMB, sum.Process.AnonMidMB = f.rssMB, f.anonMB
 		}
 		iv := d.interval(sec, s)

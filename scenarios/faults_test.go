@@ -266,8 +266,12 @@ func TestSoakCI(t *testing.T) {
 		}
 		t.Errorf("slo %+v process %+v faults %+v: want all three soak checks to pass", sum.SLO, sum.Process, sum.Faults)
 	}
-	// The footprint's three samples and the runtime's split of the first and last.
+	// The footprint's four samples (slo.warmup 9s: early at a tenth, warm-up after the first
+	// fault, mid halfway from there to the end) and the runtime's split of warm-up and end.
 	p := sum.Process
+	if p.EarlyS != 2 || p.WarmS != 9 || p.MidS != 19 || p.RSSEarlyMB <= 0 || p.AnonEarlyMB < 0 {
+		t.Errorf("process %+v: want samples at 2 s (early), 9 s (slo.warmup) and 19 s (mid)", p)
+	}
 	if !p.Settled || p.RSSMidMB <= 0 || p.Warm == nil || p.End == nil || p.Warm.HeapInuseMB < p.HeapWarmMB || p.End.HeapInuseMB < p.HeapEndMB || p.End.StacksMB <= 0 {
 		t.Errorf("process %+v warm %+v end %+v: want settled samples (soak-ci has a heap_growth SLO), a halfway RSS sample and heap in use >= the live heap at both ends", p, p.Warm, p.End)
 	}

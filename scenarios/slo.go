@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"ratelab/results"
 )
@@ -28,9 +29,9 @@ type SLO struct {
 	// for an instant fault (kill, failover), from injection + for_s for one that lasts (a 30 s
 	// latency fault's own 30 s are not slowness to recover). A fault that never recovered fails it.
 	RecoveredS *float64 `yaml:"recovered_s,omitempty"`
-	// RSSGrowth bounds (RSS at the end - RSS after warm-up) / RSS after warm-up, warm-up being a
-	// tenth of the run; both are read after free pages went back to the OS (see
-	// results.Process): a soak's memory must stay flat.
+	// RSSGrowth bounds (RSS at the end - RSS after warm-up) / RSS after warm-up, warm-up being
+	// Warmup; both are read after free pages went back to the OS (see results.Process): a
+	// soak's memory must stay flat.
 	RSSGrowth *float64 `yaml:"rss_growth,omitempty"`
 	// HeapGrowth is RSSGrowth for the live Go heap after a forced GC (the leak signal that a short
 	// run can judge; RSS also holds stacks, runtime metadata and memory outside the Go heap).
@@ -38,6 +39,14 @@ type SLO struct {
 	// GoroutineGrowth bounds goroutines at the end minus after warm-up (the end is taken
 	// after the workers stopped, so a run without leaks is below 0).
 	GoroutineGrowth *float64 `yaml:"goroutine_growth,omitempty"`
+	// Warmup is when the warm-up footprint sample, the baseline of the three growth checks, is
+	// taken (default a tenth of the run; 0 < warmup < duration). Give a run with faults a
+	// warm-up that spans one round of them and repeat the round after it: the first pause or
+	// failover grows the process once (re-dialled connections scattered through the heap, the
+	// runtime's metadata for the peak), and a leak is what the second, identical round adds.
+	// The summary then also keeps the footprint at a tenth of the run (process.rss_early_mb),
+	// so that one-time step stays visible.
+	Warmup *Duration `yaml:"warmup,omitempty"`
 }
 
 // sloField is one SLO key: its YAML name, its field, whether the value is a ceiling or a floor,
@@ -130,6 +139,9 @@ func (s *Spec) SetSLO(kv string) error {
 
 // validateSLO reports limits no run can meet or that make no sense.
 func (s *Spec) validateSLO(bad func(field string, value any, fix string)) {
+	if w := s.SLO.Warmup; w != nil && (*w <= 0 || (s.Duration > 0 && *w >= s.Duration)) {
+		bad("slo.warmup", time.Duration(*w), fmt.Sprintf("must be within the run: 0 < warmup < duration (%s); leave it out for a tenth of the run", time.Duration(s.Duration)))
+	}
 	for _, f := range sloFields {
 		p := *f.field(&s.SLO)
 		if p == nil {

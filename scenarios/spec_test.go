@@ -105,6 +105,8 @@ func TestParseErrors(t *testing.T) {
 		{"cluster", validYAML + "cluster: {provider: cloud, primaries: -1, replicas: 9, node_timeout: 1ms}\n", []string{`cluster.provider: "cloud"`, "cluster.primaries: -1", "cluster.replicas: 9", "cluster.node_timeout: 1ms"}},
 		{"fault kind", validYAML + "faults: [{at: 1s, kind: meteor}]\n", []string{`faults[0].kind: "meteor": use one of kill-primary, pause`}},
 		{"fault time", validYAML + "faults: [{at: 5s, kind: script-flush}]\n", []string{"faults[0].at: 5s: must be within the run: 0 <= at < duration (2s)"}},
+		{"warm-up beyond the run", validYAML + "slo: {warmup: 2s, rss_growth: 0.05}\n", []string{"slo.warmup: 2s: must be within the run: 0 < warmup < duration (2s); leave it out for a tenth of the run"}},
+		{"warm-up zero", validYAML + "slo: {warmup: 0s}\n", []string{"slo.warmup: 0s: must be within the run"}},
 		{"fault target", validYAML + "faults: [{at: 1s, kind: restart, target: node:6}, {at: 1s, kind: pause, target: moon, for: 1s}]\n",
 			[]string{`faults[0].target: "node:6": node:N needs 0 <= N < 6`, `faults[1].target: "moon": use hottest, all, killed, node:N, slot:N or primary-of:TENANT`}},
 		{"fault tenant", validYAML + "faults: [{at: 1s, kind: restart, target: primary-of:tenant-10}]\n", []string{"no such tenant: tenants are tenant-0 .. tenant-9"}},
