@@ -14,6 +14,12 @@ import (
 
 // echoServer accepts on a loopback port and echoes every connection until EOF, then closes it.
 func echoServer(t testing.TB) string {
+	return serveConns(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// serveConns accepts on a loopback port until the test ends and runs handle on each connection
+// in a goroutine of its own, closing the connection after it.
+func serveConns(t testing.TB, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +34,7 @@ func echoServer(t testing.TB) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -332,32 +338,18 @@ func TestProxyIdleLinkFootprint(t *testing.T) {
 	const links = 200
 	// A server of our own with one goroutine and a 64-byte buffer per connection, so the only
 	// difference between the two measurements is the proxy.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
+	server := serveConns(t, func(c net.Conn) {
+		buf := make([]byte, 64)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	// measure opens links connections to addr, makes one round trip on each (so every link is
 	// set up and has forwarded in both directions), and returns the growth in heap + stacks and
 	// goroutines; the connections stay open until the test ends.
@@ -387,8 +379,8 @@ func TestProxyIdleLinkFootprint(t *testing.T) {
 		grown := float64(after.HeapAlloc+after.StackInuse) - float64(before.HeapAlloc+before.StackInuse)
 		return grown / links, g
 	}
-	directBytes, directG := measure(ln.Addr().String())
-	p := startProxy(t, ln.Addr().String(), 0, 0)
+	directBytes, directG := measure(server)
+	p := startProxy(t, server, 0, 0)
 	proxyBytes, proxyG := measure(p.addr)
 	perLink := proxyBytes - directBytes
 	extraG := float64(proxyG-directG) / links
