@@ -21,6 +21,7 @@ type scriptBatcher struct {
 	resolver   masterResolver // nil: one queue
 	batchSize  int
 	window     time.Duration
+	linger     time.Duration // see WithBatchLinger
 	flushers   int
 	onNoScript func() // called per command that met NOSCRIPT, from the flushing goroutine
 
@@ -41,7 +42,7 @@ type queueEntry struct {
 }
 
 func newScriptBatcher(c PipelineScripter, cc coalesceConfig, onNoScript func()) *scriptBatcher {
-	b := &scriptBatcher{c: c, batchSize: cc.batchSize, window: cc.window, flushers: cc.flushers, onNoScript: onNoScript,
+	b := &scriptBatcher{c: c, batchSize: cc.batchSize, window: cc.window, linger: cc.linger, flushers: cc.flushers, onNoScript: onNoScript,
 		stop: make(chan struct{})}
 	if r, ok := c.(masterResolver); ok {
 		b.resolver = r
@@ -222,11 +223,17 @@ func (q *nodeQueue) flush() {
 	defer q.b.wg.Done()
 	var buf []*batchCall
 	for {
-		if w := q.b.window; w > 0 {
+		if q.b.window > 0 || q.b.linger > 0 {
+			// Wait out the window for a short batch; or, with a linger, while another of the
+			// node's flushers has a pipeline going (an idle node's only call never waits).
 			q.mu.Lock()
 			short := len(q.calls) < q.b.batchSize
+			w := q.b.window
+			if w == 0 && q.active > 1 {
+				w = q.b.linger
+			}
 			q.mu.Unlock()
-			if short {
+			if short && w > 0 {
 				t := time.NewTimer(w)
 				select {
 				case <-t.C:

@@ -59,6 +59,7 @@ func TestCoalescingOptions(t *testing.T) {
 		{"bad policy", c, limiter.BucketPolicy{Rate: 0, Burst: 1}, limiter.WithBatchSize(1)},
 		{"batch size 0", c, suitePolicy, limiter.WithBatchSize(0)},
 		{"negative window", c, suitePolicy, limiter.WithBatchWindow(-time.Millisecond)},
+		{"negative linger", c, suitePolicy, limiter.WithBatchLinger(-time.Millisecond)},
 		{"no flushers", c, suitePolicy, limiter.WithFlushers(0)},
 		{"negative timeout", c, suitePolicy, limiter.WithBucketOptions(limiter.WithTimeout(-time.Second))},
 	} {
@@ -241,6 +242,28 @@ func TestCoalescingBatchesPerNode(t *testing.T) {
 		t.Fatalf("%d decisions in %d pipelines (%.1f per pipeline): no batching", decisions, b.Batches(), avg)
 	}
 	t.Logf("%d decisions in %d pipelines (%.1f per pipeline)", decisions, b.Batches(), float64(decisions)/float64(b.Batches()))
+}
+
+// TestCoalescingLingerOnlyUnderLoad: a linger of a minute (with a batch size no test fills)
+// never delays a call on a node with no other pipeline going: an idle limiter gains no latency.
+// (What it buys under load is measured by `ratelab bench`, see DefaultBatchLinger.)
+func TestCoalescingLingerOnlyUnderLoad(t *testing.T) {
+	t.Parallel()
+	_, c := sharedCluster(t)
+	b, err := limiter.NewCoalescingBucket(c, suitePolicy, limiter.WithBatchSize(1000), limiter.WithBatchLinger(time.Minute),
+		limiter.WithBucketOptions(limiter.WithTimeout(5*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		if _, err := b.Allow(context.Background(), limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1}); err != nil {
+			t.Fatalf("call %d alone on its node with a 1-minute linger: %v; want an answer", i, err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("call %d took %v: the linger delayed a lone call", i, took)
+		}
+	}
 }
 
 // TestCoalescingDeadline: a call whose batch waits longer than its deadline returns at its own

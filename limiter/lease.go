@@ -222,12 +222,14 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		if !ok {
 			return nil, fmt.Errorf("%w: lease batching: client %T has no Pipeline(): pass a *redis.ClusterClient or *redis.Client, or WithLeaseBatching(false)", ErrBadConfig, c)
 		}
+		// No linger by default: it was measured for CoalescingBucket only, and a lease fetch
+		// holds every request on its key that the lease cannot pay.
 		cc := coalesceConfig{batchSize: DefaultBatchSize, window: DefaultBatchWindow, flushers: DefaultFlushers}
 		for _, o := range cfg.batch {
 			o(&cc)
 		}
-		if cc.batchSize < 1 || cc.window < 0 || cc.flushers < 1 {
-			return nil, fmt.Errorf("%w: lease batching: batch size %d, window %v, flushers %d: want >= 1, >= 0, >= 1", ErrBadConfig, cc.batchSize, cc.window, cc.flushers)
+		if cc.batchSize < 1 || cc.window < 0 || cc.linger < 0 || cc.flushers < 1 {
+			return nil, fmt.Errorf("%w: lease batching: batch size %d, window %v, linger %v, flushers %d: want >= 1, >= 0, >= 0, >= 1", ErrBadConfig, cc.batchSize, cc.window, cc.linger, cc.flushers)
 		}
 		l.batch = newScriptBatcher(pc, cc, func() { l.noScript.Add(1) })
 	}
