@@ -24,7 +24,7 @@ const (
 	// the node's pipelines is in flight (WithBatchLinger). Without it a flusher whose pipeline
 	// just came back sent whatever had queued meanwhile, before the callers it had just
 	// answered could ask again: 43 decisions per 64-deep pipeline in `ratelab bench`. With
-	// 100 µs, three alternated bench runs each (2026-12-04 19:27-19:33 UTC): 48-50 per
+	// 100 µs, three alternated bench runs each (2026-12-04 19:20-19:25 UTC): 48-50 per
 	// pipeline, coalescing 92,657 / 99,272 / 100,157 -> 99,713 / 104,150 / 107,066 decisions/s,
 	// p99 5.1-5.9 -> 4.5-5.0 ms, ratio to the redis-benchmark ceiling 0.81-0.91 -> 0.91-0.97.
 	// An idle limiter (at most one pipeline per node) never waits.
