@@ -99,6 +99,21 @@ type coalesceConfig struct {
 	bucket              []Option
 }
 
+// check reports the first option out of range (CoalescingBucket's and the lease's batching).
+func (cc coalesceConfig) check() error {
+	switch {
+	case cc.batchSize < 1:
+		return fmt.Errorf("%w: batch size %d: must be >= 1 decisions per pipeline (default %d)", ErrBadConfig, cc.batchSize, DefaultBatchSize)
+	case cc.window < 0:
+		return fmt.Errorf("%w: batch window %v: must be >= 0 (0 flushes at once)", ErrBadConfig, cc.window)
+	case cc.linger < 0:
+		return fmt.Errorf("%w: batch linger %v: must be >= 0 (0 flushes at once; default %v)", ErrBadConfig, cc.linger, DefaultBatchLinger)
+	case cc.flushers < 1:
+		return fmt.Errorf("%w: flushers %d: must be >= 1 pipelines in flight per node (default %d)", ErrBadConfig, cc.flushers, DefaultFlushers)
+	}
+	return nil
+}
+
 // WithBatchSize sets the most decisions one pipeline carries (default DefaultBatchSize); a
 // queue that reaches it is flushed without waiting for the window. Must be >= 1.
 func WithBatchSize(n int) CoalesceOption { return func(c *coalesceConfig) { c.batchSize = n } }
@@ -140,15 +155,8 @@ func NewCoalescingBucket(c PipelineScripter, p BucketPolicy, opts ...CoalesceOpt
 	for _, o := range opts {
 		o(&cc)
 	}
-	switch {
-	case cc.batchSize < 1:
-		return nil, fmt.Errorf("%w: batch size %d: must be >= 1 decisions per pipeline (default %d)", ErrBadConfig, cc.batchSize, DefaultBatchSize)
-	case cc.window < 0:
-		return nil, fmt.Errorf("%w: batch window %v: must be >= 0 (0 flushes at once)", ErrBadConfig, cc.window)
-	case cc.linger < 0:
-		return nil, fmt.Errorf("%w: batch linger %v: must be >= 0 (0 flushes at once; default %v)", ErrBadConfig, cc.linger, DefaultBatchLinger)
-	case cc.flushers < 1:
-		return nil, fmt.Errorf("%w: flushers %d: must be >= 1 pipelines in flight per node (default %d)", ErrBadConfig, cc.flushers, DefaultFlushers)
+	if err := cc.check(); err != nil {
+		return nil, err
 	}
 	cfg, err := newConfig(cc.bucket)
 	if err != nil {

@@ -228,8 +228,8 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		for _, o := range cfg.batch {
 			o(&cc)
 		}
-		if cc.batchSize < 1 || cc.window < 0 || cc.linger < 0 || cc.flushers < 1 {
-			return nil, fmt.Errorf("%w: lease batching: batch size %d, window %v, linger %v, flushers %d: want >= 1, >= 0, >= 0, >= 1", ErrBadConfig, cc.batchSize, cc.window, cc.linger, cc.flushers)
+		if err := cc.check(); err != nil {
+			return nil, fmt.Errorf("lease batching: %w", err)
 		}
 		l.batch = newScriptBatcher(pc, cc, func() { l.noScript.Add(1) })
 	}
