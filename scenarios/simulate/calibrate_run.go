@@ -169,7 +169,7 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 		return cal, err
 	}
 	capacity := float64(sat.answers) / math.Max(sat.seconds, 1e-9)
-	if capacity < 1.2*light.rate() || float64(sat.decisions) > 0.95*sat.offered {
+	if capacity < 1.2*light.rate() || !saturated(sat.decisions, sat.offered) {
 		return cal, fmt.Errorf("calibration: the probe at %.0f/s answered %.0f/s, the light run %.0f/s: the probe did not saturate the machine (raise the probe rate) or the light run was not light (lower its rate)",
 			probeRate, capacity, light.rate())
 	}

@@ -190,7 +190,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 			// A probe the machine kept up with measured the offered rate, not the capacity
 			// (30,000/s saturates one primary on the AMD host these defaults came from, not
 			// on a quiet Intel one): double it until the generator drops what it cannot send.
-			for err == nil && !saturated(p) && o.ProbeRate < maxProbeRate {
+			for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 				o.ProbeRate *= 2
 				o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
 				p, err = run("probe", with(o.ProbeRate, o.Probe))
@@ -289,9 +289,10 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 const maxProbeRate = 480_000
 
 // saturated says a probe found the machine's capacity: it sent at most 95% of what was offered,
-// the generator dropping the rest at the in-flight bound (calibratePooled's test, on one probe).
-func saturated(p measured) bool {
-	return float64(p.sum.Load.Decisions) <= 0.95*p.sum.Load.OfferedRPS*p.sum.DurationS
+// the generator dropping the rest at the in-flight bound (calibratePooled asks it of the pooled
+// probes, the validation of its first probe).
+func saturated(decisions int64, offered float64) bool {
+	return float64(decisions) <= 0.95*offered
 }
 
 // median of xs (xs is reordered).
