@@ -23,11 +23,13 @@ const (
 	// DefaultBatchLinger is how long a flusher waits for its batch to fill while another of
 	// the node's pipelines is in flight (WithBatchLinger). Without it a flusher whose pipeline
 	// just came back sent whatever had queued meanwhile, before the callers it had just
-	// answered could ask again: 43 decisions per 64-deep pipeline in `ratelab bench`. With
-	// 100 µs, three alternated bench runs each (2026-12-04 19:20-19:25 UTC): 48-50 per
-	// pipeline, coalescing 92,657 / 99,272 / 100,157 -> 99,713 / 104,150 / 107,066 decisions/s,
-	// p99 5.1-5.9 -> 4.5-5.0 ms, ratio to the redis-benchmark ceiling 0.81-0.91 -> 0.91-0.97.
-	// An idle limiter (at most one pipeline per node) never waits.
+	// answered could ask again: 43 decisions per 64-deep pipeline in `ratelab bench`, 48-50 with
+	// 100 µs. What that buys is small next to the noise: `ratelab bench --linger 0` and the
+	// default, alternated three times each (2026-12-04 20:00-20:05 UTC), gave 108,490 / 112,082
+	// / 109,089 and 115,898 / 110,982 / 108,417 decisions/s (ratio to the redis-benchmark
+	// ceiling 0.89 / 0.92 / 0.89 and 0.93 / 0.91 / 0.89); an earlier A/B on the same host
+	// (19:20-19:25 UTC) had the linger ahead in all three pairs (+4-8%). An idle limiter (at most
+	// one pipeline per node) never waits.
 	DefaultBatchLinger = 100 * time.Microsecond
 )
 

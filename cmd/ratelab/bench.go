@@ -20,6 +20,7 @@ type benchOptions struct {
 	quick, quiet bool
 	seconds      time.Duration
 	conns, depth int
+	linger       time.Duration
 	clientProcs  int
 }
 
@@ -48,7 +49,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 				logf = nil
 			}
 			rep, err := bench.Run(ctx, bench.Options{
-				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth, ClientProcs: o.clientProcs,
+				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth, Linger: &o.linger, ClientProcs: o.clientProcs,
 				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
 			})
 			if err != nil {
@@ -65,6 +66,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 	f.DurationVar(&o.seconds, "seconds", 0, fmt.Sprintf("length of each central variant (default %v, %v with --quick); scenarios run twice as long", bench.DefaultSeconds, bench.QuickSeconds))
 	f.IntVar(&o.conns, "conns", bench.DefaultConns, "connections to the primary: coalescing pipelines in flight and redis-benchmark -c")
 	f.IntVar(&o.depth, "depth", bench.DefaultDepth, "pipeline depth: coalescing batch size and redis-benchmark -P")
+	f.DurationVar(&o.linger, "linger", bench.DefaultLinger, "coalescing: how long a short batch waits to fill while another pipeline is in flight (0: send at once)")
 	f.IntVar(&o.clientProcs, "client-procs", bench.DefaultClientProcs, "GOMAXPROCS of the Go client during the central variants (redis-benchmark is one thread)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"ratelab/limiter"
 	"ratelab/scenarios/cluster"
 )
 
@@ -27,6 +28,12 @@ const (
 	DefaultConns = 4
 	// DefaultDepth is the pipeline depth (redis-benchmark -P) and the coalescing batch size.
 	DefaultDepth = 64
+	// DefaultLinger is the coalescing variant's linger (limiter.WithBatchLinger): the
+	// transport's own default, so the bench measures what a scenario with transport: coalesce
+	// runs. --linger 0 measures it without.
+	DefaultLinger = limiter.DefaultBatchLinger
+	// maxLinger bounds Options.Linger: beyond it the variant measures waiting, not batching.
+	maxLinger = 10 * time.Millisecond
 	// DefaultClientProcs is GOMAXPROCS while the central variants run: one, as redis-benchmark
 	// is one thread. On 2 cores shared with Redis a client with GOMAXPROCS 2 also runs threads
 	// that spin looking for work, and they take the core the single-threaded server needs.
@@ -48,6 +55,9 @@ type Options struct {
 	// coalescing with Conns pipelines of up to Depth decisions, redis-benchmark -c Conns -P Depth.
 	// Defaults DefaultConns, DefaultDepth.
 	Conns, Depth int
+	// Linger is the coalescing variant's limiter.WithBatchLinger, 0..10ms; nil means
+	// DefaultLinger.
+	Linger *time.Duration
 	// ClientProcs is GOMAXPROCS during the central variants (default DefaultClientProcs; the
 	// other sections keep the process's own). 0 means the default.
 	ClientProcs int
@@ -80,6 +90,10 @@ func (o *Options) defaults() error {
 	if o.ClientProcs == 0 {
 		o.ClientProcs = DefaultClientProcs
 	}
+	if o.Linger == nil {
+		d := DefaultLinger
+		o.Linger = &d
+	}
 	if o.RedisBenchmark == "" {
 		o.RedisBenchmark = "redis-benchmark"
 	}
@@ -95,6 +109,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ClientProcs < 1 || o.ClientProcs > runtime.NumCPU() {
 		errs = append(errs, fmt.Errorf("bench: client procs %d: must be 1..%d, the cores of this machine (default %d)", o.ClientProcs, runtime.NumCPU(), DefaultClientProcs))
+	}
+	if *o.Linger < 0 || *o.Linger > maxLinger {
+		errs = append(errs, fmt.Errorf("bench: linger %v: must be 0..%v (default %v; 0 sends each batch as soon as a pipeline is free)", *o.Linger, maxLinger, DefaultLinger))
 	}
 	if o.Depth < 1 || o.Depth > 1024 {
 		errs = append(errs, fmt.Errorf("bench: depth %d: must be 1..1024 (default %d)", o.Depth, DefaultDepth))
@@ -165,8 +182,10 @@ type Central struct {
 	// CPUPerDecisionUs is ratelab's own CPU time (user + system, every goroutine) per decision:
 	// what the client costs, independent of how busy the machine's other processes keep it.
 	CPUPerDecisionUs float64 `json:"cpu_us_per_decision"`
-	// PerPipeline is the average decisions per pipeline (coalescing only).
+	// PerPipeline is the average decisions per pipeline and LingerUs the linger it ran with
+	// (coalescing only).
 	PerPipeline float64 `json:"decisions_per_pipeline,omitempty"`
+	LingerUs    float64 `json:"linger_us,omitempty"`
 	// RedisBusy and RedisUsPerCall are the target primary's main thread while the variant ran:
 	// its CPU time over the wall time (1 = the server is the limit) and per script call.
 	RedisBusy      float64 `json:"redis_main_thread_busy"`

@@ -43,12 +43,13 @@ func TestNum(t *testing.T) {
 func TestOptionsDefaults(t *testing.T) {
 	t.Parallel()
 	o := Options{Quick: true}
-	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth || o.ClientProcs != DefaultClientProcs {
+	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth || o.ClientProcs != DefaultClientProcs || o.Linger == nil || *o.Linger != DefaultLinger {
 		t.Fatalf("defaults of a quick run: %+v, %v", o, err)
 	}
-	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000, ClientProcs: -1}
+	long := time.Second
+	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000, ClientProcs: -1, Linger: &long}
 	err := bad.defaults()
-	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000", "client procs -1"} {
+	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000", "client procs -1", "linger 1s: must be 0..10ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("defaults of %+v: %v; want an error naming %q", bad, err, want)
 		}

@@ -129,7 +129,7 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 		default:
 			v.c = newClient(t.addrs, opts.Conns+2)
 			b, err := limiter.NewCoalescingBucket(v.c, centralPolicy, limiter.WithBatchSize(opts.Depth),
-				limiter.WithFlushers(opts.Conns), limiter.WithBucketOptions(timeout))
+				limiter.WithFlushers(opts.Conns), limiter.WithBatchLinger(*opts.Linger), limiter.WithBucketOptions(timeout))
 			if err != nil {
 				return nil, err
 			}
@@ -168,6 +168,7 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 		r.RedisBusy, r.RedisUsPerCall = v.srv.busy(), v.srv.usPerCall()
 		if v.co != nil {
 			r.PerPipeline = float64(v.co.Sent()) / float64(max(v.co.Batches(), 1))
+			r.LingerUs = float64(*opts.Linger) / 1e3
 		}
 		opts.Logf("bench:   %-22s %8.0f decisions/s  p50 %.3f ms  p99 %.3f ms  %.1f µs CPU/decision  Redis busy %.0f%% (%.1f µs/call)  errors %d",
 			v.mode, r.DecisionsPerSec, r.P50Ms, r.P99Ms, r.CPUPerDecisionUs, 100*r.RedisBusy, r.RedisUsPerCall, r.Errors)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"ratelab/results"
 )
@@ -61,7 +62,7 @@ func Markdown(rep *Report) string {
 		other := fmt.Sprintf("%.1f µs client CPU per decision, Redis main thread %.0f%% busy at %.1f µs per call, %d errors",
 			c.CPUPerDecisionUs, 100*c.RedisBusy, c.RedisUsPerCall, c.Errors)
 		if c.PerPipeline > 0 {
-			other += fmt.Sprintf(", %.1f decisions per pipeline", c.PerPipeline)
+			other += fmt.Sprintf(", %.1f decisions per pipeline, linger %v", c.PerPipeline, time.Duration(c.LingerUs*1e3))
 		}
 		fmt.Fprintf(&s, "| %s | %s, %d closed-loop callers, GOMAXPROCS %d, one primary | %s | %.3f | %.3f | %s | |\n",
 			SectionCentral, c.Mode, c.Callers, c.GOMAXPROCS, num(c.DecisionsPerSec), c.P50Ms, c.P99Ms, other)
