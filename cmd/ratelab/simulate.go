@@ -69,7 +69,7 @@ through its whole outage. The service time and client part come from --calibrati
 				if cal.Host == nil {
 					return errors.New("--colocated needs a calibration with a saturation probe: run 'ratelab simulate calibrate --probe-rate 30000' and pass --calibration")
 				}
-				f.cfg.Host = cal.Host
+				f.cfg.Host = cal.HostAt(f.cfg.Rate)
 			}
 			if f.failover {
 				fo := f.fo
@@ -136,8 +136,10 @@ func newSimulateCalibrateCmd() *cobra.Command {
 derive the service time per call (the primary's main-thread CPU over the script calls, spread
 from Redis's own EVALSHA p50/p99), the machine's scheduling gaps (the latency tail) and the
 client part of latency (the body of the latencies minus the service time). With --probe-rate a
-saturation probe follows (2 s far above capacity): the machine's capacity for the limiter's work,
-the marginal CPU per decision, and the co-located host for 'ratelab simulate --colocated'.
+saturation probe follows (2 s far above capacity), then two gap runs as long as the first at 10%
+and 20% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
+CPU per decision, and the co-located host, whose scheduling gaps grow with the rate, for
+'ratelab simulate --colocated'.
 Writes --out for 'ratelab simulate --calibration'.`,
 		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --out calibration.json\n" +
 			"  ratelab simulate calibrate --rate 800 --probe-rate 30000 --out calibration.json",
@@ -190,12 +192,13 @@ func newSimulateValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [NAME|FILE]",
 		Short: "Check the co-located model against runs on a local one-primary cluster",
-		Long: `Start a one-primary local cluster and run --rounds rounds of: a light run (--light-rate),
-a measured run (at --share of the first saturation probe, or --rate), a saturation probe
-(--probe-rate). Each round's model is calibrated from that round's light run and probe only and
-simulated at the measured rate; the medians over the rounds of measured and simulated
-throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers)
-gives tenants, workers and max_inflight; its rate and duration are set per run.`,
+		Long: `Start a one-primary local cluster, probe its capacity, and run --rounds rounds of: two gap
+runs (at --low-share and --high-share of the first probe: round trips, service time, and how
+the machine's scheduling gaps grow with our own load), a measured run (at --share of the first
+probe, or --rate) and a saturation probe (--probe-rate). The model is calibrated from every
+round's gap runs and probes — never from the measured runs — and simulated at the measured
+rate; the medians over the rounds of measured and simulated throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32
+workers) gives tenants, workers and max_inflight; its rate and duration are set per run.`,
 		Example: "  ratelab simulate validate --rounds 5 --share 0.3",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -219,11 +222,12 @@ gives tenants, workers and max_inflight; its rate and duration are set per run.`
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&o.Rounds, "rounds", simulate.DefaultValidateRounds, "rounds of light run, measured run and probe")
-	fl.Float64Var(&o.LightRate, "light-rate", simulate.DefaultLightRate, "rate of the light (calibration) runs")
+	fl.IntVar(&o.Rounds, "rounds", simulate.DefaultValidateRounds, "rounds of gap runs, measured run and probe")
 	fl.Float64Var(&o.ProbeRate, "probe-rate", simulate.DefaultProbeRate, "rate of the saturation probes (far above capacity)")
 	fl.Float64Var(&o.Share, "share", simulate.DefaultValidateShare, "measured rate as a share of the first probe's capacity")
 	fl.Float64Var(&o.Rate, "rate", 0, "measured rate (overrides --share)")
+	fl.Float64Var(&o.LowShare, "low-share", simulate.DefaultLowShare, "rate of the low gap runs as a share of the first probe's capacity")
+	fl.Float64Var(&o.HighShare, "high-share", simulate.DefaultHighShare, "rate of the high gap runs as a share of the first probe's capacity")
 	fl.StringVar(&o.Out, "run-dir", "", "keep the runs' directories here (default a temp dir, removed)")
 	fl.BoolVar(&asJSON, "json", false, "print the validation as JSON")
 	return cmd

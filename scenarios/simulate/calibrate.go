@@ -26,6 +26,9 @@ type Calibration struct {
 	// saturation probe (CoLocate) for the co-located model, nil until then.
 	Gaps Gaps  `json:"gaps"`
 	Host *Host `json:"host,omitempty"`
+	// Load, with Host, is the gaps fitted at two more calibration rates (WithLoad): the host's
+	// share of time off then follows the rate simulated (HostAt). nil: the light run's gaps.
+	Load *HostLoad `json:"host_load,omitempty"`
 	// ClientCPUUs is the client process's CPU per decision and RedisCPUUs the nodes' CPU (all
 	// threads) per script call, µs: at the calibration rate, or with a probe the marginal cost
 	// between the two runs (fixed per-second costs, timers and cron, left out).
@@ -240,4 +243,44 @@ func (c Calibration) CoLocate(capacityRPS, lightRPS float64) (Calibration, error
 	c.Source += fmt.Sprintf("; co-located: %.0f decisions/s at saturation, gaps corrected for the light run's queueing: off %.1f%%, mean %.1f ms, sigma %.2f",
 		capacityRPS, 100*h.OffFraction, h.OffMeanMs, h.OffSigma)
 	return c, nil
+}
+
+// WithLoad completes a co-located calibration (CoLocate) with the gaps of two more runs, lo and
+// hi (FitGaps), at loRPS < hiRPS, far enough apart to tell how the gaps grow with our own load
+// (HostLoad). Their gaps' means are corrected for their runs' queueing as CoLocate corrects the
+// light run's, and replace the light run's.
+func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (Calibration, error) {
+	if c.Host == nil {
+		return c, errors.New("calibration: the gap runs need a co-located calibration (a saturation probe) first")
+	}
+	if !(loRPS > 0 && hiRPS > loRPS) {
+		return c, fmt.Errorf("calibration: gap runs at %.0f/s and %.0f/s: want 0 < low < high", loRPS, hiRPS)
+	}
+	h := *c.Host
+	l := HostLoad{LowRPS: loRPS, LowOff: lo.OffFraction, HighRPS: hiRPS, HighOff: hi.OffFraction}
+	// The gaps' length: both fits, weighted by the delayed decisions each saw.
+	wl, wh := lo.OffFraction*float64(lo.Decisions), hi.OffFraction*float64(hi.Decisions)
+	if wl+wh > 0 {
+		ml, mh := lo.OffMeanMs/(1+loRPS*h.workS()), hi.OffMeanMs/(1+hiRPS*h.workS())
+		h.OffMeanMs = (wl*ml + wh*mh) / (wl + wh)
+		h.OffSigma = (wl*lo.OffSigma + wh*hi.OffSigma) / (wl + wh)
+	}
+	if err := h.Validate(); err != nil {
+		return c, err
+	}
+	c.Host, c.Load = &h, &l
+	c.Source += fmt.Sprintf("; gaps grow with the rate: off %.2f%% at %.0f/s, %.2f%% at %.0f/s, mean %.1f ms, sigma %.2f",
+		100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, h.OffMeanMs, h.OffSigma)
+	return c, nil
+}
+
+// HostAt is the co-located host at rate: Host, with its share of time off on the line through
+// the two gap runs' rates when the calibration has them (Load). nil when not co-located.
+func (c Calibration) HostAt(rate float64) *Host {
+	if c.Host == nil || c.Load == nil {
+		return c.Host
+	}
+	h := *c.Host
+	h.OffFraction = c.Load.offAt(rate)
+	return &h
 }

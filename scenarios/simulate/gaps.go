@@ -10,11 +10,15 @@ import (
 // threads were kept off the CPU, the mean length of those gaps, and the latency of the
 // decisions no gap touched.
 type Gaps struct {
-	// ThresholdMs separates the body from the tail: max(2 ms, 5 x the 10th percentile; the
-	// median would move with the tail when gaps touch most decisions).
+	// ThresholdMs separates the body from the tail: max(1 ms, 5 x the 10th percentile; the
+	// median would move with the tail when gaps touch most decisions). The floor was 2 ms:
+	// on a quiet host whose p99 is 1-2 ms that left the delays which set the p99 in the body,
+	// read at the light run's rate, and the validation's p99 gap ranged -31% to +51% over
+	// four runs where a 1 ms floor gave +12% twice (2026-12-04, `ratelab simulate validate`).
 	ThresholdMs float64 `json:"threshold_ms"`
-	// TailShare is the share of latencies above the threshold.
+	// TailShare is the share of latencies above the threshold, of Decisions latencies read.
 	TailShare float64 `json:"tail_share"`
+	Decisions int64   `json:"decisions"`
 	// OffFraction, OffMeanMs and OffSigma are Host's (see there).
 	OffFraction float64 `json:"off_fraction"`
 	OffMeanMs   float64 `json:"off_mean_ms"`
@@ -49,7 +53,7 @@ func FitGaps(lat *results.Histogram) Gaps {
 	for i := range q {
 		q[i] = lat.QuantileMs(100 * float64(i) / steps)
 	}
-	g := Gaps{ThresholdMs: math.Max(2, 5*q[steps/10])}
+	g := Gaps{ThresholdMs: math.Max(1, 5*q[steps/10]), Decisions: lat.Count()}
 	cut := steps + 1 // first grid point above the threshold
 	for i, v := range q {
 		if v > g.ThresholdMs {
@@ -75,10 +79,8 @@ func FitGaps(lat *results.Histogram) Gaps {
 	}
 	// The residuals R = latency - b of the tail. A gap of length G caught at a uniform point
 	// leaves R with E[R] = E[G^2]/(2 E[G]) and E[R^2] = E[G^3]/(3 E[G]); for lognormal G
-	// (mu, sigma) that is E[R] = exp(mu + 3 sigma^2/2)/2 and E[R^2]/E[R]^2 = (4/3) exp(sigma^2),
-	// so k = E[R^2]/E[R]^2 gives sigma^2 = ln(3k/4) (k = 2, sigma^2 = ln 1.5, is as heavy as
-	// exponential gaps), and E[R] gives mu. The tail holds only residuals above T - b, so this
-	// slightly overstates E[R] when T - b is not small next to it.
+	// (mu, sigma) that is E[R] = exp(mu + 3 sigma^2/2)/2 and E[R^2]/E[R]^2 = (4/3) exp(sigma^2)
+	// (k = 2, sigma^2 = ln 1.5, is as heavy as exponential gaps). They are reported as seen.
 	b := g.Body.median()
 	var s1, s2 float64
 	for _, v := range q[cut:] {
@@ -91,12 +93,90 @@ func FitGaps(lat *results.Histogram) Gaps {
 	if !(g.ResidualMeanMs > 0) {
 		return g
 	}
-	sig2 := math.Max(0, math.Log(3*g.ResidualK/4))
-	mu := math.Log(2*g.ResidualMeanMs) - 1.5*sig2
-	g.OffSigma = math.Sqrt(sig2)
-	g.OffMeanMs = math.Exp(mu + sig2/2)
-	// Arrivals see the host off a share p of the time (PASTA); the tail caught those whose
-	// residual exceeded T - b, which for residuals well above it is nearly all of them.
-	g.OffFraction = math.Min(0.95, g.TailShare)
+	// The moments above are those of the residuals above T - b only: rests shorter than that
+	// are missed, so they make the gaps look narrower and rarer than they are (a model run
+	// with sigma 0.8 read back as 0.34). The gaps are fitted by maximum likelihood of the
+	// residuals truncated at c = T - b instead (truncatedFit), and the share of time off is the
+	// tail's share over the chance that a rest exceeds c.
+	rs := make([]float64, 0, len(q)-cut)
+	for _, v := range q[cut:] {
+		rs = append(rs, v-b)
+	}
+	mu, sigma, above := truncatedFit(rs, math.Max(g.ThresholdMs-b, 1e-3))
+	g.OffSigma = sigma
+	g.OffMeanMs = math.Exp(mu + sigma*sigma/2)
+	// Arrivals see the host off a share p of the time (PASTA); the tail caught those whose rest
+	// exceeded c, a share `above` of them (at least a tenth: below that the fit is too far out).
+	g.OffFraction = math.Min(0.95, g.TailShare/math.Max(above, 0.1))
 	return g
+}
+
+// truncatedFit fits lognormal gap lengths G (mu, sigma of ln G, in ms) to residuals rs, each a
+// gap's rest caught at a uniform point and seen only when above c, by maximum likelihood. A
+// rest R has density P(G > r)/E[G]; seen only above c, its likelihood is divided by
+// P(R > c) = E[(G - c)+]/E[G], so
+//
+//	ln L = sum ln P(G > r_i) - n ln E[(G - c)+],  E[(G - c)+] = E[G] Phi(d1) - c Phi(d2),
+//
+// with d1 = (mu + sigma^2 - ln c)/sigma and d2 = d1 - sigma. sigma is searched on a grid of
+// 0.05 from 0.05 to 2.5 and mu, for each, by golden section. above is P(R > c) at the fit.
+func truncatedFit(rs []float64, c float64) (mu, sigma, above float64) {
+	if len(rs) == 0 {
+		return 0, 0, 1
+	}
+	lc := math.Log(c)
+	logL := func(mu, sig float64) float64 {
+		var l float64
+		for _, r := range rs {
+			l += logSurvival((math.Log(r) - mu) / sig)
+		}
+		d1 := (mu + sig*sig - lc) / sig
+		tail := math.Exp(mu+sig*sig/2)*phi(d1) - c*phi(d1-sig)
+		if !(tail > 0) {
+			return math.Inf(-1)
+		}
+		return l - float64(len(rs))*math.Log(tail)
+	}
+	var hi float64
+	for _, r := range rs {
+		hi = math.Max(hi, r)
+	}
+	best := math.Inf(-1)
+	for sig := 0.05; sig <= 2.5+1e-9; sig += 0.05 {
+		// Golden section over mu in [ln c - 6, ln max + 2].
+		a, b := lc-6, math.Log(hi)+2
+		const g = 0.6180339887498949
+		x1, x2 := b-g*(b-a), a+g*(b-a)
+		f1, f2 := logL(x1, sig), logL(x2, sig)
+		for range 60 {
+			if f1 < f2 {
+				a, x1, f1 = x1, x2, f2
+				x2 = a + g*(b-a)
+				f2 = logL(x2, sig)
+			} else {
+				b, x2, f2 = x2, x1, f1
+				x1 = b - g*(b-a)
+				f1 = logL(x1, sig)
+			}
+		}
+		m := (a + b) / 2
+		if l := logL(m, sig); l > best {
+			best, mu, sigma = l, m, sig
+		}
+	}
+	d1 := (mu + sigma*sigma - lc) / sigma
+	eg := math.Exp(mu + sigma*sigma/2)
+	above = (eg*phi(d1) - c*phi(d1-sigma)) / eg
+	return mu, sigma, above
+}
+
+// phi is the standard normal CDF.
+func phi(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
+// logSurvival is ln P(Z > z) for a standard normal Z, without underflow far in the tail.
+func logSurvival(z float64) float64 {
+	if z < 8 {
+		return math.Log(0.5 * math.Erfc(z/math.Sqrt2))
+	}
+	return -z*z/2 - math.Log(z*math.Sqrt(2*math.Pi))
 }

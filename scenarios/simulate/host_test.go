@@ -116,3 +116,94 @@ func TestHostCapacityAndTail(t *testing.T) {
 		t.Error("off fraction 1 accepted")
 	}
 }
+
+// The gaps' share of time off is a line through the two gap runs' fits, within [0, 0.95]; a
+// calibration without gap runs keeps its fixed host.
+func TestHostLoadLine(t *testing.T) {
+	t.Parallel()
+	host := &Host{CapacityRPS: 30_000, OffFraction: 0.003, OffMeanMs: 2}
+	c := Calibration{Host: host, Gaps: Gaps{Decisions: 1000}}
+	if have := c.HostAt(9000); have != host {
+		t.Errorf("HostAt without gap runs = %+v, want the calibration's host", have)
+	}
+	lo := Gaps{OffFraction: 0.01, OffMeanMs: 3, Decisions: 10_000}
+	hi := Gaps{OffFraction: 0.03, OffMeanMs: 3, Decisions: 30_000}
+	c, err := c.WithLoad(lo, 4000, hi, 12_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ rate, want float64 }{
+		{4000, 0.01}, {12_000, 0.03}, {8000, 0.02}, {16_000, 0.04}, {0, 0}, {1e6, 0.95},
+	} {
+		if have := c.HostAt(tc.rate).OffFraction; math.Abs(have-tc.want) > 1e-12 {
+			t.Errorf("off at %.0f/s = %v, want %v", tc.rate, have, tc.want)
+		}
+	}
+	// Both fits' gaps are 3 ms; each corrected for its run's queueing (1 + rate x work).
+	w := host.workS()
+	want := (0.01*10_000*3/(1+4000*w) + 0.03*30_000*3/(1+12_000*w)) / (0.01*10_000 + 0.03*30_000)
+	if math.Abs(c.Host.OffMeanMs-want) > 1e-9 {
+		t.Errorf("gaps' mean %v ms, want %v", c.Host.OffMeanMs, want)
+	}
+	if _, err := (Calibration{}).WithLoad(lo, 4000, hi, 12_000); err == nil {
+		t.Error("gap runs without a co-located host accepted")
+	}
+	if _, err := c.WithLoad(lo, 12_000, hi, 4000); err == nil {
+		t.Error("gap runs with the low rate above the high one accepted")
+	}
+}
+
+// solveOff, given the median p99 of the model's own runs at 45% of the host, must give back the
+// share of time off those runs had.
+func TestSolveOffMatchesTheP99(t *testing.T) {
+	t.Parallel()
+	const rate, off = 9000, 0.02
+	host := &Host{CapacityRPS: 20_000, OffFraction: off, OffMeanMs: 2, OffSigma: 0.3}
+	base := Config{Shards: 1, Tenants: 100}
+	cal := Calibration{Service: Service{Kind: Constant, MeanUs: 20}, Client: ConstantMs(0.2), Host: host}
+	var p99s []float64
+	all := results.NewHistogram()
+	for seed := uint64(100); seed < 111; seed++ {
+		cfg := base
+		cfg.Rate, cfg.Service, cfg.Client, cfg.Host = rate, cal.Service, cal.Client, host
+		cfg.Horizon, cfg.MaxRequests, cfg.Seed = 4*time.Second, 10_000_000, seed
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p99s = append(p99s, r.P99Ms)
+		all.Merge(r.hist)
+	}
+	want := median(p99s)
+	g := FitGaps(all)
+	solved := solveOff(base, cal, rate, 4*time.Second, want, g.OffFraction)
+	t.Logf("runs with off %.3f: median p99 %.2f ms; closed form off %.4f; solved off %.4f", off, want, g.OffFraction, solved)
+	if math.Abs(solved-off)/off > 0.15 {
+		t.Errorf("solved off %.4f, want %.3f within 15%%", solved, off)
+	}
+	if solveOff(base, cal, rate, 4*time.Second, 0.1, g.OffFraction) != 0 {
+		t.Error("a p99 below the model's without gaps must solve to no gaps")
+	}
+}
+
+// At a light load FitGaps must read back the gaps the model ran with, though the rests shorter
+// than its threshold never reach the tail: the moments of the residuals above it read sigma
+// 0.34 for 0.8, the truncated maximum likelihood must not. The mean of heavy gaps (sigma 1.2)
+// rests on a few long ones: it read 5.1 ms for 4, within the 30% allowed.
+func TestFitGapsUndoesTheTruncation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ off, mean, sigma float64 }{{0.02, 2, 0.8}, {0.01, 2.5, 0.2}, {0.05, 4, 1.2}} {
+		host := &Host{CapacityRPS: 50_000, OffFraction: tc.off, OffMeanMs: tc.mean, OffSigma: tc.sigma}
+		res, err := Run(Config{Shards: 1, Rate: 1000, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+			Client: ConstantMs(0.2), Host: host, Horizon: 400 * time.Second, MaxRequests: 400_000, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := FitGaps(res.hist)
+		t.Logf("gaps off %.3f mean %.1f ms sigma %.1f: fitted off %.4f mean %.2f ms sigma %.2f (threshold %.1f ms, tail %.4f)",
+			tc.off, tc.mean, tc.sigma, g.OffFraction, g.OffMeanMs, g.OffSigma, g.ThresholdMs, g.TailShare)
+		if math.Abs(g.OffFraction-tc.off)/tc.off > 0.15 || math.Abs(g.OffMeanMs-tc.mean)/tc.mean > 0.3 || math.Abs(g.OffSigma-tc.sigma) > 0.2 {
+			t.Errorf("fitted off %.4f mean %.2f ms sigma %.2f, want %.3f, %.1f ms, %.1f (15%%, 30%%, 0.2)", g.OffFraction, g.OffMeanMs, g.OffSigma, tc.off, tc.mean, tc.sigma)
+		}
+	}
+}

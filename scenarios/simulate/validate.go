@@ -45,24 +45,34 @@ func ValidateLocal(ctx context.Context, spec *scenarios.Spec, opts ValidateOptio
 const (
 	DefaultValidateRounds = 5
 	DefaultValidateShare  = 0.3
-	DefaultLightRate      = 800
 	DefaultProbeRate      = 30_000
+	// DefaultLowShare and DefaultHighShare are the gap runs' rates as shares of the machine's
+	// capacity (a saturation probe's): the two rates the host's gaps are fitted at (HostLoad),
+	// below the default measured share, so the validation predicts a load from lighter ones as
+	// a user of the model would. 0.15 and 0.45 (on either side) did no better here: at 45% the
+	// tail is mostly queueing, and the gaps read there made the model 8-56% high at 30%.
+	DefaultLowShare  = 0.1
+	DefaultHighShare = 0.2
 )
 
 // ValidateOptions shape ValidateCoLocated. Zero fields take the defaults.
 type ValidateOptions struct {
-	// Rounds of light run, measured run and probe (default 5).
+	// Rounds of gap runs, measured run and probe (default 5).
 	Rounds int
-	// LightRate is the calibration runs' rate (default 800/s) and ProbeRate the saturation
-	// probes' (default 30,000/s: far above what one machine carries in central mode).
-	LightRate, ProbeRate float64
+	// ProbeRate is the saturation probes' rate (default 30,000/s: far above what one machine
+	// carries in central mode; doubled until the first probe saturates).
+	ProbeRate float64
 	// Share is the measured rate as a share of the first probe's capacity (default 0.3), or Rate
 	// the measured rate itself when > 0.
 	Share, Rate float64
-	// Light, Probe and Run are each run's length (defaults 2 s, 1 s, 2 s; whole seconds: a
-	// run's rates are counted over whole seconds). Short runs follow the background closely;
-	// 1 s light runs were too short here, their start (dials, script load) weighed on the tail.
-	Light, Probe, Run time.Duration
+	// LowShare and HighShare are the gap runs' rates as shares of the first probe's capacity
+	// (defaults DefaultLowShare and DefaultHighShare).
+	LowShare, HighShare float64
+	// Probe is the probes' length and Run the measured and gap runs' (defaults 1 s and 4 s;
+	// whole seconds: a run's rates are counted over whole seconds). A p99 needs the 4 s: on a
+	// quiet host about 1% of the time is in gaps of ~2 ms, so a 2 s run's p99 is set by ~10
+	// gaps, and the rounds' p99s ranged 2x (0.8-5.5 ms at 30% of capacity).
+	Probe, Run time.Duration
 	// Out keeps the runs' directories (default a temp dir, removed).
 	Out string
 	// Logf, when set, gets a line per run.
@@ -74,23 +84,23 @@ func (o ValidateOptions) withDefaults() ValidateOptions {
 	if o.Rounds == 0 {
 		o.Rounds = DefaultValidateRounds
 	}
-	if o.LightRate <= 0 {
-		o.LightRate = DefaultLightRate
-	}
 	if o.ProbeRate <= 0 {
 		o.ProbeRate = DefaultProbeRate
 	}
 	if o.Share <= 0 {
 		o.Share = DefaultValidateShare
 	}
-	if o.Light <= 0 {
-		o.Light = 2 * time.Second
+	if o.LowShare <= 0 {
+		o.LowShare = DefaultLowShare
+	}
+	if o.HighShare <= 0 {
+		o.HighShare = DefaultHighShare
 	}
 	if o.Probe <= 0 {
 		o.Probe = time.Second
 	}
 	if o.Run <= 0 {
-		o.Run = 2 * time.Second
+		o.Run = 4 * time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -98,13 +108,14 @@ func (o ValidateOptions) withDefaults() ValidateOptions {
 	return o
 }
 
-// Round is one round of a validation: its calibration (its own light run and probe), its
-// measured run and the model of it.
+// Round is one round of a validation: its gap runs and probe, its measured run and the model's
+// runs at its rate.
 type Round struct {
 	CapacityRPS float64 `json:"capacity_rps"`
-	OffFraction float64 `json:"off_fraction"`
-	OffMeanMs   float64 `json:"off_mean_ms"`
-	OffSigma    float64 `json:"off_sigma"`
+	// LowOff and HighOff are the host's share of time off fitted at this round's gap runs
+	// (FitGaps; shown: the model is fitted on every round's runs pooled).
+	LowOff      float64 `json:"low_off_fraction"`
+	HighOff     float64 `json:"high_off_fraction"`
 	MeasuredRPS float64 `json:"measured_rps"`
 	MeasuredP99 float64 `json:"measured_p99_ms"`
 	SimRPS      float64 `json:"simulated_rps"`
@@ -118,6 +129,15 @@ type Validation struct {
 	// Rate is the measured runs' offered rate; Share it over the first probe's capacity.
 	Rate  float64 `json:"rate"`
 	Share float64 `json:"share"`
+	// LowRate and HighRate are the gap runs' rates.
+	LowRate  float64 `json:"low_rate"`
+	HighRate float64 `json:"high_rate"`
+	// Host is the model's host at Rate: its share of time off on the line through the pooled
+	// gap runs' (Pooled.Load).
+	Host *Host `json:"host"`
+	// LowP99Ms and HighP99Ms are the gap runs' median p99, measured and simulated.
+	LowP99Ms  [2]float64 `json:"low_p99_ms"`
+	HighP99Ms [2]float64 `json:"high_p99_ms"`
 	// Rounds are the rounds one by one.
 	Rounds []Round `json:"rounds"`
 	// The medians over the rounds of the measured runs' throughput and p99 and of the models'
@@ -134,8 +154,7 @@ type Validation struct {
 	// and simulated the same way): shown, not compared.
 	PooledMeasuredP99Ms  float64 `json:"pooled_measured_p99_ms"`
 	PooledSimulatedP99Ms float64 `json:"pooled_simulated_p99_ms"`
-	// Pooled is the calibration from every light run and probe together (shown: CPU per
-	// decision, service time, capacity).
+	// Pooled is the model's calibration, from every round's gap runs and probes (calibrateLoad).
 	Pooled          Calibration `json:"pooled_calibration"`
 	GeneratorLimits int         `json:"generator_limited_rounds"`
 	// ElapsedS is the wall-clock time of the whole validation.
@@ -144,12 +163,12 @@ type Validation struct {
 
 // ValidateCoLocated measures spec on the running cluster cl and compares the co-located model
 // with it. A loaded machine's background changes from second to second, and a p99 follows it,
-// so calibration and measurement are interleaved: each round runs a light run (LightRate, the
-// round trips and scheduling gaps), a saturation probe (ProbeRate, the machine's capacity) and
-// the measured run (Rate), and each kind is pooled over the rounds — latencies merged into one
-// histogram, counts and CPU summed — so both see the same background. The model is then
-// calibrated from the pooled light runs and probes only (it never sees the measured runs) and
-// run at Rate; the gaps compare two independent numbers.
+// so calibration and measurement are interleaved: after a first saturation probe (the
+// capacity, which fixes the rates), each round runs two gap runs (LowShare and HighShare of
+// the capacity: round trips, service time and how the scheduling gaps grow with our own load),
+// the measured run (Rate, or Share of the capacity) and a probe. The model is calibrated from
+// the gap runs and probes only (calibrateLoad; it never sees the measured runs) and run at
+// Rate; the medians over the rounds compare two independent numbers.
 func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, opts ValidateOptions) (*Validation, error) {
 	o := opts.withDefaults()
 	began := time.Now()
@@ -180,28 +199,40 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		}
 		return m, err
 	}
-	var lights, probes, runs []measured
-	rate, first := o.Rate, 0.0
+	var lows, highs, probes, runs []measured
+	// The first probe fixes the gap runs' rates, and the measured runs' unless Rate is given.
+	p, err := run("probe", with(o.ProbeRate, o.Probe))
+	// A probe the machine kept up with measured the offered rate, not the capacity (30,000/s
+	// saturates one primary on the AMD host these defaults came from, not on a quiet Intel
+	// one): double it until the generator drops what it cannot send.
+	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
+		o.ProbeRate *= 2
+		o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
+		p, err = run("probe", with(o.ProbeRate, o.Probe))
+	}
+	if err != nil {
+		return nil, err
+	}
+	first := p.answered()
+	// The rounds' probes go at least twice the first one's answer: a probe the machine keeps up
+	// with measures nothing (the capacity moved by a third between probes on a quiet host).
+	o.ProbeRate = math.Max(o.ProbeRate, 2*first)
+	rate := o.Rate
+	if rate <= 0 {
+		rate = math.Round(o.Share * first)
+	}
+	lowRate, highRate := math.Round(o.LowShare*first), math.Round(o.HighShare*first)
+	if !(0 < lowRate && lowRate < highRate && highRate < first) {
+		return nil, fmt.Errorf("validate: want 0 < low gap run %.0f/s < high gap run %.0f/s < the first probe's %.0f/s: set 0 < --low-share < --high-share < 1",
+			lowRate, highRate, first)
+	}
 	for r := 0; r < o.Rounds; r++ {
-		// Light run and measured run side by side; the probe after (in the first round before,
-		// to fix the measured rate).
-		if rate <= 0 {
-			p, err := run("probe", with(o.ProbeRate, o.Probe))
-			// A probe the machine kept up with measured the offered rate, not the capacity
-			// (30,000/s saturates one primary on the AMD host these defaults came from, not
-			// on a quiet Intel one): double it until the generator drops what it cannot send.
-			for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
-				o.ProbeRate *= 2
-				o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
-				p, err = run("probe", with(o.ProbeRate, o.Probe))
-			}
-			if err != nil {
-				return nil, err
-			}
-			rate = math.Round(o.Share * p.answered())
-			first = p.answered()
+		// The calibration runs and the measured run side by side, then the probe.
+		lo, err := run("low", with(lowRate, o.Run))
+		if err != nil {
+			return nil, err
 		}
-		l, err := run("light", with(o.LightRate, o.Light))
+		hi, err := run("high", with(highRate, o.Run))
 		if err != nil {
 			return nil, err
 		}
@@ -213,73 +244,88 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		if err != nil {
 			return nil, err
 		}
-		lights, probes, runs = append(lights, l), append(probes, p), append(runs, m)
+		lows, highs = append(lows, lo), append(highs, hi)
+		probes, runs = append(probes, p), append(runs, m)
 	}
+	// One model for every round, calibrated from all rounds' gap runs and probes: each round's
+	// own calibration (as before the gap runs) followed the background of a loaded machine more
+	// closely, but a line through one round's two fits, each of a few dozen delayed decisions,
+	// was mostly noise (on a quiet host the rounds' models ranged 0.9-5.3 ms where the measured
+	// p99s ranged 1.4-2.8 ms, one at 8.7).
 	pop := spec.Tenants
+	base := Config{Shards: len(cl.Primaries()), Tenants: pop.Count, Theta: pop.Theta,
+		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
+	cal, err := calibrateLoad(lows, highs, probes, o.ProbeRate, base)
+	if err != nil {
+		return nil, err
+	}
+	host := cal.HostAt(rate)
 	// The model of one measured run: as long as the run, from empty, with the generator's
-	// in-flight bound, over simSeeds seeds pooled (the expectation, not one draw).
-	model := func(cal Calibration) (*Result, error) {
-		var out *Result
-		for seed := uint64(1); seed <= simSeeds; seed++ {
-			r, err := Run(Config{
-				Shards: len(cl.Primaries()), Rate: rate, Tenants: pop.Count, Theta: pop.Theta,
-				Service: cal.Service, Client: cal.Client, Host: cal.Host, ClientCPUUs: cal.ClientCPUUs,
-				Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight,
-				Horizon: o.Run, MaxRequests: 10_000_000, Seed: seed,
-			})
+	// in-flight bound. Each round gets simSeeds seeds of its own, each seed one run, and a
+	// round's simulated p99 is the median of its runs' p99s, as the validation's measured p99
+	// is the median of the rounds'.
+	v := &Validation{Rate: rate, Share: rate / first, LowRate: lowRate, HighRate: highRate, Pooled: cal, Host: host}
+	simHist := results.NewHistogram()
+	var seedP99s []float64
+	for i := range runs {
+		var rps float64
+		var p99s []float64
+		for k := uint64(1); k <= simSeeds; k++ {
+			cfg := base
+			cfg.Rate, cfg.Service, cfg.Client, cfg.Host, cfg.ClientCPUUs = rate, cal.Service, cal.Client, host, cal.ClientCPUUs
+			cfg.Horizon, cfg.MaxRequests, cfg.Seed = o.Run, 10_000_000, uint64(i)*simSeeds+k
+			r, err := Run(cfg)
 			if err != nil {
 				return nil, err
 			}
-			if out == nil {
-				out = r
-				continue
-			}
-			out.hist.Merge(r.hist)
-			out.ThroughputRPS += r.ThroughputRPS
+			simHist.Merge(r.hist)
+			rps += r.ThroughputRPS / simSeeds
+			p99s = append(p99s, r.P99Ms)
 		}
-		out.ThroughputRPS /= simSeeds
-		out.P50Ms, out.P99Ms = out.hist.QuantileMs(50), out.hist.QuantileMs(99)
-		return out, nil
-	}
-	v := &Validation{Rate: rate, Share: o.Share}
-	if first == 0 {
-		v.Share = rate / probes[0].answered()
-	}
-	simHist := results.NewHistogram()
-	for i := range runs {
-		cal, err := calibratePooled(pool(lights[i:i+1]), pool(probes[i:i+1]), o.ProbeRate)
-		if err != nil {
-			return nil, fmt.Errorf("round %d: %w", i+1, err)
-		}
-		sim, err := model(cal)
-		if err != nil {
-			return nil, err
-		}
-		simHist.Merge(sim.hist)
+		seedP99s = append(seedP99s, p99s...)
 		m := runs[i].sum
-		rd := Round{CapacityRPS: cal.Host.CapacityRPS, OffFraction: cal.Host.OffFraction, OffMeanMs: cal.Host.OffMeanMs, OffSigma: cal.Host.OffSigma,
-			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyMs.P99, SimRPS: sim.ThroughputRPS, SimP99: sim.P99Ms,
+		rd := Round{CapacityRPS: probes[i].answered(), LowOff: FitGaps(lows[i].hist).OffFraction, HighOff: FitGaps(highs[i].hist).OffFraction,
+			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyMs.P99, SimRPS: rps, SimP99: median(p99s),
 			GeneratorLimited: m.Load.GeneratorLimited}
 		if rd.GeneratorLimited {
 			v.GeneratorLimits++
 		}
 		v.Rounds = append(v.Rounds, rd)
 	}
-	var mRPS, mP99, sRPS, sP99 []float64
-	for _, r := range v.Rounds {
-		mRPS, mP99 = append(mRPS, r.MeasuredRPS), append(mP99, r.MeasuredP99)
-		sRPS, sP99 = append(sRPS, r.SimRPS), append(sP99, r.SimP99)
+	// The model at its own calibration rates: how well the gaps solved there reproduce the
+	// gap runs' p99 (shown, not compared; a line through two good fits can still miss between).
+	for _, at := range []struct {
+		rate float64
+		runs []measured
+		fit  *[2]float64
+	}{{cal.Load.LowRPS, lows, &v.LowP99Ms}, {cal.Load.HighRPS, highs, &v.HighP99Ms}} {
+		var meas, sim []float64
+		for i, m := range at.runs {
+			meas = append(meas, m.sum.LatencyMs.P99)
+			for k := uint64(1); k <= simSeeds; k++ {
+				cfg := base
+				cfg.Rate, cfg.Service, cfg.Client, cfg.Host = at.rate, cal.Service, cal.Client, cal.HostAt(at.rate)
+				cfg.Horizon, cfg.MaxRequests, cfg.Seed = o.Run, 10_000_000, uint64(i)*simSeeds+k
+				r, err := Run(cfg)
+				if err != nil {
+					return nil, err
+				}
+				sim = append(sim, r.P99Ms)
+			}
+		}
+		*at.fit = [2]float64{median(meas), median(sim)}
 	}
-	v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99 = median(mRPS), median(mP99), median(sRPS), median(sP99)
+	var mRPS, mP99, sRPS []float64
+	for _, r := range v.Rounds {
+		mRPS, mP99, sRPS = append(mRPS, r.MeasuredRPS), append(mP99, r.MeasuredP99), append(sRPS, r.SimRPS)
+	}
+	v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99 = median(mRPS), median(mP99), median(sRPS), median(seedP99s)
 	v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms = pool(runs).hist.QuantileMs(99), simHist.QuantileMs(99)
 	if v.MeasuredRPS <= 0 || v.MeasuredP99Ms <= 0 {
 		return v, errors.New("validate: the measured runs recorded no decisions")
 	}
 	v.ThroughputGap = (v.SimulatedRPS - v.MeasuredRPS) / v.MeasuredRPS
 	v.P99Gap = (v.SimulatedP99 - v.MeasuredP99Ms) / v.MeasuredP99Ms
-	if v.Pooled, err = calibratePooled(pool(lights), pool(probes), o.ProbeRate); err != nil {
-		return v, err
-	}
 	v.ElapsedS = time.Since(began).Seconds()
 	return v, nil
 }
@@ -315,21 +361,27 @@ const simSeeds = 6
 func (v *Validation) Text() string {
 	var b strings.Builder
 	c := v.Pooled
-	fmt.Fprintf(&b, "co-located model vs measurement: %d rounds (light run, measured run at %.0f/s = %.0f%% of the first probe, saturation probe)\n",
-		len(v.Rounds), v.Rate, 100*v.Share)
-	fmt.Fprintf(&b, "  %-5s %9s %7s %8s %5s | %9s %9s | %9s %9s\n", "round", "capacity", "off", "gap", "sigma", "meas/s", "meas p99", "sim/s", "sim p99")
+	fmt.Fprintf(&b, "co-located model vs measurement: %d rounds (gap runs at %.0f/s and %.0f/s, measured run at %.0f/s = %.0f%% of the first probe, saturation probe)\n",
+		len(v.Rounds), v.LowRate, v.HighRate, v.Rate, 100*v.Share)
+	fmt.Fprintf(&b, "  %-5s %9s %15s | %9s %9s | %9s %9s\n", "round", "capacity", "off low/high", "meas/s", "meas p99", "sim/s", "sim p99")
 	for i, r := range v.Rounds {
 		lim := ""
 		if r.GeneratorLimited {
 			lim = "  (generator-limited)"
 		}
-		fmt.Fprintf(&b, "  %-5d %9.0f %6.1f%% %5.1f ms %5.2f | %9.0f %6.1f ms | %9.0f %6.1f ms%s\n",
-			i+1, r.CapacityRPS, 100*r.OffFraction, r.OffMeanMs, r.OffSigma, r.MeasuredRPS, r.MeasuredP99, r.SimRPS, r.SimP99, lim)
+		fmt.Fprintf(&b, "  %-5d %9.0f %6.2f%%/%5.2f%% | %9.0f %6.2f ms | %9.0f %6.2f ms%s\n",
+			i+1, r.CapacityRPS, 100*r.LowOff, 100*r.HighOff, r.MeasuredRPS, r.MeasuredP99, r.SimRPS, r.SimP99, lim)
 	}
-	fmt.Fprintf(&b, "  median       measured %.0f/s p99 %.1f ms | simulated %.0f/s p99 %.1f ms | gaps: throughput %+.1f%%, p99 %+.1f%%\n",
+	fmt.Fprintf(&b, "  median       measured %.0f/s p99 %.2f ms | simulated %.0f/s p99 %.2f ms | gaps: throughput %+.1f%%, p99 %+.1f%%\n",
 		v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99, 100*v.ThroughputGap, 100*v.P99Gap)
-	fmt.Fprintf(&b, "  pooled       measured p99 %.1f ms | simulated p99 %.1f ms (every round's latencies merged; not compared)\n",
+	fmt.Fprintf(&b, "  pooled       measured p99 %.2f ms | simulated p99 %.2f ms (every round's latencies merged; not compared)\n",
 		v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms)
+	if h, l := v.Host, c.Load; h != nil && l != nil {
+		fmt.Fprintf(&b, "  model host   %.0f decisions/s at saturation; off %.2f%% at %.0f/s, %.2f%% at %.0f/s, so %.2f%% at %.0f/s; gaps %.2f ms mean, sigma %.2f\n",
+			h.CapacityRPS, 100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, 100*h.OffFraction, v.Rate, h.OffMeanMs, h.OffSigma)
+	}
+	fmt.Fprintf(&b, "  gap runs     p99 measured/simulated: %.2f/%.2f ms at %.0f/s, %.2f/%.2f ms at %.0f/s\n",
+		v.LowP99Ms[0], v.LowP99Ms[1], v.LowRate, v.HighP99Ms[0], v.HighP99Ms[1], v.HighRate)
 	if c.Host != nil {
 		fmt.Fprintf(&b, "  per decision client CPU %.0f µs, Redis CPU %.0f µs (marginal); service %.1f µs cv %.2f; round trip p50 %.3f ms\n",
 			c.ClientCPUUs, c.RedisCPUUs, c.Service.MeanUs, c.Service.CV, c.Client.median())
