@@ -207,3 +207,35 @@ func TestFitGapsUndoesTheTruncation(t *testing.T) {
 		}
 	}
 }
+
+// The gaps' shape comes from the runs pooled, except a disturbed one: four runs with 1% of
+// their decisions in 2-4 ms gaps and one with 10% in 20-40 ms ones read as the four.
+func TestTrimmedGapsLeavesOutADisturbedRun(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 7))
+	run := func(share, gapMs float64) measured {
+		h := results.NewHistogram()
+		for range 20_000 {
+			ms := 0.2 + 0.1*r.Float64()
+			if r.Float64() < share {
+				ms += gapMs * (1 + r.Float64())
+			}
+			h.Record(time.Duration(ms * 1e6))
+		}
+		sum := &results.Summary{DurationS: 4}
+		sum.Load.Decisions = 20_000
+		return measured{sum: sum, hist: h}
+	}
+	quiet := []measured{run(0.01, 2), run(0.01, 2), run(0.01, 2), run(0.01, 2)}
+	want, _ := trimmedGaps(quiet)
+	have, rate := trimmedGaps(append(quiet, run(0.1, 20)))
+	if rate != 5000 {
+		t.Errorf("rate %v, want the pooled runs' 5,000/s", rate)
+	}
+	if have.TailShare != want.TailShare || have.OffMeanMs != want.OffMeanMs {
+		t.Errorf("with a disturbed run: tail %.4f, gaps %.2f ms; without: %.4f, %.2f ms", have.TailShare, have.OffMeanMs, want.TailShare, want.OffMeanMs)
+	}
+	if want.OffMeanMs < 1 || want.OffMeanMs > 6 {
+		t.Errorf("gaps' mean %.2f ms from rests of 2-4 ms", want.OffMeanMs)
+	}
+}
