@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,24 +27,33 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// RATELAB_MODEL_ROUNDS sets the rounds (default 5, ~80 s): `make validate-model` runs 16
+	// (~4 min), enough to see past the rounds' own noise (docs/capacity.md).
+	rounds := DefaultValidateRounds
+	if r := os.Getenv("RATELAB_MODEL_ROUNDS"); r != "" {
+		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
+			t.Fatalf("RATELAB_MODEL_ROUNDS=%q: want a count of rounds >= 1", r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*30*time.Second+2*time.Minute)
 	defer cancel()
-	v, err := ValidateCoLocated(ctx, cl, spec, ValidateOptions{})
+	v, err := ValidateCoLocated(ctx, cl, spec, ValidateOptions{Rounds: rounds})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", v.Text())
-	if len(v.Rounds) != DefaultValidateRounds || v.Pooled.Host == nil || v.Pooled.Load == nil || v.Host == nil || v.Pooled.ClientCPUUs <= 0 {
+	if len(v.Rounds) != rounds || v.Pooled.Host == nil || v.Pooled.Load == nil || v.Host == nil || v.Pooled.ClientCPUUs <= 0 {
 		t.Fatalf("validation %d rounds, pooled host %+v, gap runs %+v, model host %+v, client CPU %.1f µs: incomplete",
 			len(v.Rounds), v.Pooled.Host, v.Pooled.Load, v.Host, v.Pooled.ClientCPUUs)
 	}
 	if math.Abs(v.ThroughputGap) > 0.15 {
 		t.Errorf("throughput: simulated %.0f/s vs measured %.0f/s (%+.1f%%), want within 15%%", v.SimulatedRPS, v.MeasuredRPS, 100*v.ThroughputGap)
 	}
-	// The model's p99 on a co-located machine is not yet within 15% reliably (docs/capacity.md
-	// has the measured gaps: within 15% in 2 of 4 validations on a quiet host, 8-52% high). The check runs for
-	// real with RATELAB_MODEL_P99=1 (`make validate-model`); the suite logs the gap so the number
-	// is in every CI log, but does not fail on a target the model is known to miss.
+	// The model's p99 on a co-located machine is within 15% in only some validations (2 of 4
+	// on a quiet host, all low, docs/capacity.md; under -race, as the suite runs it, it measures
+	// the race detector). The check runs for real with RATELAB_MODEL_P99=1 (`make
+	// validate-model`, 16 rounds, without -race); the suite logs the gap so the number is in
+	// every CI log, but does not fail on it.
 	p99Msg := fmt.Sprintf("p99: simulated %.2f ms vs measured %.2f ms (%+.1f%%), want within 15%%", v.SimulatedP99, v.MeasuredP99Ms, 100*v.P99Gap)
 	switch {
 	case math.Abs(v.P99Gap) <= 0.15:
