@@ -243,7 +243,9 @@ func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Confi
 		for _, m := range at.runs {
 			p99s = append(p99s, m.sum.LatencyMs.P99)
 		}
-		*at.off = solveOff(base, cal, at.rate, time.Duration(at.runs[0].sum.DurationS*float64(time.Second)), median(p99s), *at.off)
+		if *at.off, err = solveOff(base, cal, at.rate, time.Duration(at.runs[0].sum.DurationS*float64(time.Second)), median(p99s), *at.off); err != nil {
+			return cal, err
+		}
 	}
 	cal.Load = &l
 	cal.Source += fmt.Sprintf("; off solved for the gap runs' p99: %.2f%% at %.0f/s, %.2f%% at %.0f/s", 100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS)
@@ -280,42 +282,64 @@ func trimmedGaps(runs []measured) (Gaps, float64) {
 // second time. On this host the closed form put the model's p99 5-30% above the gap runs' own,
 // and the line through two such fits 30-60% above the measured run's. The gaps' length and
 // spread stay the closed form's; the share is what the p99 answers to.
-func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wantP99, guess float64) float64 {
+func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wantP99, guess float64) (float64, error) {
 	if cal.Host == nil || !(wantP99 > 0) || cal.Host.OffMeanMs <= 0 {
-		return guess
+		return guess, nil
 	}
 	if guess <= 0 {
 		guess = 0.005
 	}
-	p99At := func(off float64) float64 {
+	p99At := func(off float64) (float64, error) {
 		h := *cal.Host
 		h.OffFraction = off
-		var p99s []float64
-		for seed := uint64(1); seed <= solveRuns; seed++ {
-			cfg := base
-			cfg.Rate, cfg.Service, cfg.Client, cfg.Host = rate, cal.Service, cal.Client, &h
-			cfg.Horizon, cfg.MaxRequests, cfg.Seed = dur, 10_000_000, seed
-			r, err := Run(cfg)
-			if err != nil {
-				return math.NaN()
-			}
-			p99s = append(p99s, r.P99Ms)
-		}
-		return median(p99s)
+		rs, err := modelRuns(base, cal, &h, rate, dur, 1, solveRuns)
+		return median(p99sOf(rs)), err
+	}
+	if p, err := p99At(0); err != nil || p >= wantP99 {
+		return 0, err // the model without gaps is already as slow: the gaps add nothing
 	}
 	lo, hi := math.Log(guess/20), math.Log(math.Min(0.95, guess*20))
-	if p99At(0) >= wantP99 {
-		return 0 // the model without gaps is already as slow: the gaps add nothing
-	}
 	for range solveSteps {
 		mid := (lo + hi) / 2
-		if p99At(math.Exp(mid)) < wantP99 {
+		p, err := p99At(math.Exp(mid))
+		if err != nil {
+			return 0, err
+		}
+		if p < wantP99 {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	return math.Exp((lo + hi) / 2)
+	return math.Exp((lo + hi) / 2), nil
+}
+
+// modelRuns runs the model of n one-machine runs, seeds first.., each at rate for dur on host:
+// base (shards, tenants, timeout, in-flight bound) with cal's service time, client part and
+// client CPU. The validation and solveOff compare these runs' p99s with measured runs' p99s.
+func modelRuns(base Config, cal Calibration, host *Host, rate float64, dur time.Duration, first uint64, n int) ([]*Result, error) {
+	cfg := base
+	cfg.Rate, cfg.Service, cfg.Client, cfg.Host, cfg.ClientCPUUs = rate, cal.Service, cal.Client, host, cal.ClientCPUUs
+	cfg.Horizon, cfg.MaxRequests = dur, 10_000_000
+	out := make([]*Result, 0, n)
+	for seed := first; seed < first+uint64(n); seed++ {
+		cfg.Seed = seed
+		r, err := Run(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// p99sOf is each result's p99.
+func p99sOf(rs []*Result) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = r.P99Ms
+	}
+	return out
 }
 
 // solveSteps and solveRuns are solveOff's bisection steps and the runs each step simulates.

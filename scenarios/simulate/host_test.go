@@ -176,12 +176,15 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 	}
 	want := median(p99s)
 	g := FitGaps(all)
-	solved := solveOff(base, cal, rate, 4*time.Second, want, g.OffFraction)
+	solved, err := solveOff(base, cal, rate, 4*time.Second, want, g.OffFraction)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("runs with off %.3f: median p99 %.2f ms; closed form off %.4f; solved off %.4f", off, want, g.OffFraction, solved)
 	if math.Abs(solved-off)/off > 0.15 {
 		t.Errorf("solved off %.4f, want %.3f within 15%%", solved, off)
 	}
-	if solveOff(base, cal, rate, 4*time.Second, 0.1, g.OffFraction) != 0 {
+	if none, err := solveOff(base, cal, rate, 4*time.Second, 0.1, g.OffFraction); err != nil || none != 0 {
 		t.Error("a p99 below the model's without gaps must solve to no gaps")
 	}
 }

@@ -268,20 +268,16 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	simHist := results.NewHistogram()
 	var seedP99s []float64
 	for i := range runs {
+		rs, err := modelRuns(base, cal, host, rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
+		if err != nil {
+			return nil, err
+		}
 		var rps float64
-		var p99s []float64
-		for k := uint64(1); k <= simSeeds; k++ {
-			cfg := base
-			cfg.Rate, cfg.Service, cfg.Client, cfg.Host, cfg.ClientCPUUs = rate, cal.Service, cal.Client, host, cal.ClientCPUUs
-			cfg.Horizon, cfg.MaxRequests, cfg.Seed = o.Run, 10_000_000, uint64(i)*simSeeds+k
-			r, err := Run(cfg)
-			if err != nil {
-				return nil, err
-			}
+		for _, r := range rs {
 			simHist.Merge(r.hist)
 			rps += r.ThroughputRPS / simSeeds
-			p99s = append(p99s, r.P99Ms)
 		}
+		p99s := p99sOf(rs)
 		seedP99s = append(seedP99s, p99s...)
 		m := runs[i].sum
 		rd := Round{CapacityRPS: probes[i].answered(), LowOff: FitGaps(lows[i].hist).OffFraction, HighOff: FitGaps(highs[i].hist).OffFraction,
@@ -302,16 +298,11 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		var meas, sim []float64
 		for i, m := range at.runs {
 			meas = append(meas, m.sum.LatencyMs.P99)
-			for k := uint64(1); k <= simSeeds; k++ {
-				cfg := base
-				cfg.Rate, cfg.Service, cfg.Client, cfg.Host = at.rate, cal.Service, cal.Client, cal.HostAt(at.rate)
-				cfg.Horizon, cfg.MaxRequests, cfg.Seed = o.Run, 10_000_000, uint64(i)*simSeeds+k
-				r, err := Run(cfg)
-				if err != nil {
-					return nil, err
-				}
-				sim = append(sim, r.P99Ms)
+			rs, err := modelRuns(base, cal, cal.HostAt(at.rate), at.rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
+			if err != nil {
+				return nil, err
 			}
+			sim = append(sim, p99sOf(rs)...)
 		}
 		*at.fit = [2]float64{median(meas), median(sim)}
 	}
