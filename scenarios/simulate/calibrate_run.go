@@ -24,6 +24,17 @@ type measured struct {
 	clientCPU     float64 // seconds of this process's CPU over the run
 	sum           *results.Summary
 	hist          *results.Histogram
+	fit           *Gaps // gaps() once read
+}
+
+// gaps is FitGaps of the run's latencies, fitted once: trimmedGaps and the validation's rounds
+// both read it (a fit is ~50 ms of CPU).
+func (m *measured) gaps() Gaps {
+	if m.fit == nil {
+		g := FitGaps(m.hist)
+		m.fit = &g
+	}
+	return *m.fit
 }
 
 // answered is decisions per second that got an answer (allowed or denied).
@@ -260,8 +271,8 @@ func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Confi
 // 0.6-2.2 ms, sigma 0.5-0.9, from one validation to the next, and the p99 gap at -26% to +38%).
 func trimmedGaps(runs []measured) (Gaps, float64) {
 	shares := make([]float64, len(runs))
-	for i, m := range runs {
-		shares[i] = FitGaps(m.hist).TailShare
+	for i := range runs {
+		shares[i] = runs[i].gaps().TailShare
 	}
 	limit := 2 * median(append([]float64(nil), shares...))
 	var keep []measured

@@ -280,7 +280,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		p99s := p99sOf(rs)
 		seedP99s = append(seedP99s, p99s...)
 		m := runs[i].sum
-		rd := Round{CapacityRPS: probes[i].answered(), LowOff: FitGaps(lows[i].hist).OffFraction, HighOff: FitGaps(highs[i].hist).OffFraction,
+		rd := Round{CapacityRPS: probes[i].answered(), LowOff: lows[i].gaps().OffFraction, HighOff: highs[i].gaps().OffFraction,
 			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyMs.P99, SimRPS: rps, SimP99: median(p99s),
 			GeneratorLimited: m.Load.GeneratorLimited}
 		if rd.GeneratorLimited {
