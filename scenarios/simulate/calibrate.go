@@ -233,7 +233,7 @@ func (e Empirical) shift(ms float64) Empirical {
 func (c Calibration) CoLocate(capacityRPS, lightRPS float64) (Calibration, error) {
 	h := Host{CapacityRPS: capacityRPS, OffFraction: c.Gaps.OffFraction, OffMeanMs: c.Gaps.OffMeanMs, OffSigma: c.Gaps.OffSigma}
 	if h.OffFraction > 0 {
-		h.OffMeanMs /= 1 + lightRPS*h.workS()
+		h.OffMeanMs = h.gapMeanAt(h.OffMeanMs, lightRPS)
 	}
 	if err := h.Validate(); err != nil {
 		return c, err
@@ -261,8 +261,7 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 	// The gaps' length: both fits, weighted by the delayed decisions each saw.
 	wl, wh := lo.OffFraction*float64(lo.Decisions), hi.OffFraction*float64(hi.Decisions)
 	if wl+wh > 0 {
-		ml, mh := lo.OffMeanMs/(1+loRPS*h.workS()), hi.OffMeanMs/(1+hiRPS*h.workS())
-		h.OffMeanMs = (wl*ml + wh*mh) / (wl + wh)
+		h.OffMeanMs = (wl*h.gapMeanAt(lo.OffMeanMs, loRPS) + wh*h.gapMeanAt(hi.OffMeanMs, hiRPS)) / (wl + wh)
 		h.OffSigma = (wl*lo.OffSigma + wh*hi.OffSigma) / (wl + wh)
 	}
 	if err := h.Validate(); err != nil {

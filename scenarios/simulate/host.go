@@ -54,6 +54,11 @@ func (h Host) Validate() error {
 // the host then serves (1 - OffFraction)/workS = CapacityRPS decisions per second.
 func (h Host) workS() float64 { return (1 - h.OffFraction) / h.CapacityRPS }
 
+// gapMeanAt is the gaps' mean length under a fitted one, meanMs, read from a run at rate: a
+// decision caught a into a gap also waits the CPU of the rate x a decisions ahead of it, so
+// the residuals seen are (1 + rho_on) times the gaps' (Calibration.CoLocate).
+func (h Host) gapMeanAt(meanMs, rate float64) float64 { return meanMs / (1 + rate*h.workS()) }
+
 // onMeanS is the mean on period: OffFraction = off/(on + off).
 func (h Host) onMeanS() float64 { return h.OffMeanMs / 1e3 * (1 - h.OffFraction) / h.OffFraction }
 
