@@ -233,8 +233,8 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Config) (Calibration, error) {
 	// The round trips, the service time and the marginal CPU come from the low gap runs: a
 	// light run at 800/s had a wider body than the busier runs (idle threads pay wake-up costs
-	// a busy process does not), and with it the model's p99 at 15% of capacity came out above
-	// the measured one before any gap was added (0.80 vs 0.71 ms).
+	// a busy process does not), and with it the model's p99 at the gap rates came out above
+	// the measured one before any gap was added.
 	cal, err := calibratePooled(pool(lows), pool(probes), probeRate)
 	if err != nil {
 		return cal, err
@@ -265,10 +265,10 @@ func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Confi
 
 // trimmedGaps fits the gaps of runs pooled, leaving out the disturbed ones: a run whose tail
 // share is more than twice the median run's. It returns the fit and the pooled runs' rate. One
-// pooled fit of every run let a second the background froze set the gaps (a run's tail at
-// 5-10% where the others' were under 1%: the model's p99 13 ms against 2.3 measured); the
-// median run's fit alone was too few gaps to read a shape from (the gaps' mean came out at
-// 0.6-2.2 ms, sigma 0.5-0.9, from one validation to the next, and the p99 gap at -26% to +38%).
+// pooled fit of every run let a second the background froze set the gaps (one run's tail at
+// 5-10% where the others' were under 1%); the median run's fit alone (1df3307) was too few
+// gaps to read a shape from: `ratelab simulate validate --rounds 16` there read gaps of
+// 0.6-2.2 ms, sigma 0.5-0.9, from one validation to the next, and p99 gaps of -26% to +38%.
 func trimmedGaps(runs []measured) (Gaps, float64) {
 	shares := make([]float64, len(runs))
 	for i := range runs {
@@ -290,9 +290,8 @@ func trimmedGaps(runs []measured) (Gaps, float64) {
 // and twenty times guess, or 0.5%). FitGaps reads the share from a run's tail in closed form,
 // which holds at a light load only: rests shorter than its threshold are missed, and at a
 // busier load decisions queued behind a gap's backlog are added, which the model then adds a
-// second time. On this host the closed form put the model's p99 5-30% above the gap runs' own,
-// and the line through two such fits 30-60% above the measured run's. The gaps' length and
-// spread stay the closed form's; the share is what the p99 answers to.
+// second time; on this host the closed form put the model's p99 above the gap runs' own. The
+// gaps' length and spread stay the closed form's; the share is what the p99 answers to.
 func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wantP99, guess float64) (float64, error) {
 	if cal.Host == nil || !(wantP99 > 0) || cal.Host.OffMeanMs <= 0 {
 		return guess, nil

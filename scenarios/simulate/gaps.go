@@ -11,10 +11,9 @@ import (
 // decisions no gap touched.
 type Gaps struct {
 	// ThresholdMs separates the body from the tail: max(1 ms, 5 x the 10th percentile; the
-	// median would move with the tail when gaps touch most decisions). The floor was 2 ms:
-	// on a quiet host whose p99 is 1-2 ms that left the delays which set the p99 in the body,
-	// read at the light run's rate, and the validation's p99 gap ranged -31% to +51% over
-	// four runs where a 1 ms floor gave +12% twice (2026-12-04, `ratelab simulate validate`).
+	// median would move with the tail when gaps touch most decisions). The floor was 2 ms: on
+	// a quiet host whose p99 at 30% of capacity is 1-2 ms, that left the delays which set the
+	// p99 in the body, where the model reads them at the calibration rate and never more.
 	ThresholdMs float64 `json:"threshold_ms"`
 	// TailShare is the share of latencies above the threshold, of Decisions latencies read.
 	TailShare float64 `json:"tail_share"`

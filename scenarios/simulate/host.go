@@ -161,14 +161,12 @@ func (e *engine) startHost() {
 	e.sched.push(event{t: e.period(e.host.off), kind: evHostToggle})
 }
 
-// HostLoad makes the host's gaps grow with our own load. Measured on a quiet 2-core host
-// (AMD EPYC, 2026-12-04, 4 s runs of the validation scenario on one primary), the share of
-// decisions delayed past 1 ms was 0.26-0.45% at 800/s, 0.59-0.83% at 4,000/s, 1.06-1.13% at
-// 8,600/s and 1.55-1.77% at 12,000/s — a straight line in the rate — while the delayed
-// decisions' mean excess stayed at 1.6-2.6 ms: the more of the two cores our own threads (the
-// generator, go-redis, redis-server) keep busy, the more often one of them waits for another,
-// without the waits getting longer. Gaps fitted at one light rate and held fixed made the
-// model's p99 at 8,600/s 0.7 ms against 1.1-1.4 ms measured.
+// HostLoad makes the host's gaps grow with our own load: on a quiet 2-core host the share of
+// decisions delayed past 1 ms grows about linearly with our rate while the delays stay ~2 ms
+// (figures and the command in docs/capacity.md, "The gaps grow with our own load"): the more
+// of the two cores our own threads (the generator, go-redis, redis-server) keep busy, the more
+// often one of them waits for another, without the waits getting longer. Gaps fitted at one
+// light rate and held fixed (7d649eb) made the validation's p99 46% low.
 //
 // So the gaps are fitted at two of our rates (Calibration.WithLoad), the share of time off is
 // taken linear in the rate through the two, and the gaps' length is the two fits' average

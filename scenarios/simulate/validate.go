@@ -50,7 +50,8 @@ const (
 	// capacity (a saturation probe's): the two rates the host's gaps are fitted at (HostLoad),
 	// below the default measured share, so the validation predicts a load from lighter ones as
 	// a user of the model would. 0.15 and 0.45 (on either side) did no better here: at 45% the
-	// tail is mostly queueing, and the gaps read there made the model 8-56% high at 30%.
+	// tail is mostly queueing, and the gaps read there were not gaps (`--low-share 0.15
+	// --high-share 0.45` shows them).
 	DefaultLowShare  = 0.1
 	DefaultHighShare = 0.2
 )
@@ -71,7 +72,7 @@ type ValidateOptions struct {
 	// Probe is the probes' length and Run the measured and gap runs' (defaults 1 s and 4 s;
 	// whole seconds: a run's rates are counted over whole seconds). A p99 needs the 4 s: on a
 	// quiet host about 1% of the time is in gaps of ~2 ms, so a 2 s run's p99 is set by ~10
-	// gaps, and the rounds' p99s ranged 2x (0.8-5.5 ms at 30% of capacity).
+	// gaps (at 7d649eb, with 2 s runs, one validation's rounds read 0.8-5.5 ms at 30%).
 	Probe, Run time.Duration
 	// Out keeps the runs' directories (default a temp dir, removed).
 	Out string
@@ -250,8 +251,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	// One model for every round, calibrated from all rounds' gap runs and probes: each round's
 	// own calibration (as before the gap runs) followed the background of a loaded machine more
 	// closely, but a line through one round's two fits, each of a few dozen delayed decisions,
-	// was mostly noise (on a quiet host the rounds' models ranged 0.9-5.3 ms where the measured
-	// p99s ranged 1.4-2.8 ms, one at 8.7).
+	// was mostly noise.
 	pop := spec.Tenants
 	base := Config{Shards: len(cl.Primaries()), Tenants: pop.Count, Theta: pop.Theta,
 		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
