@@ -162,26 +162,39 @@ func (e *engine) startHost() {
 }
 
 // HostLoad makes the host's gaps grow with our own load: on a quiet 2-core host the share of
-// decisions delayed past 1 ms grows about linearly with our rate while the delays stay ~2 ms
-// (figures and the command in docs/capacity.md, "The gaps grow with our own load"): the more
-// of the two cores our own threads (the generator, go-redis, redis-server) keep busy, the more
-// often one of them waits for another, without the waits getting longer. Gaps fitted at one
-// light rate and held fixed (7d649eb) made the validation's p99 46% low.
+// decisions delayed past 1 ms grows with our rate while the delays stay ~1-2 ms (figures and
+// the command in docs/capacity.md, "The gaps grow with our own load"): the more of the two
+// cores our own threads (the generator, go-redis, redis-server) keep busy, the more often one
+// of them waits for another, without the waits getting longer. Gaps fitted at one light rate
+// and held fixed (7d649eb) made the validation's p99 46% low.
 //
-// So the gaps are fitted at two of our rates (Calibration.WithLoad), the share of time off is
-// taken linear in the rate through the two, and the gaps' length is the two fits' average
-// weighted by the decisions each tail held.
+// So the share of time off is solved at two of our rates (Calibration.WithLoad, solveOff) and
+// taken as a power law of the rate through the two, off = LowOff x (rate/LowRPS)^k: its
+// exponent is the two points' own, so the law is a line when the share doubles with the rate
+// and steeper when contention grows faster than the rate (on this host k read 1.5-3 between
+// 20% and 40% of capacity; a line through them put the p99 halfway 12-24% high). The gaps'
+// length is the two fits' average weighted by the decisions each tail held.
 type HostLoad struct {
 	// LowRPS and HighRPS are the two gap runs' rates, LowOff and HighOff the share of time off
-	// fitted at each.
+	// solved at each.
 	LowRPS  float64 `json:"low_rps"`
 	LowOff  float64 `json:"low_off_fraction"`
 	HighRPS float64 `json:"high_rps"`
 	HighOff float64 `json:"high_off_fraction"`
 }
 
-// offAt is the share of time off at rate: the line through the two fits, within [0, 0.95].
+// offAt is the share of time off at rate, within [0, 0.95]: the power law through the two
+// points, or the line through them when either share is 0 (a power law through 0 is 0
+// everywhere or nowhere; a share of 0 means the model's body alone already had that run's
+// p99).
 func (l HostLoad) offAt(rate float64) float64 {
-	slope := (l.HighOff - l.LowOff) / (l.HighRPS - l.LowRPS)
-	return math.Min(0.95, math.Max(0, l.LowOff+slope*(rate-l.LowRPS)))
+	var off float64
+	if l.LowOff > 0 && l.HighOff > 0 && rate > 0 {
+		k := math.Log(l.HighOff/l.LowOff) / math.Log(l.HighRPS/l.LowRPS)
+		off = l.LowOff * math.Pow(rate/l.LowRPS, k)
+	} else {
+		slope := (l.HighOff - l.LowOff) / (l.HighRPS - l.LowRPS)
+		off = l.LowOff + slope*(rate-l.LowRPS)
+	}
+	return math.Min(0.95, math.Max(0, off))
 }

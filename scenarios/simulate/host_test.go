@@ -117,9 +117,9 @@ func TestHostCapacityAndTail(t *testing.T) {
 	}
 }
 
-// The gaps' share of time off is a line through the two gap runs' fits, within [0, 0.95]; a
-// calibration without gap runs keeps its fixed host.
-func TestHostLoadLine(t *testing.T) {
+// The gaps' share of time off is a power law through the two gap runs' shares (a line when
+// one of them is 0), within [0, 0.95]; a calibration without gap runs keeps its fixed host.
+func TestHostLoadLaw(t *testing.T) {
 	t.Parallel()
 	host := &Host{CapacityRPS: 30_000, OffFraction: 0.003, OffMeanMs: 2}
 	c := Calibration{Host: host, Gaps: Gaps{Decisions: 1000}}
@@ -144,6 +144,23 @@ func TestHostLoadLine(t *testing.T) {
 	want := (0.01*10_000*3/(1+4000*w) + 0.03*30_000*3/(1+12_000*w)) / (0.01*10_000 + 0.03*30_000)
 	if math.Abs(c.Host.OffMeanMs-want) > 1e-9 {
 		t.Errorf("gaps' mean %v ms, want %v", c.Host.OffMeanMs, want)
+	}
+	// A share that quadruples when the rate doubles is a power law of exponent 2 through both
+	// points, and a share of 0 at either point falls back to the line.
+	for _, tc := range []struct {
+		l          HostLoad
+		rate, want float64
+	}{
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04}, 6000, 0.0225},
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04}, 2000, 0.0025},
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04}, 12_000, 0.09},
+		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0.04}, 6000, 0.02},
+		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0.04}, 2000, 0},
+		{HostLoad{LowRPS: 4000, LowOff: 0.02, HighRPS: 8000, HighOff: 0}, 6000, 0.01},
+	} {
+		if have := tc.l.offAt(tc.rate); math.Abs(have-tc.want) > 1e-12 {
+			t.Errorf("%+v: off at %.0f/s = %v, want %v", tc.l, tc.rate, have, tc.want)
+		}
 	}
 	if _, err := (Calibration{}).WithLoad(lo, 4000, hi, 12_000); err == nil {
 		t.Error("gap runs without a co-located host accepted")
