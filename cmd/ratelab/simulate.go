@@ -193,7 +193,7 @@ func newSimulateValidateCmd() *cobra.Command {
 		Use:   "validate [NAME|FILE]",
 		Short: "Check the co-located model against runs on a local one-primary cluster",
 		Long: `Start a one-primary local cluster, probe its capacity, and run --rounds rounds of: two gap
-runs (at --low-share and --high-share of the first probe, by default 20% and 40%: round trips,
+runs (at --low-share and --high-share of the first probe, by default 15% and 25%: round trips,
 service time, and how the machine's scheduling gaps grow with our own load), a measured run (at
 --share of the first probe, by default 30%, or --rate) and a saturation probe (--probe-rate). The model is calibrated from every
 round's gap runs and probes — never from the measured runs — and simulated at the measured

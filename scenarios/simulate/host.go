@@ -168,12 +168,16 @@ func (e *engine) startHost() {
 // of them waits for another, without the waits getting longer. Gaps fitted at one light rate
 // and held fixed (7d649eb) made the validation's p99 46% low.
 //
-// So the share of time off is solved at two of our rates (Calibration.WithLoad, solveOff) and
-// taken as a power law of the rate through the two, off = LowOff x (rate/LowRPS)^k: its
-// exponent is the two points' own, so the law is a line when the share doubles with the rate
-// and steeper when contention grows faster than the rate (on this host k read 1.5-3 between
-// 20% and 40% of capacity; a line through them put the p99 halfway 12-24% high). The gaps'
-// length is the two fits' average weighted by the decisions each tail held.
+// So the share of time off is solved at two of our rates below the measured one
+// (Calibration.WithLoad, solveOff) and taken proportional to our rate, off = c x rate, with c
+// the least-squares slope through the origin of the two points: the first-order law of a
+// quiet host, where each of our threads' wake-ups meets another of our busy threads about as
+// often as they keep the cores busy. One parameter from two points averages their noise: a
+// line through both (two parameters, 1df3307) and a power law through both (4510f63)
+// extrapolated the noise of the lower point, whose share is small (once 0.11% beside 0.92%,
+// which put the p99 45% high: `ratelab simulate validate --low-share 0.15 --high-share 0.25`
+// at 4510f63). The gaps' length is the two fits' average weighted by the
+// decisions each tail held.
 type HostLoad struct {
 	// LowRPS and HighRPS are the two gap runs' rates, LowOff and HighOff the share of time off
 	// solved at each.
@@ -183,18 +187,9 @@ type HostLoad struct {
 	HighOff float64 `json:"high_off_fraction"`
 }
 
-// offAt is the share of time off at rate, within [0, 0.95]: the power law through the two
-// points, or the line through them when either share is 0 (a power law through 0 is 0
-// everywhere or nowhere; a share of 0 means the model's body alone already had that run's
-// p99).
+// offAt is the share of time off at rate, within [0, 0.95]: c x rate, c the least-squares
+// slope through the origin of the two gap runs' (rate, share).
 func (l HostLoad) offAt(rate float64) float64 {
-	var off float64
-	if l.LowOff > 0 && l.HighOff > 0 && rate > 0 {
-		k := math.Log(l.HighOff/l.LowOff) / math.Log(l.HighRPS/l.LowRPS)
-		off = l.LowOff * math.Pow(rate/l.LowRPS, k)
-	} else {
-		slope := (l.HighOff - l.LowOff) / (l.HighRPS - l.LowRPS)
-		off = l.LowOff + slope*(rate-l.LowRPS)
-	}
-	return math.Min(0.95, math.Max(0, off))
+	c := (l.LowRPS*l.LowOff + l.HighRPS*l.HighOff) / (l.LowRPS*l.LowRPS + l.HighRPS*l.HighRPS)
+	return math.Min(0.95, math.Max(0, c*rate))
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The co-located model against the machine it runs on: after a first saturation probe, five
-// rounds of two gap runs (20% and 40% of its capacity: round trips, service time and how the
+// rounds of two gap runs (15% and 25% of its capacity: round trips, service time and how the
 // scheduling gaps grow with our own load), a measured run at 30% and a probe; the model is
 // calibrated from the gap runs and probes only, never from the measured runs, and run at the
 // measured rate. The medians over the rounds of throughput and p99 must agree within 15%: two
