@@ -295,7 +295,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		v.Rounds = append(v.Rounds, rd)
 	}
 	// The model at its own calibration rates: how well the gaps solved there reproduce the
-	// gap runs' p99 (shown, not compared; a line through two good fits can still miss between).
+	// gap runs' p99 (shown, not compared; a law fitted to two good points can still miss beyond them).
 	for _, at := range []struct {
 		rate float64
 		runs []measured
