@@ -195,10 +195,11 @@ func newSimulateValidateCmd() *cobra.Command {
 		Long: `Start a one-primary local cluster, probe its capacity, and run --rounds rounds of: two gap
 runs (at --low-share and --high-share of the first probe, by default 15% and 25%: round trips,
 service time, and how the machine's scheduling gaps grow with our own load), a measured run (at
---share of the first probe, by default 30%, or --rate) and a saturation probe (--probe-rate). The model is calibrated from every
-round's gap runs and probes — never from the measured runs — and simulated at the measured
-rate; the medians over the rounds of measured and simulated throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32
-workers) gives tenants, workers and max_inflight; its rate and duration are set per run.`,
+--share of the first probe, by default 30%, or --rate) and a saturation probe (--probe-rate).
+The model is calibrated from every round's gap runs and probes — never from the measured runs —
+and simulated at the measured rate; the medians over the rounds of measured and simulated
+throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers)
+gives tenants, workers and max_inflight; its rate and duration are set per run.`,
 		Example: "  ratelab simulate validate --rounds 5 --share 0.3",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -273,8 +273,9 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 	return c, nil
 }
 
-// HostAt is the co-located host at rate: Host, with its share of time off proportional to the rate
-// fitted to the two gap runs' (HostLoad) when the calibration has them (Load). nil when not co-located.
+// HostAt is the co-located host at rate: Host, with its share of time off proportional to the
+// rate, fitted to the two gap runs' (HostLoad) when the calibration has them (Load). nil when
+// not co-located.
 func (c Calibration) HostAt(rate float64) *Host {
 	if c.Host == nil || c.Load == nil {
 		return c.Host

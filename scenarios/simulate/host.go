@@ -176,7 +176,7 @@ func (e *engine) startHost() {
 // line through both (two parameters, 1df3307) and a power law through both (4510f63)
 // extrapolated the noise of the lower point, whose share is small (once 0.11% beside 0.92%,
 // which put the p99 45% high: `ratelab simulate validate --low-share 0.15 --high-share 0.25`
-// at 4510f63). The law still reads low: at 30% of capacity the measured runs needed 0-33% more
+// at 4510f63). The law still reads low: at 30% of capacity the measured runs needed 1-50% more
 // (Validation.MeasuredOff; docs/capacity.md). The gaps' length is the two fits' average
 // weighted by the decisions each tail held.
 type HostLoad struct {

@@ -51,8 +51,8 @@ const (
 	// (HostLoad), below the default measured share, so the validation predicts a load from
 	// lighter ones as a user of the model would. At 10% the model's body alone could already
 	// hold the runs' p99 (a solved share of 0); at 40% (4510f63, gap runs at 20% and 40%) the
-	// share had grown 2-3x past what the measured runs at 30% needed, and the p99 came out
-	// 20-29% high (docs/capacity.md).
+	// share had grown 2.6-3.6x past what the measured runs at 30% needed, and the p99 came out
+	// 20-29% high in three of five validations (docs/capacity.md).
 	DefaultLowShare  = 0.15
 	DefaultHighShare = 0.25
 )
