@@ -229,6 +229,7 @@ gives tenants, workers and max_inflight; its rate and duration are set per run.`
 	fl.Float64Var(&o.Rate, "rate", 0, "measured rate (overrides --share)")
 	fl.Float64Var(&o.LowShare, "low-share", simulate.DefaultLowShare, "rate of the low gap runs as a share of the first probe's capacity")
 	fl.Float64Var(&o.HighShare, "high-share", simulate.DefaultHighShare, "rate of the high gap runs as a share of the first probe's capacity")
+	fl.StringVar(&o.HostLaw, "host-law", simulate.DefaultHostLaw, `how the host's share of time off grows from the gap runs to the measured rate: "erlang-c" or "proportional"`)
 	fl.StringVar(&o.Out, "run-dir", "", "keep the runs' directories here (default a temp dir, removed)")
 	fl.BoolVar(&asJSON, "json", false, "print the validation as JSON")
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,11 @@ func ReadCalibration(path string) (Calibration, error) {
 	}
 	if c.Host != nil {
 		if err := c.Host.Validate(); err != nil {
+			return c, fmt.Errorf("calibration %s: %w", path, err)
+		}
+	}
+	if c.Load != nil {
+		if err := c.Load.Validate(); err != nil {
 			return c, fmt.Errorf("calibration %s: %w", path, err)
 		}
 	}
@@ -257,7 +263,8 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 		return c, fmt.Errorf("calibration: gap runs at %.0f/s and %.0f/s: want 0 < low < high", loRPS, hiRPS)
 	}
 	h := *c.Host
-	l := HostLoad{LowRPS: loRPS, LowOff: lo.OffFraction, HighRPS: hiRPS, HighOff: hi.OffFraction}
+	l := HostLoad{LowRPS: loRPS, LowOff: lo.OffFraction, HighRPS: hiRPS, HighOff: hi.OffFraction,
+		Law: DefaultHostLaw, CapacityRPS: h.CapacityRPS, Cores: runtime.NumCPU()}
 	// The gaps' length: both fits, weighted by the delayed decisions each saw.
 	wl, wh := lo.OffFraction*float64(lo.Decisions), hi.OffFraction*float64(hi.Decisions)
 	if wl+wh > 0 {
@@ -268,13 +275,13 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 		return c, err
 	}
 	c.Host, c.Load = &h, &l
-	c.Source += fmt.Sprintf("; gaps grow with the rate: off %.2f%% at %.0f/s, %.2f%% at %.0f/s, mean %.1f ms, sigma %.2f",
-		100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, h.OffMeanMs, h.OffSigma)
+	c.Source += fmt.Sprintf("; gaps grow with the rate (%s law on %d cores): off %.2f%% at %.0f/s, %.2f%% at %.0f/s, mean %.1f ms, sigma %.2f",
+		l.Law, l.Cores, 100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, h.OffMeanMs, h.OffSigma)
 	return c, nil
 }
 
-// HostAt is the co-located host at rate: Host, with its share of time off proportional to the
-// rate, fitted to the two gap runs' (HostLoad) when the calibration has them (Load). nil when
+// HostAt is the co-located host at rate: Host, with its share of time off carried from the two
+// gap runs' to rate by the calibration's law (HostLoad) when the calibration has them (Load). nil when
 // not co-located.
 func (c Calibration) HostAt(rate float64) *Host {
 	if c.Host == nil || c.Load == nil {

@@ -163,22 +163,28 @@ func (e *engine) startHost() {
 
 // HostLoad makes the host's gaps grow with our own load: on a quiet 2-core host the share of
 // decisions delayed past 1 ms grows with our rate while the delays stay ~1-2 ms (figures and
-// the command in docs/capacity.md, "The gaps grow with our own load"): the more of the two
-// cores our own threads (the generator, go-redis, redis-server) keep busy, the more often one
-// of them waits for another, without the waits getting longer. Gaps fitted at one light rate
-// and held fixed (7d649eb) made the validation's p99 46% low.
+// the command in docs/capacity.md, "The gaps grow with our own load"): the more of the cores our
+// own threads (the generator, go-redis, redis-server) keep busy, the more often one of them
+// wakes to find every core taken, without the waits getting longer. Gaps fitted at one light
+// rate and held fixed (7d649eb) made the validation's p99 46% low.
 //
 // So the share of time off is solved at two of our rates below the measured one
-// (Calibration.WithLoad, solveOff) and taken proportional to our rate, off = c x rate, with c
-// the least-squares slope through the origin of the two points: the first-order law of a
-// quiet host, where each of our threads' wake-ups meets another of our busy threads about as
-// often as they keep the cores busy. One parameter from two points averages their noise: a
-// line through both (two parameters, 1df3307) and a power law through both (4510f63)
-// extrapolated the noise of the lower point, whose share is small (once 0.11% beside 0.92%,
-// which put the p99 45% high: `ratelab simulate validate --low-share 0.15 --high-share 0.25`
-// at 4510f63). The law still reads low: at 30% of capacity the measured runs needed 1-50% more
-// (Validation.MeasuredOff; docs/capacity.md). The gaps' length is the two fits' average
-// weighted by the decisions each tail held.
+// (Calibration.WithLoad, solveOff) and carried to other rates by a law with one parameter, the
+// least-squares scale through the origin of the two points: one parameter from two points
+// averages their noise, where a line through both (two parameters, 1df3307) and a power law
+// through both (4510f63) extrapolated the noise of the lower point, whose share is small (once
+// 0.11% beside 0.92%, which put the p99 45% high). The law's shape (Law):
+//
+//   - LawErlangC (the default): off = a x C(n, rho), C the Erlang C probability that a thread
+//     which wakes finds all n cores busy, n the machine's cores and rho = rate / CapacityRPS
+//     the share of them our work keeps busy. On 2 cores C = 2 rho^2 / (1 + rho): a thread of
+//     ours waits when another of ours (or the background) holds each core, so the share grows
+//     about as rho^2 at a light load, not as rho.
+//   - LawProportional: off = a x rate, the first-order law. It read low in all nine
+//     validations that tried it (gap runs at 10%/20% and 15%/25%, measured at 30%): the
+//     measured runs needed 1-50% more than it gave (Validation.MeasuredOff; docs/capacity.md).
+//
+// The gaps' length is the two fits' average weighted by the decisions each tail held.
 type HostLoad struct {
 	// LowRPS and HighRPS are the two gap runs' rates, LowOff and HighOff the share of time off
 	// solved at each.
@@ -186,11 +192,80 @@ type HostLoad struct {
 	LowOff  float64 `json:"low_off_fraction"`
 	HighRPS float64 `json:"high_rps"`
 	HighOff float64 `json:"high_off_fraction"`
+	// Law is the shape the share follows between and beyond the two points: LawErlangC or
+	// LawProportional; "" (a calibration written before the choice existed) is LawProportional.
+	Law string `json:"law,omitempty"`
+	// CapacityRPS is our work's capacity on the host (the saturation probes'), and Cores the
+	// host's cores: LawErlangC's rho and n. Both > 0 under LawErlangC.
+	CapacityRPS float64 `json:"capacity_rps,omitempty"`
+	Cores       int     `json:"cores,omitempty"`
 }
 
-// offAt is the share of time off at rate, within [0, 0.95]: c x rate, c the least-squares
-// slope through the origin of the two gap runs' (rate, share).
+// The shapes of HostLoad.Law.
+const (
+	LawErlangC      = "erlang-c"
+	LawProportional = "proportional"
+	// DefaultHostLaw is what a new calibration uses.
+	DefaultHostLaw = LawErlangC
+)
+
+// Validate names the bad field.
+func (l HostLoad) Validate() error {
+	if err := checkLaw(l.Law); err != nil {
+		return err
+	}
+	if l.Law == LawErlangC && (!(l.CapacityRPS > 0) || math.IsInf(l.CapacityRPS, 0) || l.Cores < 1) {
+		return fmt.Errorf("host load law %q needs capacity_rps > 0 and cores >= 1, have %v and %d: recalibrate, or set law %q",
+			l.Law, l.CapacityRPS, l.Cores, LawProportional)
+	}
+	return nil
+}
+
+// checkLaw says whether law names a HostLoad.Law ("" is LawProportional).
+func checkLaw(law string) error {
+	switch law {
+	case LawErlangC, LawProportional, "":
+		return nil
+	}
+	return fmt.Errorf("host load law %q: want %q or %q", law, LawErlangC, LawProportional)
+}
+
+// shape is the law's share of time off at rate, up to its scale.
+func (l HostLoad) shape(rate float64) float64 {
+	if l.Law != LawErlangC {
+		return rate
+	}
+	return erlangC(l.Cores, rate/l.CapacityRPS)
+}
+
+// offAt is the share of time off at rate, within [0, 0.95]: a x shape(rate), a the
+// least-squares scale through the origin of the two gap runs' (shape, share).
 func (l HostLoad) offAt(rate float64) float64 {
-	c := (l.LowRPS*l.LowOff + l.HighRPS*l.HighOff) / (l.LowRPS*l.LowRPS + l.HighRPS*l.HighRPS)
-	return math.Min(0.95, math.Max(0, c*rate))
+	fl, fh := l.shape(l.LowRPS), l.shape(l.HighRPS)
+	if fl*fl+fh*fh == 0 {
+		return 0
+	}
+	a := (fl*l.LowOff + fh*l.HighOff) / (fl*fl + fh*fh)
+	return math.Min(0.95, math.Max(0, a*l.shape(rate)))
+}
+
+// erlangC is the probability that an arrival to n servers, each busy a share rho of the time
+// (Poisson arrivals, exponential service: M/M/n), finds all n busy; 1 from rho >= 1. With
+// offered load A = n x rho, C = (A^n/n!)/(1 - rho) / (sum_{k<n} A^k/k! + (A^n/n!)/(1 - rho)),
+// summed term by term (t = A^k/k!) so no factorial overflows.
+func erlangC(n int, rho float64) float64 {
+	if rho <= 0 {
+		return 0
+	}
+	if rho >= 1 {
+		return 1
+	}
+	a := float64(n) * rho
+	sum, t := 0.0, 1.0
+	for k := 0; k < n; k++ {
+		sum += t
+		t *= a / float64(k+1)
+	}
+	last := t / (1 - rho)
+	return last / (sum + last)
 }

@@ -1,8 +1,11 @@
 package simulate
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,8 +120,8 @@ func TestHostCapacityAndTail(t *testing.T) {
 	}
 }
 
-// The gaps' share of time off is proportional to the rate, fitted to the two gap runs' shares
-// by least squares, within [0, 0.95]; a calibration without gap runs keeps its fixed host.
+// The gaps' share of time off follows the calibration's law through the two gap runs' shares,
+// scaled by least squares, within [0, 0.95]; a calibration without gap runs keeps its fixed host.
 func TestHostLoadLaw(t *testing.T) {
 	t.Parallel()
 	host := &Host{CapacityRPS: 30_000, OffFraction: 0.003, OffMeanMs: 2}
@@ -132,12 +135,34 @@ func TestHostLoadLaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l := c.Load; l.Law != DefaultHostLaw || l.CapacityRPS != host.CapacityRPS || l.Cores != runtime.NumCPU() {
+		t.Errorf("WithLoad's law %q on %v decisions/s and %d cores, want %q on the host's %v and %d",
+			l.Law, l.CapacityRPS, l.Cores, DefaultHostLaw, host.CapacityRPS, runtime.NumCPU())
+	}
+	// Proportional: (4000, 1%) and (12000, 3%) lie on off = rate / 400,000.
+	prop := c
+	pl := *c.Load
+	pl.Law = LawProportional
+	prop.Load = &pl
 	for _, tc := range []struct{ rate, want float64 }{
 		{4000, 0.01}, {12_000, 0.03}, {8000, 0.02}, {16_000, 0.04}, {0, 0}, {1e6, 0.95},
 	} {
-		if have := c.HostAt(tc.rate).OffFraction; math.Abs(have-tc.want) > 1e-12 {
-			t.Errorf("off at %.0f/s = %v, want %v", tc.rate, have, tc.want)
+		if have := prop.HostAt(tc.rate).OffFraction; math.Abs(have-tc.want) > 1e-12 {
+			t.Errorf("proportional: off at %.0f/s = %v, want %v", tc.rate, have, tc.want)
 		}
+	}
+	// Erlang C on 2 cores, C = 2 rho^2 / (1 + rho) with rho = rate / 30,000: two points on
+	// 0.1 x C are recovered exactly, and the share grows about as rho^2 between and beyond.
+	c2 := func(rho float64) float64 { return 2 * rho * rho / (1 + rho) }
+	ec := HostLoad{LowRPS: 6000, LowOff: 0.1 * c2(0.2), HighRPS: 12_000, HighOff: 0.1 * c2(0.4),
+		Law: LawErlangC, CapacityRPS: 30_000, Cores: 2}
+	for _, rate := range []float64{6000, 9000, 12_000, 15_000, 0} {
+		if have, want := ec.offAt(rate), 0.1*c2(rate/30_000); math.Abs(have-want) > 1e-12 {
+			t.Errorf("erlang-c: off at %.0f/s = %v, want %v", rate, have, want)
+		}
+	}
+	if have := ec.offAt(30_000); math.Abs(have-0.1) > 1e-12 {
+		t.Errorf("erlang-c: off at the capacity = %v, want the scale 0.1 (every core busy)", have)
 	}
 	// Both fits' gaps are 3 ms; each corrected for its run's queueing (1 + rate x work).
 	w := host.workS()
@@ -145,21 +170,37 @@ func TestHostLoadLaw(t *testing.T) {
 	if math.Abs(c.Host.OffMeanMs-want) > 1e-9 {
 		t.Errorf("gaps' mean %v ms, want %v", c.Host.OffMeanMs, want)
 	}
-	// Points off the line through the origin take its least-squares slope, c = sum(r x off) /
-	// sum(r^2): (4000, 1%) and (8000, 4%) give 4.5e-6 per decision/s, and a share of 0 at the
-	// low rate still counts.
+	// Points off the law take its least-squares scale, a = sum(f x off) / sum(f^2): (4000, 1%)
+	// and (8000, 4%) give 4.5e-6 per decision/s proportionally, and a share of 0 at the low
+	// rate still counts.
 	for _, tc := range []struct {
 		l          HostLoad
 		rate, want float64
 	}{
 		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04}, 6000, 0.027},
-		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04}, 10_000, 0.045},
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04, Law: LawProportional}, 10_000, 0.045},
 		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0.04}, 6000, 0.024},
 		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0}, 6000, 0},
+		// Erlang C on 1 core is rho itself: the proportional law's answer.
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04, Law: LawErlangC, CapacityRPS: 20_000, Cores: 1}, 6000, 0.027},
+		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0, Law: LawErlangC, CapacityRPS: 20_000, Cores: 2}, 6000, 0},
 	} {
 		if have := tc.l.offAt(tc.rate); math.Abs(have-tc.want) > 1e-12 {
 			t.Errorf("%+v: off at %.0f/s = %v, want %v", tc.l, tc.rate, have, tc.want)
 		}
+	}
+	for _, bad := range []HostLoad{
+		{Law: "quadratic"},
+		{Law: LawErlangC, CapacityRPS: 0, Cores: 2},
+		{Law: LawErlangC, CapacityRPS: 30_000, Cores: 0},
+	} {
+		err := bad.Validate()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad.Law)) {
+			t.Errorf("%+v: Validate() = %v, want an error naming the law", bad, err)
+		}
+	}
+	if err := (HostLoad{}).Validate(); err != nil {
+		t.Errorf("a calibration from before the law (law \"\"): %v", err)
 	}
 	if _, err := (Calibration{}).WithLoad(lo, 4000, hi, 12_000); err == nil {
 		t.Error("gap runs without a co-located host accepted")
@@ -256,5 +297,31 @@ func TestTrimmedGapsLeavesOutADisturbedRun(t *testing.T) {
 	}
 	if want.OffMeanMs < 1 || want.OffMeanMs > 6 {
 		t.Errorf("gaps' mean %.2f ms from rests of 2-4 ms", want.OffMeanMs)
+	}
+}
+
+// erlangC against the other textbook route to it, through Erlang B: B(0) = 1,
+// B(k) = A B(k-1) / (k + A B(k-1)), and C = B / (1 - rho (1 - B)).
+func TestErlangC(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 3, 8, 64} {
+		for _, rho := range []float64{0.01, 0.15, 0.3, 0.5, 0.9, 0.999} {
+			a, b := float64(n)*rho, 1.0
+			for k := 1; k <= n; k++ {
+				b = a * b / (float64(k) + a*b)
+			}
+			want := b / (1 - rho*(1-b))
+			if have := erlangC(n, rho); math.Abs(have-want) > 1e-12*math.Max(1, want) {
+				t.Errorf("erlangC(%d, %v) = %v, want %v", n, rho, have, want)
+			}
+		}
+	}
+	if have := erlangC(1, 0.3); math.Abs(have-0.3) > 1e-15 {
+		t.Errorf("erlangC(1, 0.3) = %v: one server waits as often as it is busy", have)
+	}
+	for _, tc := range []struct{ rho, want float64 }{{0, 0}, {-1, 0}, {1, 1}, {2, 1}} {
+		if have := erlangC(2, tc.rho); have != tc.want {
+			t.Errorf("erlangC(2, %v) = %v, want %v", tc.rho, have, tc.want)
+		}
 	}
 }

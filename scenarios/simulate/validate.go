@@ -70,6 +70,9 @@ type ValidateOptions struct {
 	// LowShare and HighShare are the gap runs' rates as shares of the first probe's capacity
 	// (defaults DefaultLowShare and DefaultHighShare).
 	LowShare, HighShare float64
+	// HostLaw is the shape the host's share of time off follows from the gap runs to the
+	// measured rate (HostLoad.Law; default DefaultHostLaw).
+	HostLaw string
 	// Probe is the probes' length and Run the measured and gap runs' (defaults 1 s and 4 s;
 	// whole seconds: a run's rates are counted over whole seconds). A p99 needs the 4 s: on a
 	// quiet host about 1% of the time is in gaps of ~2 ms, so a 2 s run's p99 is set by ~10
@@ -97,6 +100,9 @@ func (o ValidateOptions) withDefaults() ValidateOptions {
 	}
 	if o.HighShare <= 0 {
 		o.HighShare = DefaultHighShare
+	}
+	if o.HostLaw == "" {
+		o.HostLaw = DefaultHostLaw
 	}
 	if o.Probe <= 0 {
 		o.Probe = time.Second
@@ -157,6 +163,11 @@ type Validation struct {
 	// ThroughputGap and P99Gap are (simulated - measured) / measured, of the medians.
 	ThroughputGap float64 `json:"throughput_gap"`
 	P99Gap        float64 `json:"p99_gap"`
+	// Laws is the model at Rate under each host law (HostLoad.Law), the model's own (HostLaw)
+	// first: the same gap runs and seeds, only the share of time off carried to Rate differs,
+	// so the laws are compared side by side on one validation's runs. Shown; the gaps above
+	// are the first law's.
+	Laws []LawCheck `json:"laws"`
 	// PooledMeasuredP99Ms and PooledSimulatedP99Ms merge every round's latencies (measured,
 	// and simulated the same way): shown, not compared.
 	PooledMeasuredP99Ms  float64 `json:"pooled_measured_p99_ms"`
@@ -166,6 +177,14 @@ type Validation struct {
 	GeneratorLimits int         `json:"generator_limited_rounds"`
 	// ElapsedS is the wall-clock time of the whole validation.
 	ElapsedS float64 `json:"elapsed_s"`
+}
+
+// LawCheck is the model at the measured rate under one host law.
+type LawCheck struct {
+	Law          string  `json:"law"`
+	OffFraction  float64 `json:"off_fraction"`
+	SimulatedP99 float64 `json:"simulated_p99_ms"`
+	P99Gap       float64 `json:"p99_gap"`
 }
 
 // ValidateCoLocated measures spec on the running cluster cl and compares the co-located model
@@ -178,6 +197,9 @@ type Validation struct {
 // Rate; the medians over the rounds compare two independent numbers.
 func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, opts ValidateOptions) (*Validation, error) {
 	o := opts.withDefaults()
+	if err := checkLaw(o.HostLaw); err != nil {
+		return nil, fmt.Errorf("validate: --host-law: %w", err)
+	}
 	began := time.Now()
 	out := o.Out
 	if out == "" {
@@ -265,6 +287,8 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	if err != nil {
 		return nil, err
 	}
+	// The law only carries the two solved shares to other rates: it changes no gap run's fit.
+	cal.Load.Law = o.HostLaw
 	host := cal.HostAt(rate)
 	// The model of one measured run: as long as the run, from empty, with the generator's
 	// in-flight bound. Each round gets simSeeds seeds of its own, each seed one run, and a
@@ -326,6 +350,27 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	}
 	v.ThroughputGap = (v.SimulatedRPS - v.MeasuredRPS) / v.MeasuredRPS
 	v.P99Gap = (v.SimulatedP99 - v.MeasuredP99Ms) / v.MeasuredP99Ms
+	v.Laws = append(v.Laws, LawCheck{Law: o.HostLaw, OffFraction: host.OffFraction, SimulatedP99: v.SimulatedP99, P99Gap: v.P99Gap})
+	for _, law := range []string{LawErlangC, LawProportional} {
+		if law == o.HostLaw {
+			continue
+		}
+		alt := cal
+		l := *cal.Load
+		l.Law = law
+		alt.Load = &l
+		h := alt.HostAt(rate)
+		var p99s []float64
+		for i := range runs {
+			rs, err := modelRuns(base, alt, h, rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
+			if err != nil {
+				return nil, err
+			}
+			p99s = append(p99s, p99sOf(rs)...)
+		}
+		p := median(p99s)
+		v.Laws = append(v.Laws, LawCheck{Law: law, OffFraction: h.OffFraction, SimulatedP99: p, P99Gap: (p - v.MeasuredP99Ms) / v.MeasuredP99Ms})
+	}
 	v.ElapsedS = time.Since(began).Seconds()
 	return v, nil
 }
@@ -377,8 +422,18 @@ func (v *Validation) Text() string {
 	fmt.Fprintf(&b, "  pooled       measured p99 %.2f ms | simulated p99 %.2f ms (every round's latencies merged; not compared)\n",
 		v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms)
 	if h, l := v.Host, c.Load; h != nil && l != nil {
-		fmt.Fprintf(&b, "  model host   %.0f decisions/s at saturation; off %.2f%% at %.0f/s, %.2f%% at %.0f/s, so %.2f%% at %.0f/s (the measured p99 needed %.2f%%); gaps %.2f ms mean, sigma %.2f\n",
-			h.CapacityRPS, 100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, 100*h.OffFraction, v.Rate, 100*v.MeasuredOff, h.OffMeanMs, h.OffSigma)
+		fmt.Fprintf(&b, "  model host   %.0f decisions/s at saturation; off %.2f%% at %.0f/s, %.2f%% at %.0f/s, so %.2f%% at %.0f/s by the %s law (the measured p99 needed %.2f%%); gaps %.2f ms mean, sigma %.2f\n",
+			h.CapacityRPS, 100*l.LowOff, l.LowRPS, 100*l.HighOff, l.HighRPS, 100*h.OffFraction, v.Rate, l.Law, 100*v.MeasuredOff, h.OffMeanMs, h.OffSigma)
+	}
+	if len(v.Laws) > 0 {
+		fmt.Fprintf(&b, "  host laws   ")
+		for i, l := range v.Laws {
+			sep := " |"
+			if i == len(v.Laws)-1 {
+				sep = " (side by side on these runs; the first is the model's)\n"
+			}
+			fmt.Fprintf(&b, " %s: off %.2f%%, p99 %.2f ms (%+.1f%%)%s", l.Law, 100*l.OffFraction, l.SimulatedP99, 100*l.P99Gap, sep)
+		}
 	}
 	fmt.Fprintf(&b, "  gap runs     p99 measured/simulated: %.2f/%.2f ms at %.0f/s, %.2f/%.2f ms at %.0f/s\n",
 		v.LowP99Ms[0], v.LowP99Ms[1], v.LowRate, v.HighP99Ms[0], v.HighP99Ms[1], v.HighRate)

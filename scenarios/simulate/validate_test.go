@@ -46,6 +46,9 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 		t.Fatalf("validation %d rounds, pooled host %+v, gap runs %+v, model host %+v, client CPU %.1f µs: incomplete",
 			len(v.Rounds), v.Pooled.Host, v.Pooled.Load, v.Host, v.Pooled.ClientCPUUs)
 	}
+	if len(v.Laws) != 2 || v.Laws[0].Law != DefaultHostLaw || v.Laws[0].P99Gap != v.P99Gap || v.Laws[1].Law == v.Laws[0].Law || v.Laws[1].SimulatedP99 <= 0 {
+		t.Errorf("laws side by side %+v: want the model's (%s, p99 gap %+.3f) first, then the other one", v.Laws, DefaultHostLaw, v.P99Gap)
+	}
 	if math.Abs(v.ThroughputGap) > 0.15 {
 		t.Errorf("throughput: simulated %.0f/s vs measured %.0f/s (%+.1f%%), want within 15%%", v.SimulatedRPS, v.MeasuredRPS, 100*v.ThroughputGap)
 	}
