@@ -198,8 +198,12 @@ service time, and how the machine's scheduling gaps grow with our own load), a m
 --share of the first probe, by default 30%, or --rate) and a saturation probe (--probe-rate).
 The model is calibrated from every round's gap runs and probes — never from the measured runs —
 and simulated at the measured rate; the medians over the rounds of measured and simulated
-throughput and p99 are compared. The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers)
-gives tenants, workers and max_inflight; its rate and duration are set per run.`,
+throughput and p99 are compared. The host's share of time off is solved at the gap rates and
+carried to the measured rate by --host-law (Erlang C on the machine's cores by default); the
+output shows every law's p99 on the same runs, and the interval the rounds' spread alone puts
+the measured median in: when it is wider than 15%, so is the comparison's own noise. The
+scenario (default: 1,000 tenants, Zipf 0.99, 32 workers) gives tenants, workers and
+max_inflight; its rate and duration are set per run.`,
 		Example: "  ratelab simulate validate --rounds 5 --share 0.3",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

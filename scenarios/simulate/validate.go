@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -140,8 +139,8 @@ type Validation struct {
 	// LowRate and HighRate are the gap runs' rates.
 	LowRate  float64 `json:"low_rate"`
 	HighRate float64 `json:"high_rate"`
-	// Host is the model's host at Rate: its share of time off proportional to the rate, fitted
-	// to the pooled gap runs' (Pooled.Load).
+	// Host is the model's host at Rate: its share of time off carried from the gap runs' to Rate by
+	// the host law (HostLoad; the pooled gap runs', Pooled.Load).
 	Host *Host `json:"host"`
 	// MeasuredOff is the share of time off the measured runs' median p99 would need, solved
 	// as the gap runs' is (solveOff). Shown, not compared, and never fed to the model: next to
@@ -160,6 +159,13 @@ type Validation struct {
 	MeasuredP99Ms float64 `json:"measured_p99_ms"`
 	SimulatedRPS  float64 `json:"simulated_rps"`
 	SimulatedP99  float64 `json:"simulated_p99_ms"`
+	// MeasuredP99Interval is where the rounds' spread alone puts the measured median p99: a
+	// distribution-free interval of the median (medianInterval) at IntervalCoverage, at least
+	// 95% when the rounds allow it (16 rounds: 97.9%; 5 rounds: the whole range, 93.75%). When
+	// it reaches past 15% of the median, a 15% comparison is within the measurement's own
+	// uncertainty, whichever way it comes out.
+	MeasuredP99Interval [2]float64 `json:"measured_p99_interval_ms"`
+	IntervalCoverage    float64    `json:"interval_coverage"`
 	// ThroughputGap and P99Gap are (simulated - measured) / measured, of the medians.
 	ThroughputGap float64 `json:"throughput_gap"`
 	P99Gap        float64 `json:"p99_gap"`
@@ -341,6 +347,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		mRPS, mP99, sRPS = append(mRPS, r.MeasuredRPS), append(mP99, r.MeasuredP99), append(sRPS, r.SimRPS)
 	}
 	v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99 = median(mRPS), median(mP99), median(sRPS), median(seedP99s)
+	v.MeasuredP99Interval[0], v.MeasuredP99Interval[1], v.IntervalCoverage = medianInterval(mP99, 0.95)
 	v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms = pool(runs).hist.QuantileMs(99), simHist.QuantileMs(99)
 	if v.MeasuredRPS <= 0 || v.MeasuredP99Ms <= 0 {
 		return v, errors.New("validate: the measured runs recorded no decisions")
@@ -386,19 +393,6 @@ func saturated(decisions int64, offered float64) bool {
 	return float64(decisions) <= 0.95*offered
 }
 
-// median of xs (xs is reordered).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}
-
 // simSeeds is how many seeds the model of one measured run is pooled over.
 const simSeeds = 6
 
@@ -419,6 +413,15 @@ func (v *Validation) Text() string {
 	}
 	fmt.Fprintf(&b, "  median       measured %.0f/s p99 %.2f ms | simulated %.0f/s p99 %.2f ms | gaps: throughput %+.1f%%, p99 %+.1f%%\n",
 		v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99, 100*v.ThroughputGap, 100*v.P99Gap)
+	if m := v.MeasuredP99Ms; m > 0 {
+		lo, hi := v.MeasuredP99Interval[0], v.MeasuredP99Interval[1]
+		wide := ""
+		if lo < 0.85*m || hi > 1.15*m {
+			wide = ": wider than the 15% compared, so the comparison is within the rounds' noise (more --rounds narrow it)"
+		}
+		fmt.Fprintf(&b, "  spread       the rounds put the measured median p99 in %.2f-%.2f ms (%.1f%% distribution-free interval, %+.0f%%/%+.0f%%)%s\n",
+			lo, hi, 100*v.IntervalCoverage, 100*(lo-m)/m, 100*(hi-m)/m, wide)
+	}
 	fmt.Fprintf(&b, "  pooled       measured p99 %.2f ms | simulated p99 %.2f ms (every round's latencies merged; not compared)\n",
 		v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms)
 	if h, l := v.Host, c.Load; h != nil && l != nil {

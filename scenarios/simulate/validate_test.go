@@ -46,18 +46,23 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 		t.Fatalf("validation %d rounds, pooled host %+v, gap runs %+v, model host %+v, client CPU %.1f µs: incomplete",
 			len(v.Rounds), v.Pooled.Host, v.Pooled.Load, v.Host, v.Pooled.ClientCPUUs)
 	}
+	if lo, hi := v.MeasuredP99Interval[0], v.MeasuredP99Interval[1]; !(lo <= v.MeasuredP99Ms && v.MeasuredP99Ms <= hi && lo > 0) || v.IntervalCoverage < 0.9 {
+		t.Errorf("measured median p99 %.2f ms outside its interval %.2f-%.2f ms (coverage %.3f)", v.MeasuredP99Ms, lo, hi, v.IntervalCoverage)
+	}
 	if len(v.Laws) != 2 || v.Laws[0].Law != DefaultHostLaw || v.Laws[0].P99Gap != v.P99Gap || v.Laws[1].Law == v.Laws[0].Law || v.Laws[1].SimulatedP99 <= 0 {
 		t.Errorf("laws side by side %+v: want the model's (%s, p99 gap %+.3f) first, then the other one", v.Laws, DefaultHostLaw, v.P99Gap)
 	}
 	if math.Abs(v.ThroughputGap) > 0.15 {
 		t.Errorf("throughput: simulated %.0f/s vs measured %.0f/s (%+.1f%%), want within 15%%", v.SimulatedRPS, v.MeasuredRPS, 100*v.ThroughputGap)
 	}
-	// The model's p99 on a co-located machine is within 15% in only some validations (2 of 4
-	// on a quiet host, all low, docs/capacity.md; under -race, as the suite runs it, it measures
-	// the race detector). The check runs for real with RATELAB_MODEL_P99=1 (`make
+	// The model's p99 on a co-located machine is within 15% in only some validations (6 of 8
+	// on a noisy day with the Erlang C host law, docs/capacity.md, where every validation's
+	// interval of the measured median was wider than that; under -race, as the suite runs it,
+	// it measures the race detector). The check runs for real with RATELAB_MODEL_P99=1 (`make
 	// validate-model`, 16 rounds, without -race); the suite logs the gap so the number is in
 	// every CI log, but does not fail on it.
-	p99Msg := fmt.Sprintf("p99: simulated %.2f ms vs measured %.2f ms (%+.1f%%), want within 15%%", v.SimulatedP99, v.MeasuredP99Ms, 100*v.P99Gap)
+	p99Msg := fmt.Sprintf("p99: simulated %.2f ms vs measured %.2f ms (%+.1f%%; the rounds put the measured median in %.2f-%.2f ms), want within 15%%",
+		v.SimulatedP99, v.MeasuredP99Ms, 100*v.P99Gap, v.MeasuredP99Interval[0], v.MeasuredP99Interval[1])
 	switch {
 	case math.Abs(v.P99Gap) <= 0.15:
 		t.Log(p99Msg + ": met")
