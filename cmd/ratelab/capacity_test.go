@@ -30,6 +30,19 @@ func TestCapacityPlanCommand(t *testing.T) {
 	}
 }
 
+// A host law the model does not have is refused by name, with the ones it has, before any
+// Redis node starts.
+func TestSimulateValidateBadLaw(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary, "simulate", "validate", "--host-law", "quadratic").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `--host-law: host load law "quadratic": want "erlang-c" or "proportional"`) {
+		t.Errorf("--host-law quadratic: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "cluster: starting") {
+		t.Errorf("a cluster started before the flag was checked:\n%s", out)
+	}
+}
+
 func TestSimulateCommand(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(binary, "simulate", "--shards", "4", "--rate", "200000", "--tenants", "10000",

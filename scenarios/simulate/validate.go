@@ -28,6 +28,9 @@ cluster: {provider: running, primaries: 1, replicas: 0}
 
 // ValidateLocal starts a one-primary local cluster, runs ValidateCoLocated on it and stops it.
 func ValidateLocal(ctx context.Context, spec *scenarios.Spec, opts ValidateOptions) (*Validation, error) {
+	if err := checkLaw(opts.HostLaw); err != nil {
+		return nil, fmt.Errorf("validate: --host-law: %w", err) // before any node starts
+	}
 	cl, err := cluster.StartLocal(ctx, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas, Logf: opts.Logf})
 	if err != nil {
 		return nil, err
