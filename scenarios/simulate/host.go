@@ -182,9 +182,9 @@ func (e *engine) startHost() {
 //     about as rho^2 at a light load, not as rho.
 //   - LawProportional: off = a x rate, the first-order law. It read low in all nine
 //     validations that tried it (gap runs at 10%/20% and 15%/25%, measured at 30%): the
-//     measured runs needed 1-50% more than it gave (Validation.MeasuredOff), and low in six of
-//     eight side by side with LawErlangC on a noisy day, within 15% in 2 of 8 where LawErlangC
-//     was in 6 (Validation.Laws; docs/capacity.md).
+//     measured runs needed 1-50% more than it gave (Validation.MeasuredOff), and low in seven
+//     of ten side by side with LawErlangC on a noisy day, within 15% in 3 of 10 where LawErlangC
+//     was in 7 (Validation.Laws; docs/capacity.md).
 //
 // The gaps' length is the two fits' average weighted by the decisions each tail held.
 type HostLoad struct {
