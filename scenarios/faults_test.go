@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,7 +172,9 @@ func TestFaultReshardAskThenMoved(t *testing.T) {
 	// from requests inside a slot's ask window: with the default 20 ms the 20 slots drew 2-6 ASK
 	// (six runs, -count=6 -v, ask_window removed: the log line below prints them) and once none
 	// on a loaded CI machine; 100 ms draws 17-19.
-	spec := faultSpec(t, 7*time.Second, "cluster: {primaries: 2, replicas: 0}\nfaults: [{at: 2s, kind: reshard, slots: 20, from: \"node:0\", to: \"node:1\", ask_window: 100ms}]\n")
+	// 10 s: alone the 20 slots move in 1-2 s, but under the full -race suite on 2 busy cores the
+	// move was still in an ask window when a 7 s run ended (2026-12-05, clean-clone CI).
+	spec := faultSpec(t, 10*time.Second, "cluster: {primaries: 2, replicas: 0}\nfaults: [{at: 2s, kind: reshard, slots: 20, from: \"node:0\", to: \"node:1\", ask_window: 100ms}]\n")
 	sum, _ := runFaults(t, spec)
 	t.Logf("errors %+v, faults %+v", sum.Errors, sum.Faults)
 	if sum.Errors.Ask == 0 || sum.Errors.Moved == 0 {
@@ -205,16 +208,24 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 	// requests take >= 40 ms, so the 70th percentile lies among them, and it must go away after.
 	// Not the p90: under -race on 2 busy cores the machine's own stalls reach 10-20% of a quiet
 	// second's decisions (p90 up to 98 ms in seconds without the fault, 2026-12-05), while its p70 stayed at
-	// 0.8-1.0 ms and rose to 40.6-41.2 ms during the fault. Compared with the seconds around it
-	// rather than absolute numbers alone: the proxy itself adds milliseconds.
-	p70 := func(sec int) float64 {
-		h := secs[sec]
-		if h == nil {
-			t.Fatalf("no latency histogram for second %d (%d seconds written)", sec, len(secs))
+	// 0.8-1.0 ms and rose to 40.6-41.2 ms during the fault. Each side is the lower of two
+	// seconds' p70: the fault raises both of its seconds, while a stall of the machine, with
+	// other packages' tests beside it, took over a third of one quiet second (p70 22 ms in a
+	// clean-clone CI). Compared with the seconds around it rather than absolute numbers alone:
+	// the proxy itself adds milliseconds.
+	p70 := func(secs2 ...int) float64 {
+		low := math.Inf(1)
+		for _, sec := range secs2 {
+			h := secs[sec]
+			if h == nil {
+				t.Fatalf("no latency histogram for second %d (%d seconds written)", sec, len(secs))
+			}
+			low = math.Min(low, h.QuantileMs(70))
 		}
-		return h.QuantileMs(70)
+		return low
 	}
-	before, during, after := p70(1), p70(3), p70(len(rows)-1)
+	n := len(rows)
+	before, during, after := p70(0, 1), p70(2, 3), p70(n-2, n-1)
 	t.Logf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms", before, during, after)
 	if during < 40 || 2*before > during || 2*after > during {
 		t.Errorf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms: want the delay (2 x 20 ms) only during the fault", before, during, after)

@@ -51,7 +51,9 @@ func TestCoalesceTransportUnderFaults(t *testing.T) {
 		// no MOVED (seen once in CI on 2 busy cores). The failover must still be noticed, as
 		// MOVED or as timeouts, and decisions must go on at the new primary. That redirects
 		// inside a pipeline are counted is asserted by reshard below, where MOVED is certain.
-		{"failover", 8 * time.Second, "faults: [{at: 3s, kind: failover, target: hottest}]\n", func(t *testing.T, e errorsSeen) {
+		// 10 s: in an 8 s run under the full -race suite on 2 busy cores, 144 of the last 2 s's
+		// 1,027 decisions still failed (clean-clone CI, 2026-12-05; alone it passed 3 of 3).
+		{"failover", 10 * time.Second, "faults: [{at: 3s, kind: failover, target: hottest}]\n", func(t *testing.T, e errorsSeen) {
 			if e.moved == 0 && e.timeoutOrConn == 0 {
 				t.Errorf("MOVED %d, timeouts or connection errors %d after a failover: want it seen", e.moved, e.timeoutOrConn)
 			}
