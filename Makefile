@@ -51,7 +51,11 @@ endif
 .PHONY: test
 test: redis
 	$(GO) vet ./...
-	$(GO) test $(TEST_FLAGS) ./...
+	@# The model's validation drives the machine to saturation every few seconds (its probes):
+	@# beside it, the fault tests' failovers and latency checks measured its load, not theirs
+	@# (stalls of 0.5-0.8 s, clean-clone CI on a slow day, 2026-12-05). It runs after them, alone.
+	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/scenarios/simulate$$')
+	$(GO) test $(TEST_FLAGS) ./scenarios/simulate
 	@# Timing-sensitive tests that compare latencies run alone, after the parallel packages.
 	RATELAB_TEST_ALONE=1 $(GO) test $(TEST_FLAGS) -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab
 
