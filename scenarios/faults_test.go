@@ -63,6 +63,19 @@ func runFaultsIn(t *testing.T, spec *Spec) (*results.Summary, []results.Interval
 	return sum, rows, res.Dir
 }
 
+// maxTailErrShare is the share of the last seconds' decisions that may fail after a failover or
+// a kill and still count as decisions going on at the new primary. A client stuck on the old
+// primary fails the hottest primary's share of the traffic (about 40% here); a loaded machine's
+// own timeouts failed 1-3.5% of those seconds under the full -race suite (clean-clone CI on a
+// slow day, 2026-12-05), where 1% had been the limit.
+const maxTailErrShare = 0.10
+
+// continues says the last n rows decided and failed at most maxTailErrShare of it.
+func continues(rows []results.Interval, n int) (decided, errs int64, ok bool) {
+	decided, errs = tail(rows, n)
+	return decided, errs, decided > 0 && float64(errs) <= maxTailErrShare*float64(decided)
+}
+
 // tail sums the last n rows.
 func tail(rows []results.Interval, n int) (decided, errs int64) {
 	for _, r := range rows[max(0, len(rows)-n):] {
@@ -89,7 +102,7 @@ func TestFaultKillPrimary(t *testing.T) {
 			t.Errorf("node %+v: the killed primary's calls timed out or failed to connect, want them counted on it", n)
 		}
 	}
-	if decided, errs := tail(rows, 2); decided == 0 || errs*100 > decided {
+	if decided, errs, ok := continues(rows, 2); !ok {
 		t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the promotion", decided, errs)
 	}
 	t.Logf("kill-primary: %+v errors %+v overspend %+v", f, sum.Errors, sum.Overspend)
@@ -102,7 +115,7 @@ func TestFaultFailoverMovesSlots(t *testing.T) {
 	if sum.Errors.Moved == 0 {
 		t.Errorf("errors %+v: want MOVED > 0 after a failover", sum.Errors)
 	}
-	if decided, errs := tail(rows, 2); decided == 0 || errs*100 > decided {
+	if decided, errs, ok := continues(rows, 2); !ok {
 		t.Errorf("last 2 s: %d decided, %d errors", decided, errs)
 	}
 }
@@ -159,8 +172,10 @@ faults: [{at: 2s, kind: pause, target: hottest, for: 2s}]
 		}
 		// No multi-second stalls: the budget (10 ms) and the breaker bound every decision.
 		for _, s := range []*results.Summary{o, c} {
-			if s.LatencyMs.Max > 500 {
-				t.Errorf("max latency %.1f ms during a pause with a 10 ms budget: want no stalls", s.LatencyMs.Max)
+			// 2 s: go-redis's default stall is a 5 s read timeout per attempt; the machine's own
+			// stalls under the full -race suite reached 0.5-0.8 s (clean-clone CI, 2026-12-05).
+			if s.LatencyMs.Max > 2000 {
+				t.Errorf("max latency %.1f ms during a pause with a 10 ms budget: want no multi-second stalls", s.LatencyMs.Max)
 			}
 		}
 	})

@@ -57,7 +57,7 @@ func TestCoalesceTransportUnderFaults(t *testing.T) {
 			if e.moved == 0 && e.timeoutOrConn == 0 {
 				t.Errorf("MOVED %d, timeouts or connection errors %d after a failover: want it seen", e.moved, e.timeoutOrConn)
 			}
-			if e.tailDecided == 0 || e.tailErrs*100 > e.tailDecided {
+			if e.tailDecided == 0 || float64(e.tailErrs) > maxTailErrShare*float64(e.tailDecided) {
 				t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the failover", e.tailDecided, e.tailErrs)
 			}
 		}},
@@ -73,7 +73,7 @@ func TestCoalesceTransportUnderFaults(t *testing.T) {
 			if e.noscript == 0 {
 				t.Errorf("NOSCRIPT %d: the promoted replica has no script cache", e.noscript)
 			}
-			if e.tailDecided == 0 || e.tailErrs*100 > e.tailDecided {
+			if e.tailDecided == 0 || float64(e.tailErrs) > maxTailErrShare*float64(e.tailDecided) {
 				t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the promotion", e.tailDecided, e.tailErrs)
 			}
 		}},
