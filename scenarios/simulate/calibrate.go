@@ -264,7 +264,7 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 	}
 	h := *c.Host
 	l := HostLoad{LowRPS: loRPS, LowOff: lo.OffFraction, HighRPS: hiRPS, HighOff: hi.OffFraction,
-		Law: DefaultHostLaw, CapacityRPS: h.CapacityRPS, Cores: runtime.NumCPU()}
+		Law: DefaultHostLaw, Cores: runtime.NumCPU()}
 	// The gaps' length: both fits, weighted by the delayed decisions each saw.
 	wl, wh := lo.OffFraction*float64(lo.Decisions), hi.OffFraction*float64(hi.Decisions)
 	if wl+wh > 0 {
@@ -288,6 +288,6 @@ func (c Calibration) HostAt(rate float64) *Host {
 		return c.Host
 	}
 	h := *c.Host
-	h.OffFraction = c.Load.offAt(rate)
+	h.OffFraction = c.Load.offAt(rate, h.CapacityRPS)
 	return &h
 }

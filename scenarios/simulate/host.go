@@ -176,8 +176,8 @@ func (e *engine) startHost() {
 // 0.11% beside 0.92%, which put the p99 45% high). The law's shape (Law):
 //
 //   - LawErlangC (the default): off = a x C(n, rho), C the Erlang C probability that a thread
-//     which wakes finds all n cores busy, n the machine's cores and rho = rate / CapacityRPS
-//     the share of them our work keeps busy. On 2 cores C = 2 rho^2 / (1 + rho): a thread of
+//     which wakes finds all n cores busy, n the machine's cores and rho = rate /
+//     Host.CapacityRPS the share of them our work keeps busy. On 2 cores C = 2 rho^2 / (1 + rho): a thread of
 //     ours waits when another of ours (or the background) holds each core, so the share grows
 //     about as rho^2 at a light load, not as rho.
 //   - LawProportional: off = a x rate, the first-order law. It read low in all nine
@@ -197,10 +197,9 @@ type HostLoad struct {
 	// Law is the shape the share follows between and beyond the two points: LawErlangC or
 	// LawProportional; "" (a calibration written before the choice existed) is LawProportional.
 	Law string `json:"law,omitempty"`
-	// CapacityRPS is our work's capacity on the host (the saturation probes'), and Cores the
-	// host's cores: LawErlangC's rho and n. Both > 0 under LawErlangC.
-	CapacityRPS float64 `json:"capacity_rps,omitempty"`
-	Cores       int     `json:"cores,omitempty"`
+	// Cores is the host's cores, LawErlangC's n (>= 1 under it); its rho is the rate over the
+	// calibration's Host.CapacityRPS.
+	Cores int `json:"cores,omitempty"`
 }
 
 // The shapes of HostLoad.Law.
@@ -216,9 +215,8 @@ func (l HostLoad) Validate() error {
 	if err := checkLaw(l.Law); err != nil {
 		return err
 	}
-	if l.Law == LawErlangC && (!(l.CapacityRPS > 0) || math.IsInf(l.CapacityRPS, 0) || l.Cores < 1) {
-		return fmt.Errorf("host load law %q needs capacity_rps > 0 and cores >= 1, have %v and %d: recalibrate, or set law %q",
-			l.Law, l.CapacityRPS, l.Cores, LawProportional)
+	if l.Law == LawErlangC && l.Cores < 1 {
+		return fmt.Errorf("host load law %q needs cores >= 1, have %d: recalibrate, or set law %q", l.Law, l.Cores, LawProportional)
 	}
 	return nil
 }
@@ -232,23 +230,25 @@ func checkLaw(law string) error {
 	return fmt.Errorf("host load law %q: want %q or %q", law, LawErlangC, LawProportional)
 }
 
-// shape is the law's share of time off at rate, up to its scale.
-func (l HostLoad) shape(rate float64) float64 {
+// shape is the law's share of time off at rate, up to its scale, on a host whose capacity for
+// our work is capacityRPS.
+func (l HostLoad) shape(rate, capacityRPS float64) float64 {
 	if l.Law != LawErlangC {
 		return rate
 	}
-	return erlangC(l.Cores, rate/l.CapacityRPS)
+	return erlangC(l.Cores, rate/capacityRPS)
 }
 
-// offAt is the share of time off at rate, within [0, 0.95]: a x shape(rate), a the
-// least-squares scale through the origin of the two gap runs' (shape, share).
-func (l HostLoad) offAt(rate float64) float64 {
-	fl, fh := l.shape(l.LowRPS), l.shape(l.HighRPS)
+// offAt is the share of time off at rate, within [0, 0.95], on a host whose capacity for our
+// work is capacityRPS: a x shape(rate), a the least-squares scale through the origin of the two
+// gap runs' (shape, share).
+func (l HostLoad) offAt(rate, capacityRPS float64) float64 {
+	fl, fh := l.shape(l.LowRPS, capacityRPS), l.shape(l.HighRPS, capacityRPS)
 	if fl*fl+fh*fh == 0 {
 		return 0
 	}
 	a := (fl*l.LowOff + fh*l.HighOff) / (fl*fl + fh*fh)
-	return math.Min(0.95, math.Max(0, a*l.shape(rate)))
+	return math.Min(0.95, math.Max(0, a*l.shape(rate, capacityRPS)))
 }
 
 // erlangC is the probability that an arrival to n servers, each busy a share rho of the time

@@ -135,9 +135,8 @@ func TestHostLoadLaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := c.Load; l.Law != DefaultHostLaw || l.CapacityRPS != host.CapacityRPS || l.Cores != runtime.NumCPU() {
-		t.Errorf("WithLoad's law %q on %v decisions/s and %d cores, want %q on the host's %v and %d",
-			l.Law, l.CapacityRPS, l.Cores, DefaultHostLaw, host.CapacityRPS, runtime.NumCPU())
+	if l := c.Load; l.Law != DefaultHostLaw || l.Cores != runtime.NumCPU() {
+		t.Errorf("WithLoad's law %q on %d cores, want %q on the host's %d", l.Law, l.Cores, DefaultHostLaw, runtime.NumCPU())
 	}
 	// Proportional: (4000, 1%) and (12000, 3%) lie on off = rate / 400,000.
 	prop := c
@@ -155,13 +154,13 @@ func TestHostLoadLaw(t *testing.T) {
 	// 0.1 x C are recovered exactly, and the share grows about as rho^2 between and beyond.
 	c2 := func(rho float64) float64 { return 2 * rho * rho / (1 + rho) }
 	ec := HostLoad{LowRPS: 6000, LowOff: 0.1 * c2(0.2), HighRPS: 12_000, HighOff: 0.1 * c2(0.4),
-		Law: LawErlangC, CapacityRPS: 30_000, Cores: 2}
+		Law: LawErlangC, Cores: 2}
 	for _, rate := range []float64{6000, 9000, 12_000, 15_000, 0} {
-		if have, want := ec.offAt(rate), 0.1*c2(rate/30_000); math.Abs(have-want) > 1e-12 {
+		if have, want := ec.offAt(rate, 30_000), 0.1*c2(rate/30_000); math.Abs(have-want) > 1e-12 {
 			t.Errorf("erlang-c: off at %.0f/s = %v, want %v", rate, have, want)
 		}
 	}
-	if have := ec.offAt(30_000); math.Abs(have-0.1) > 1e-12 {
+	if have := ec.offAt(30_000, 30_000); math.Abs(have-0.1) > 1e-12 {
 		t.Errorf("erlang-c: off at the capacity = %v, want the scale 0.1 (every core busy)", have)
 	}
 	// Both fits' gaps are 3 ms; each corrected for its run's queueing (1 + rate x work).
@@ -182,17 +181,16 @@ func TestHostLoadLaw(t *testing.T) {
 		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0.04}, 6000, 0.024},
 		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0}, 6000, 0},
 		// Erlang C on 1 core is rho itself: the proportional law's answer.
-		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04, Law: LawErlangC, CapacityRPS: 20_000, Cores: 1}, 6000, 0.027},
-		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0, Law: LawErlangC, CapacityRPS: 20_000, Cores: 2}, 6000, 0},
+		{HostLoad{LowRPS: 4000, LowOff: 0.01, HighRPS: 8000, HighOff: 0.04, Law: LawErlangC, Cores: 1}, 6000, 0.027},
+		{HostLoad{LowRPS: 4000, LowOff: 0, HighRPS: 8000, HighOff: 0, Law: LawErlangC, Cores: 2}, 6000, 0},
 	} {
-		if have := tc.l.offAt(tc.rate); math.Abs(have-tc.want) > 1e-12 {
+		if have := tc.l.offAt(tc.rate, 20_000); math.Abs(have-tc.want) > 1e-12 {
 			t.Errorf("%+v: off at %.0f/s = %v, want %v", tc.l, tc.rate, have, tc.want)
 		}
 	}
 	for _, bad := range []HostLoad{
 		{Law: "quadratic"},
-		{Law: LawErlangC, CapacityRPS: 0, Cores: 2},
-		{Law: LawErlangC, CapacityRPS: 30_000, Cores: 0},
+		{Law: LawErlangC, Cores: 0},
 	} {
 		err := bad.Validate()
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad.Law)) {
