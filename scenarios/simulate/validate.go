@@ -334,14 +334,13 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		runs []measured
 		fit  *[2]float64
 	}{{cal.Load.LowRPS, lows, &v.LowP99Ms}, {cal.Load.HighRPS, highs, &v.HighP99Ms}} {
-		var meas, sim []float64
-		for i, m := range at.runs {
+		var meas []float64
+		for _, m := range at.runs {
 			meas = append(meas, m.sum.LatencyMs.P99)
-			rs, err := modelRuns(base, cal, cal.HostAt(at.rate), at.rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
-			if err != nil {
-				return nil, err
-			}
-			sim = append(sim, p99sOf(rs)...)
+		}
+		sim, err := modelP99s(base, cal, cal.HostAt(at.rate), at.rate, o.Run, len(at.runs))
+		if err != nil {
+			return nil, err
 		}
 		*at.fit = [2]float64{median(meas), median(sim)}
 	}
@@ -370,13 +369,9 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		l.Law = law
 		alt.Load = &l
 		h := alt.HostAt(rate)
-		var p99s []float64
-		for i := range runs {
-			rs, err := modelRuns(base, alt, h, rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
-			if err != nil {
-				return nil, err
-			}
-			p99s = append(p99s, p99sOf(rs)...)
+		p99s, err := modelP99s(base, alt, h, rate, o.Run, len(runs))
+		if err != nil {
+			return nil, err
 		}
 		p := median(p99s)
 		v.Laws = append(v.Laws, LawCheck{Law: law, OffFraction: h.OffFraction, SimulatedP99: p, P99Gap: (p - v.MeasuredP99Ms) / v.MeasuredP99Ms})
@@ -394,6 +389,20 @@ const maxProbeRate = 480_000
 // probes, the validation of its first probe).
 func saturated(decisions int64, offered float64) bool {
 	return float64(decisions) <= 0.95*offered
+}
+
+// modelP99s is the p99s of the model of rounds runs at rate on host, simSeeds seeds a round
+// (round i's seeds from i x simSeeds + 1, as the measured rounds' own models have them).
+func modelP99s(base Config, cal Calibration, host *Host, rate float64, dur time.Duration, rounds int) ([]float64, error) {
+	var p99s []float64
+	for i := range rounds {
+		rs, err := modelRuns(base, cal, host, rate, dur, uint64(i)*simSeeds+1, simSeeds)
+		if err != nil {
+			return nil, err
+		}
+		p99s = append(p99s, p99sOf(rs)...)
+	}
+	return p99s, nil
 }
 
 // simSeeds is how many seeds the model of one measured run is pooled over.
