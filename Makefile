@@ -51,9 +51,9 @@ endif
 .PHONY: test
 test: redis
 	$(GO) vet ./...
-	@# The model's validation drives the machine to saturation every few seconds (its probes):
-	@# beside it, the fault tests' failovers and latency checks measured its load, not theirs
-	@# (stalls of 0.5-0.8 s, clean-clone CI on a slow day, 2026-12-05). It runs after them, alone.
+	@# The model's validation drives the machine to saturation every few seconds (its probes), so
+	@# it runs after the other packages, alone: beside it the fault tests' latency and recovery
+	@# checks share the cores with its load (they failed on a slow day with it and, less, without).
 	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/scenarios/simulate$$')
 	$(GO) test $(TEST_FLAGS) ./scenarios/simulate
 	@# Timing-sensitive tests that compare latencies run alone, after the parallel packages.

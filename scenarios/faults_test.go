@@ -70,9 +70,12 @@ func runFaultsIn(t *testing.T, spec *Spec) (*results.Summary, []results.Interval
 // slow day, 2026-12-05), where 1% had been the limit.
 const maxTailErrShare = 0.10
 
-// continues says the last n rows decided and failed at most maxTailErrShare of it.
-func continues(rows []results.Interval, n int) (decided, errs int64, ok bool) {
+// continues says the last n rows decided and failed at most maxTailErrShare of it, and logs
+// the share so a passing run shows its margin.
+func continues(t *testing.T, rows []results.Interval, n int) (decided, errs int64, ok bool) {
+	t.Helper()
 	decided, errs = tail(rows, n)
+	t.Logf("last %d s: %d decided, %d errors (limit %.0f%%)", n, decided, errs, 100*maxTailErrShare)
 	return decided, errs, decided > 0 && float64(errs) <= maxTailErrShare*float64(decided)
 }
 
@@ -102,7 +105,7 @@ func TestFaultKillPrimary(t *testing.T) {
 			t.Errorf("node %+v: the killed primary's calls timed out or failed to connect, want them counted on it", n)
 		}
 	}
-	if decided, errs, ok := continues(rows, 2); !ok {
+	if decided, errs, ok := continues(t, rows, 2); !ok {
 		t.Errorf("last 2 s: %d decided, %d errors: decisions must continue after the promotion", decided, errs)
 	}
 	t.Logf("kill-primary: %+v errors %+v overspend %+v", f, sum.Errors, sum.Overspend)
@@ -115,7 +118,7 @@ func TestFaultFailoverMovesSlots(t *testing.T) {
 	if sum.Errors.Moved == 0 {
 		t.Errorf("errors %+v: want MOVED > 0 after a failover", sum.Errors)
 	}
-	if decided, errs, ok := continues(rows, 2); !ok {
+	if decided, errs, ok := continues(t, rows, 2); !ok {
 		t.Errorf("last 2 s: %d decided, %d errors", decided, errs)
 	}
 }
@@ -241,7 +244,8 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 	}
 	n := len(rows)
 	before, during, after := p70(0, 1), p70(2, 3), p70(n-2, n-1)
-	t.Logf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms", before, during, after)
+	t.Logf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms (p90 of those seconds: %.1f/%.1f, %.1f/%.1f, %.1f/%.1f ms)",
+		before, during, after, rows[0].P90Ms, rows[1].P90Ms, rows[2].P90Ms, rows[3].P90Ms, rows[n-2].P90Ms, rows[n-1].P90Ms)
 	if during < 40 || 2*before > during || 2*after > during {
 		t.Errorf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms: want the delay (2 x 20 ms) only during the fault", before, during, after)
 	}
