@@ -126,6 +126,29 @@ func startRun(t *testing.T, duration string) (*exec.Cmd, *syncBuffer, []int, str
 	return nil, nil, nil, ""
 }
 
+// waitRows waits until the run in out has flushed at least one interval row to timeseries.csv
+// and returns how many it has. A fixed sleep is not enough: on a slow, shared CI machine the
+// first second can take longer than any sleep chosen here, and a signal sent before then tests
+// nothing about what an interrupted run keeps.
+func waitRows(t *testing.T, out string, buf *syncBuffer) int {
+	t.Helper()
+	path := filepath.Join(out, results.TimeseriesFile)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if f, err := os.Open(path); err == nil {
+			// A row still being written reads as ErrTruncated; the rows before it count.
+			rows, _ := results.ReadTimeseries(f)
+			f.Close()
+			if len(rows) > 0 {
+				return len(rows)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s has no interval row 30 s into the run; output:\n%s", path, buf.String())
+	return 0
+}
+
 func waitGone(t *testing.T, pids []int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -189,7 +212,7 @@ func TestRunLeavesNoRedisBehind(t *testing.T) {
 	t.Run("ctrl-c", func(t *testing.T) {
 		t.Parallel()
 		cmd, buf, pids, out := startRun(t, "60s")
-		time.Sleep(1500 * time.Millisecond)
+		waitRows(t, out, buf)
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
@@ -208,20 +231,20 @@ func TestRunLeavesNoRedisBehind(t *testing.T) {
 	})
 	t.Run("sigkill", func(t *testing.T) {
 		t.Parallel()
-		cmd, _, pids, out := startRun(t, "60s")
-		time.Sleep(1500 * time.Millisecond)
+		cmd, buf, pids, out := startRun(t, "60s")
+		before := waitRows(t, out, buf)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
 		waitGone(t, pids, 5*time.Second)
-		// Rows are flushed as the run goes: a killed run still has its first seconds.
+		// Rows are flushed as the run goes: a killed run keeps every second it had written.
 		data, err := os.ReadFile(filepath.Join(out, results.TimeseriesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rows, err := results.ReadTimeseries(bytes.NewReader(data)); len(rows) == 0 {
-			t.Errorf("timeseries.csv of a killed run has no rows (err %v):\n%s", err, data)
+		if rows, err := results.ReadTimeseries(bytes.NewReader(data)); len(rows) < before {
+			t.Errorf("timeseries.csv of a killed run has %d rows, %d were there before the kill (err %v):\n%s", len(rows), before, err, data)
 		}
 	})
 }
