@@ -60,8 +60,8 @@ test: redis
 	$(GO) test $(TEST_FLAGS) -skip '$(FAULT_TESTS)' $$($(GO) list ./... | grep -v '/scenarios/simulate$$')
 	$(GO) test $(TEST_FLAGS) -parallel 1 -run '$(FAULT_TESTS)' ./scenarios
 	@# The model's validation drives the machine to saturation every few seconds (its probes), so
-	@# it runs alone too.
-	$(GO) test $(TEST_FLAGS) ./scenarios/simulate
+	@# it runs alone too; -v puts its validation table and p99 gap in every CI log (~120 lines).
+	$(GO) test $(TEST_FLAGS) -v ./scenarios/simulate
 	@# Timing-sensitive tests that compare latencies run alone, after the parallel packages.
 	RATELAB_TEST_ALONE=1 $(GO) test $(TEST_FLAGS) -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab
 
