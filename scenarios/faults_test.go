@@ -14,7 +14,8 @@ import (
 
 // The fault tests below (and TestCoalesceTransportUnderFaults) time recovery and tail latency,
 // so `make test` runs them after every other package, one at a time: FAULT_TESTS in the
-// Makefile names them. A new test of that kind belongs in that list too.
+// Makefile names them, and TestFaultTestsRunAlone keeps that list equal to the tests here that
+// call runFaults.
 
 // faultSpec is a 3x1 central scenario at a rate this machine carries, with the given faults.
 func faultSpec(t *testing.T, dur time.Duration, extra string) *Spec {
