@@ -285,12 +285,28 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		lows, highs = append(lows, lo), append(highs, hi)
 		probes, runs = append(probes, p), append(runs, m)
 	}
+	v, err := judge(spec, len(cl.Primaries()), sides{lows, highs, probes, runs}, rate, first, o)
+	if err != nil {
+		return v, err
+	}
+	v.ElapsedS = time.Since(began).Seconds()
+	return v, nil
+}
+
+// sides are a validation's runs by kind, round by round.
+type sides struct{ lows, highs, probes, runs []measured }
+
+// judge calibrates the model from the gap runs and probes of r, runs it at rate and compares it
+// with r's measured runs; first is the first probe's answer (the shares' base).
+func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
+	lows, highs, probes, runs := r.lows, r.highs, r.probes, r.runs
+	lowRate, highRate := lows[0].sum.Load.OfferedRPS, highs[0].sum.Load.OfferedRPS
 	// One model for every round, calibrated from all rounds' gap runs and probes: each round's
 	// own calibration (as before the gap runs) followed the background of a loaded machine more
 	// closely, but a line through one round's two fits, each of a few dozen delayed decisions,
 	// was mostly noise.
 	pop := spec.Tenants
-	base := Config{Shards: len(cl.Primaries()), Tenants: pop.Count, Theta: pop.Theta,
+	base := Config{Shards: shards, Tenants: pop.Count, Theta: pop.Theta,
 		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
 	cal, err := calibrateLoad(lows, highs, probes, o.ProbeRate, base)
 	if err != nil {
@@ -376,7 +392,6 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		p := median(p99s)
 		v.Laws = append(v.Laws, LawCheck{Law: law, OffFraction: h.OffFraction, SimulatedP99: p, P99Gap: (p - v.MeasuredP99Ms) / v.MeasuredP99Ms})
 	}
-	v.ElapsedS = time.Since(began).Seconds()
 	return v, nil
 }
 
