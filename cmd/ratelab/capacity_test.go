@@ -35,7 +35,7 @@ func TestCapacityPlanCommand(t *testing.T) {
 func TestSimulateValidateBadLaw(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(binary, "simulate", "validate", "--host-law", "quadratic").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `--host-law: host load law "quadratic": want "erlang-c" or "proportional"`) {
+	if err == nil || !strings.Contains(string(out), `--host-law: host load law "quadratic": want "floor", "erlang-c" or "proportional"`) {
 		t.Errorf("--host-law quadratic: %v\n%s", err, out)
 	}
 	if strings.Contains(string(out), "cluster: starting") {

@@ -192,17 +192,19 @@ func newSimulateValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [NAME|FILE]",
 		Short: "Check the co-located model against runs on a local one-primary cluster",
-		Long: `Start a one-primary local cluster, probe its capacity, and run --rounds rounds of: two gap
-runs (at --low-share and --high-share of the first probe, by default 15% and 25%: round trips,
-service time, and how the machine's scheduling gaps grow with our own load), a measured run (at
---share of the first probe, by default 30%, or --rate) and a saturation probe (--probe-rate).
-The model is calibrated from every round's gap runs and probes — never from the measured runs —
-and simulated at the measured rate; the medians over the rounds of measured and simulated
-throughput and p99 are compared. The host's share of time off is solved at the gap rates and
-carried to the measured rate by --host-law (Erlang C on the machine's cores by default); the
+		Long: `Start a one-primary local cluster, probe its capacity, and run --rounds rounds of: a low gap
+run (at --low-share of the first probe, by default 25%), a measured run (at --share of the
+first probe, by default 30%, or --rate), a high gap run (--high-share, by default 35%) and a
+saturation probe (--probe-rate). The gap runs measure round trips, service time, and how the
+machine's scheduling gaps grow with our own load. The model is calibrated from every round's
+gap runs and probes — never from the measured runs — and simulated at the measured rate; the
+medians over the rounds of measured and simulated throughput and p99 are compared. The host's
+share of time off is solved at the gap rates and carried to the measured rate by --host-law
+(by default "floor": the background's share plus Erlang C on the machine's cores, through
+both gap runs; it interpolates between them and amplifies their noise beyond them, so keep
+the measured rate between the gap runs' unless extrapolation is what you want to test). The
 output shows every law's p99 on the same runs, and the interval the rounds' spread alone puts
-the measured median in: when it is wider than 15%, so is the comparison's own noise. The
-scenario (default: 1,000 tenants, Zipf 0.99, 32 workers) gives tenants, workers and
+the measured median in. The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers) gives tenants, workers and
 max_inflight; its rate and duration are set per run.`,
 		Example: "  ratelab simulate validate --rounds 5 --share 0.3",
 		Args:    cobra.MaximumNArgs(1),
@@ -233,7 +235,7 @@ max_inflight; its rate and duration are set per run.`,
 	fl.Float64Var(&o.Rate, "rate", 0, "measured rate (overrides --share)")
 	fl.Float64Var(&o.LowShare, "low-share", simulate.DefaultLowShare, "rate of the low gap runs as a share of the first probe's capacity")
 	fl.Float64Var(&o.HighShare, "high-share", simulate.DefaultHighShare, "rate of the high gap runs as a share of the first probe's capacity")
-	fl.StringVar(&o.HostLaw, "host-law", simulate.DefaultHostLaw, `how the host's share of time off grows from the gap runs to the measured rate: "erlang-c" or "proportional"`)
+	fl.StringVar(&o.HostLaw, "host-law", simulate.DefaultHostLaw, `how the host's share of time off goes from the gap runs to the measured rate: "floor", "erlang-c" or "proportional"`)
 	fl.StringVar(&o.Out, "run-dir", "", "keep the runs' directories here (default a temp dir, removed)")
 	fl.BoolVar(&asJSON, "json", false, "print the validation as JSON")
 	return cmd

@@ -163,6 +163,35 @@ func TestHostLoadLaw(t *testing.T) {
 	if have := ec.offAt(30_000, 30_000); math.Abs(have-0.1) > 1e-12 {
 		t.Errorf("erlang-c: off at the capacity = %v, want the scale 0.1 (every core busy)", have)
 	}
+	// Floor: a background share b = 1% plus 0.1 x C through both points is recovered exactly,
+	// between and beyond them; at rate 0 what is left is the background's.
+	fl := HostLoad{LowRPS: 6000, LowOff: 0.01 + 0.1*c2(0.2), HighRPS: 12_000, HighOff: 0.01 + 0.1*c2(0.4),
+		Law: LawFloor, Cores: 2}
+	for _, rate := range []float64{6000, 9000, 12_000, 15_000, 0} {
+		if have, want := fl.offAt(rate, 30_000), 0.01+0.1*c2(rate/30_000); math.Abs(have-want) > 1e-12 {
+			t.Errorf("floor: off at %.0f/s = %v, want %v", rate, have, want)
+		}
+	}
+	// Between the points it interpolates: each point's weight is in [0, 1], so the share at a
+	// rate between them lies between theirs whatever they are.
+	for _, pair := range [][2]float64{{0.02, 0.03}, {0.03, 0.0301}, {0.001, 0.08}} {
+		l := HostLoad{LowRPS: 7500, LowOff: pair[0], HighRPS: 10_500, HighOff: pair[1], Law: LawFloor, Cores: 2}
+		if have := l.offAt(9000, 30_000); !(pair[0] <= have && have <= pair[1]) {
+			t.Errorf("floor through %v: off at 9000/s = %v, outside the two points'", pair, have)
+		}
+	}
+	// A pair the law cannot hold: a smaller share at the higher rate (noise) gives the two's
+	// mean at every rate; one that would need a negative background falls back to Erlang C's
+	// scale through the origin.
+	if have := (HostLoad{LowRPS: 7500, LowOff: 0.03, HighRPS: 10_500, HighOff: 0.02, Law: LawFloor, Cores: 2}).offAt(20_000, 30_000); math.Abs(have-0.025) > 1e-12 {
+		t.Errorf("floor with the higher rate's share smaller: off %v, want the mean 0.025", have)
+	}
+	steep := HostLoad{LowRPS: 6000, LowOff: 0.001, HighRPS: 12_000, HighOff: 0.05, Law: LawFloor, Cores: 2}
+	origin := steep
+	origin.Law = LawErlangC
+	if have, want := steep.offAt(9000, 30_000), origin.offAt(9000, 30_000); math.Abs(have-want) > 1e-12 || want <= 0 {
+		t.Errorf("floor needing b < 0: off %v, want Erlang C's through the origin %v", have, want)
+	}
 	// Both fits' gaps are 3 ms; each corrected for its run's queueing (1 + rate x work).
 	w := host.workS()
 	want := (0.01*10_000*3/(1+4000*w) + 0.03*30_000*3/(1+12_000*w)) / (0.01*10_000 + 0.03*30_000)
@@ -191,6 +220,7 @@ func TestHostLoadLaw(t *testing.T) {
 	for _, bad := range []HostLoad{
 		{Law: "quadratic"},
 		{Law: LawErlangC, Cores: 0},
+		{Law: LawFloor, Cores: 0},
 	} {
 		err := bad.Validate()
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad.Law)) {

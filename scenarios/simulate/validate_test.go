@@ -14,12 +14,12 @@ import (
 	"ratelab/scenarios/cluster/clustertest"
 )
 
-// The co-located model against the machine it runs on: after a first saturation probe, five
-// rounds of two gap runs (15% and 25% of its capacity: round trips, service time and how the
-// scheduling gaps grow with our own load), a measured run at 30% and a probe; the model is
-// calibrated from the gap runs and probes only, never from the measured runs, and run at the
-// measured rate. The medians over the rounds of throughput and p99 must agree within 15%: two
-// independent numbers, so the test fails when the model is wrong — or when the machine's
+// The co-located model against the machine it runs on: after a first saturation probe, rounds
+// of a low gap run (25% of its capacity), a measured run at 30%, a high gap run (35%) and a
+// probe; the model is calibrated from the gap runs and probes only, never from the measured
+// runs, its host's share of time off interpolated between the gap runs (HostLoad), and run at
+// the measured rate. The medians over the rounds of throughput and p99 must agree within 15%:
+// two independent numbers, so the test fails when the model is wrong — or when the machine's
 // background changes faster than a round (docs/capacity.md has the figures measured).
 func TestSimulationMatchesMeasurement(t *testing.T) {
 	cl := clustertest.Start(t, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas})
@@ -28,7 +28,7 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 		t.Fatal(err)
 	}
 	// RATELAB_MODEL_ROUNDS sets the rounds (default 5, ~80 s): `make validate-model` runs 16
-	// (~4 min), enough to see past the rounds' own noise (docs/capacity.md).
+	// (~4 min).
 	rounds := DefaultValidateRounds
 	if r := os.Getenv("RATELAB_MODEL_ROUNDS"); r != "" {
 		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
@@ -49,18 +49,16 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	if lo, hi := v.MeasuredP99Interval[0], v.MeasuredP99Interval[1]; !(lo <= v.MeasuredP99Ms && v.MeasuredP99Ms <= hi && lo > 0) || v.IntervalCoverage < 0.9 {
 		t.Errorf("measured median p99 %.2f ms outside its interval %.2f-%.2f ms (coverage %.3f)", v.MeasuredP99Ms, lo, hi, v.IntervalCoverage)
 	}
-	if len(v.Laws) != 2 || v.Laws[0].Law != DefaultHostLaw || v.Laws[0].P99Gap != v.P99Gap || v.Laws[1].Law == v.Laws[0].Law || v.Laws[1].SimulatedP99 <= 0 {
-		t.Errorf("laws side by side %+v: want the model's (%s, p99 gap %+.3f) first, then the other one", v.Laws, DefaultHostLaw, v.P99Gap)
+	if len(v.Laws) != 3 || v.Laws[0].Law != DefaultHostLaw || v.Laws[0].P99Gap != v.P99Gap || v.Laws[1].Law == v.Laws[0].Law || v.Laws[2].Law == v.Laws[1].Law || v.Laws[2].Law == v.Laws[0].Law || v.Laws[1].SimulatedP99 <= 0 || v.Laws[2].SimulatedP99 <= 0 {
+		t.Errorf("laws side by side %+v: want the model's (%s, p99 gap %+.3f) first, then the other two", v.Laws, DefaultHostLaw, v.P99Gap)
 	}
 	if math.Abs(v.ThroughputGap) > 0.15 {
 		t.Errorf("throughput: simulated %.0f/s vs measured %.0f/s (%+.1f%%), want within 15%%", v.SimulatedRPS, v.MeasuredRPS, 100*v.ThroughputGap)
 	}
-	// The model's p99 on a co-located machine is within 15% in only some validations (7 of 10
-	// on a noisy day with the Erlang C host law, docs/capacity.md, where every validation's
-	// interval of the measured median was wider than that; under -race, as the suite runs it,
-	// it measures the race detector). The check runs for real with RATELAB_MODEL_P99=1 (`make
-	// validate-model`, 16 rounds, without -race); the suite logs the gap so the number is in
-	// every CI log, but does not fail on it.
+	// The p99 is enforced with RATELAB_MODEL_P99=1: `make validate-model` and `make test` run it
+	// that way, 16 rounds without -race. Without it (go test ./..., 5 rounds) the gap is logged:
+	// under -race the validation measures the race detector's cost per decision, and five rounds
+	// leave the medians less settled (docs/capacity.md).
 	p99Msg := fmt.Sprintf("p99: simulated %.2f ms vs measured %.2f ms (%+.1f%%; the rounds put the measured median in %.2f-%.2f ms), want within 15%%",
 		v.SimulatedP99, v.MeasuredP99Ms, 100*v.P99Gap, v.MeasuredP99Interval[0], v.MeasuredP99Interval[1])
 	switch {
@@ -69,6 +67,6 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	case os.Getenv("RATELAB_MODEL_P99") == "1":
 		t.Error(p99Msg)
 	default:
-		t.Log(p99Msg + ": NOT met (known gap; enforced with RATELAB_MODEL_P99=1)")
+		t.Log(p99Msg + ": NOT met (enforced with RATELAB_MODEL_P99=1, as make test runs it)")
 	}
 }
