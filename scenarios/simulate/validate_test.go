@@ -28,9 +28,9 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 		t.Fatal(err)
 	}
 	// RATELAB_MODEL_ROUNDS sets the rounds (default 5, ~80 s): `make validate-model` runs 64
-	// (~16 min), the fewest at which the rounds' spread put the measured median within ±15%
-	// (at 16 rounds it reached 20-29% below and 21-49% above, and a 15% comparison then
-	// passed or failed on luck).
+	// (~16 min), where the rounds' spread put the measured median within about ±15%; at 16 it
+	// reached 20-29% below and 21-49% above, and a 15% comparison passed or failed on luck
+	// (docs/capacity.md).
 	rounds := DefaultValidateRounds
 	if r := os.Getenv("RATELAB_MODEL_ROUNDS"); r != "" {
 		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
