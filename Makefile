@@ -103,11 +103,12 @@ MODEL_ROUNDS ?= 64
 validate-model: redis
 	RATELAB_MODEL_P99=1 RATELAB_MODEL_ROUNDS=$(MODEL_ROUNDS) $(GO) test -count=1 -timeout $$(( $(MODEL_ROUNDS) * 30 + 420 ))s -run '^TestSimulationMatchesMeasurement$$' -v ./scenarios/simulate/
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet, then ratelab-lint: no production file over 500 lines or function over 80, imports only down the layer table (cmd/ratelab-lint/layers.go)
 .PHONY: lint
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./cmd/ratelab-lint -go '$(GO)'
 
 ## clean: remove build outputs and run directories
 .PHONY: clean
