@@ -14,6 +14,7 @@ import (
 
 	"ratelab/report"
 	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 )
 
 // browserRun is a real run for the browser to render: a short scenario on a real local cluster
@@ -101,7 +102,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := scenarios.Run(ctx, spec, scenarios.RunOptions{Out: filepath.Join(t.TempDir(), "run")})
+	res, err := engine.Run(ctx, spec, engine.RunOptions{Out: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}

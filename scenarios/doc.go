@@ -1,8 +1,8 @@
-// Package scenarios owns what a run is: the scenario Spec (YAML, strictly decoded and validated),
-// the built-in scenarios (embedded YAML), and the Engine — an open-loop driver that fixes each
-// request's intended start time from a pacer, bounds in-flight requests (counting drops, never
-// skipping silently), times every decision from its intended start (no coordinated omission),
-// classifies outcomes and Redis errors, checks overspend, and writes the run record.
+// Package scenarios owns what a run is asked to do: the scenario Spec (YAML, strictly decoded,
+// defaulted and validated, every problem reported with its field and fix), the built-in
+// scenarios (embedded YAML), the SLO checks a run is judged by, and the typed names of limiter
+// kinds, cluster providers and fault kinds.
 //
-// It never draws plots (package report) and never parses command lines (cmd/ratelab).
+// It never runs anything: the engine (package scenarios/engine) turns a Spec into a run, the
+// drivers above it (attack, capacity, simulate, bench) into runs of their own.
 package scenarios

@@ -2,28 +2,36 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// FaultKind names what a fault does: one of the Fault* constants.
+type FaultKind string
+
 // Fault kinds a scenario can schedule.
 const (
-	FaultKillPrimary = "kill-primary" // SIGKILL the target primary; its replica takes over
-	FaultPause       = "pause"        // SIGSTOP the target for `for`, then SIGCONT: real timeouts, real failure detection
-	FaultFailover    = "failover"     // CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica of the target primary
-	FaultLatency     = "latency"      // add delay ± jitter to every byte through the target's proxy for `for`
-	FaultReshard     = "reshard"      // live-migrate `slots` slots from one primary to another
-	FaultScriptFlush = "script-flush" // SCRIPT FLUSH: the next EVALSHA answers NOSCRIPT
-	FaultRestart     = "restart"      // stop and start the target node (same port, same node ID)
-	FaultClockSkew   = "clock-skew"   // offset the target gateways' clocks by `offset` for `for`
-	FaultGatewayKill = "gateway-kill" // the target gateways die and restart empty: their leases are lost
+	FaultKillPrimary FaultKind = "kill-primary" // SIGKILL the target primary; its replica takes over
+	FaultPause       FaultKind = "pause"        // SIGSTOP the target for `for`, then SIGCONT: real timeouts, real failure detection
+	FaultFailover    FaultKind = "failover"     // CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica of the target primary
+	FaultLatency     FaultKind = "latency"      // add delay ± jitter to every byte through the target's proxy for `for`
+	FaultReshard     FaultKind = "reshard"      // live-migrate `slots` slots from one primary to another
+	FaultScriptFlush FaultKind = "script-flush" // SCRIPT FLUSH: the next EVALSHA answers NOSCRIPT
+	FaultRestart     FaultKind = "restart"      // stop and start the target node (same port, same node ID)
+	FaultClockSkew   FaultKind = "clock-skew"   // offset the target gateways' clocks by `offset` for `for`
+	FaultGatewayKill FaultKind = "gateway-kill" // the target gateways die and restart empty: their leases are lost
 )
 
-var faultKinds = []string{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill}
+var faultKinds = []FaultKind{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill}
 
-// gatewayFault reports whether a fault kind acts on the simulated gateways, not on the cluster.
-func gatewayFault(kind string) bool { return kind == FaultClockSkew || kind == FaultGatewayKill }
+// OnGateway reports whether a fault of kind k acts on the gateways, not on the cluster.
+func (k FaultKind) OnGateway() bool { return k == FaultClockSkew || k == FaultGatewayKill }
+
+// DefaultAskWindow is how long a reshard holds each slot migrating after its keys moved (a
+// fault's ask_window when 0): long enough for a running load to meet ASK before the MOVED.
+const DefaultAskWindow = 20 * time.Millisecond
 
 // FaultSpec is one scheduled fault.
 type FaultSpec struct {
@@ -31,7 +39,7 @@ type FaultSpec struct {
 	At Duration `yaml:"at"`
 	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart
 	// (faults of the cluster), clock-skew or gateway-kill (faults of the simulated gateways).
-	Kind string `yaml:"kind"`
+	Kind FaultKind `yaml:"kind"`
 	// Target is hottest (the primary owning the hottest tenant's slot), node:N (the N-th node as
 	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, all, or
 	// killed (the node an earlier kill-primary took down: to restart it). Default hottest.
@@ -67,8 +75,8 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 	}
 	for i, f := range s.Faults {
 		p := fmt.Sprintf("faults[%d]", i)
-		if !contains(faultKinds, f.Kind) {
-			bad(p+".kind", fmt.Sprintf("%q", f.Kind), "use one of "+strings.Join(faultKinds, ", "))
+		if !slices.Contains(faultKinds, f.Kind) {
+			bad(p+".kind", fmt.Sprintf("%q", f.Kind), "use one of "+joinKinds(faultKinds))
 			continue
 		}
 		if f.At < 0 || (s.Duration > 0 && f.At >= s.Duration) {
@@ -77,7 +85,7 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 		if f.Offset != 0 && f.Kind != FaultClockSkew {
 			bad(p+".offset", time.Duration(f.Offset), "only a clock-skew fault has an offset")
 		}
-		if gatewayFault(f.Kind) {
+		if f.Kind.OnGateway() {
 			s.validateGatewayFault(p, f, bad)
 			continue
 		}
@@ -176,17 +184,8 @@ func checkTarget(t string, nodes, tenants int) string {
 	return ""
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// hasFault reports whether the schedule has a fault of kind.
-func (s *Spec) hasFault(kind string) bool {
+// HasFault reports whether the schedule has a fault of kind.
+func (s *Spec) HasFault(kind FaultKind) bool {
 	for _, f := range s.Faults {
 		if f.Kind == kind {
 			return true
@@ -198,8 +197,8 @@ func (s *Spec) hasFault(kind string) bool {
 // validateGatewayFault checks a clock-skew or gateway-kill fault: a gateway target that exists,
 // the offset of a skew, and a limiter the fault means something for.
 func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad func(field string, value any, fix string)) {
-	g := s.gatewayCount()
-	if _, err := gatewayTargets(f.Target, g); err != "" {
+	g := s.GatewayCount()
+	if _, err := GatewayTargets(f.Target, g); err != "" {
 		bad(p+".target", fmt.Sprintf("%q", f.Target), err)
 	}
 	switch f.Kind {
@@ -223,9 +222,9 @@ func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad func(field string
 	}
 }
 
-// gatewayTargets resolves a gateway fault's target against g simulated gateways: the indices it
+// GatewayTargets resolves a gateway fault's target against g simulated gateways: the indices it
 // names, or "" and what to write instead.
-func gatewayTargets(t string, g int) ([]int, string) {
+func GatewayTargets(t string, g int) ([]int, string) {
 	fix := fmt.Sprintf("use all, gateway:N (0 <= N < %d) or gateways:K (the first K, 1 <= K <= %d); set limiter.gateways (or limiter.lease.gateways) for more", g, g)
 	n := g
 	switch {
@@ -250,4 +249,13 @@ func gatewayTargets(t string, g int) ([]int, string) {
 		out[i] = i
 	}
 	return out, ""
+}
+
+// joinKinds lists kinds for an error message.
+func joinKinds[K ~string](kinds []K) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }

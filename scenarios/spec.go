@@ -393,7 +393,7 @@ func (s *Spec) ApplyDefaults() {
 	}
 	if l := s.Limiter.Lease; l != nil {
 		if l.Size == 0 {
-			l.Size = min(100, max(s.bucketPolicy().Burst, 1))
+			l.Size = min(100, max(s.BucketPolicy().Burst, 1))
 		}
 		if l.Gateways == 0 {
 			l.Gateways = 8
@@ -435,8 +435,8 @@ func (s *Spec) ApplyDefaults() {
 	}
 }
 
-// hasFailPolicy reports whether any endpoint decides by a fail policy when the store fails.
-func (s *Spec) hasFailPolicy() bool {
+// HasFailPolicy reports whether any endpoint decides by a fail policy when the store fails.
+func (s *Spec) HasFailPolicy() bool {
 	for _, e := range s.Endpoints {
 		if e.Fail != "" {
 			return true
@@ -454,8 +454,8 @@ func (s *Spec) NeedsCluster() bool {
 	return true
 }
 
-// windowKind reports whether the limiter counts requests per window (limit/window policy).
-func (s *Spec) windowKind() bool {
+// WindowKind reports whether the limiter counts requests per window (limit/window policy).
+func (s *Spec) WindowKind() bool {
 	switch s.Limiter.Kind {
 	case "fixed-window", "sliding-window", "sliding-log":
 		return true
@@ -548,13 +548,13 @@ func (s *Spec) Validate() error {
 		if c := time.Duration(b.Cooldown); c < time.Millisecond || c > time.Minute {
 			bad("limiter.breaker.cooldown", c, "must be between 1ms and 1m")
 		}
-		if !s.hasFailPolicy() {
+		if !s.HasFailPolicy() {
 			bad("limiter.breaker", "set", "a breaker decides by the endpoints' fail policy: set fail on at least one endpoint")
 		}
 	}
-	if s.hasTariffs() {
+	if s.HasTariffs() {
 		s.validateTariffs(bad)
-	} else if s.windowKind() {
+	} else if s.WindowKind() {
 		if s.Policy.Limit < 1 {
 			bad("policy.limit", s.Policy.Limit, fmt.Sprintf("limiter.kind %s needs the most requests per window, >= 1", s.Limiter.Kind))
 		}
@@ -564,7 +564,7 @@ func (s *Spec) Validate() error {
 		if s.Policy.Rate != 0 || s.Policy.Burst != 0 {
 			bad("policy", "rate/burst", fmt.Sprintf("limiter.kind %s takes limit and window, not rate and burst", s.Limiter.Kind))
 		}
-		if s.hasFailPolicy() {
+		if s.HasFailPolicy() {
 			bad("limiter.kind", s.Limiter.Kind, "fail policies wrap the token bucket only for now; drop endpoints' fail")
 		}
 	} else {
@@ -598,7 +598,7 @@ func (s *Spec) Validate() error {
 	if l := s.Limiter.Lease; l != nil {
 		// Other kinds ignore it, so --limiter can switch a lease scenario to central on the same
 		// trace; it must still be valid.
-		if b := s.bucketPolicy().Burst; l.Size < 1 || (b >= 1 && l.Size > b) {
+		if b := s.BucketPolicy().Burst; l.Size < 1 || (b >= 1 && l.Size > b) {
 			bad("limiter.lease.size", l.Size, fmt.Sprintf("must be between 1 and policy.burst (%d)", b))
 		}
 		if l.Gateways < 1 || l.Gateways > 1024 {
@@ -610,7 +610,7 @@ func (s *Spec) Validate() error {
 		if r := l.Refresh; r != nil && !(*r >= 0 && *r < 1) {
 			bad("limiter.lease.refresh", *r, "must be 0 (off) or a fraction below 1, e.g. 0.25")
 		}
-		if s.hasFailPolicy() && s.Limiter.Kind == "lease" {
+		if s.HasFailPolicy() && s.Limiter.Kind == "lease" {
 			bad("limiter.kind", "lease", "fail policies wrap the central token bucket only; drop endpoints' fail or use token-bucket")
 		}
 	}

@@ -37,10 +37,10 @@ const (
 // maxQuotaWindow bounds policy.quota.window: a year is longer than any quota a tariff sells.
 const maxQuotaWindow = 8760 * time.Hour
 
-// bucketPolicy is the bucket of the bucket kinds (token-bucket, gcra, two-tier, lease, memory):
+// BucketPolicy is the bucket of the bucket kinds (token-bucket, gcra, two-tier, lease, memory):
 // rate and burst as written, or, for a policy written as limit per window, the same limit as a
 // bucket: burst limit, refilled at limit per window.
-func (s *Spec) bucketPolicy() limiter.BucketPolicy {
+func (s *Spec) BucketPolicy() limiter.BucketPolicy {
 	p := s.Policy
 	if p.Rate == 0 && p.Burst == 0 && p.Limit > 0 && p.Window > 0 {
 		return limiter.BucketPolicy{Rate: float64(p.Limit) / time.Duration(p.Window).Seconds(), Burst: p.Limit}
@@ -48,12 +48,12 @@ func (s *Spec) bucketPolicy() limiter.BucketPolicy {
 	return limiter.BucketPolicy{Rate: p.Rate, Burst: p.Burst}
 }
 
-// hasTariffs reports whether the limits come from tariffs (policy.file or policy.tariffs)
+// HasTariffs reports whether the limits come from tariffs (policy.file or policy.tariffs)
 // rather than policy.rate and policy.burst.
-func (s *Spec) hasTariffs() bool { return s.Policy.File != "" || s.Policy.Tariffs != nil }
+func (s *Spec) HasTariffs() bool { return s.Policy.File != "" || s.Policy.Tariffs != nil }
 
-// gatewayCount is the number of simulated gateway instances the workers are split across.
-func (s *Spec) gatewayCount() int {
+// GatewayCount is the number of simulated gateway instances the workers are split across.
+func (s *Spec) GatewayCount() int {
 	if s.Limiter.Kind == "lease" && s.Limiter.Lease != nil {
 		return max(s.Limiter.Lease.Gateways, 1)
 	}
@@ -73,10 +73,10 @@ func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
 		if w := time.Duration(q.Window); w < time.Millisecond || w > maxQuotaWindow || w%time.Millisecond != 0 {
 			bad("policy.quota.window", w, "must be a whole number of milliseconds between 1ms and 8760h, e.g. window: 24h")
 		}
-	} else if s.Limiter.Kind == "two-tier" && !s.hasTariffs() {
+	} else if s.Limiter.Kind == "two-tier" && !s.HasTariffs() {
 		bad("policy.quota", "missing", "limiter.kind two-tier needs the long tier: policy: {rate: 100, burst: 200, quota: {limit: 10000, window: 24h}}")
 	}
-	if s.Limiter.Kind == "two-tier" && s.hasFailPolicy() {
+	if s.Limiter.Kind == "two-tier" && s.HasFailPolicy() {
 		bad("limiter.kind", "two-tier", "fail policies wrap the token bucket only; drop endpoints' fail or use token-bucket")
 	}
 	switch s.Limiter.Clock {
@@ -98,7 +98,7 @@ func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
 	default:
 		bad("limiter.transport", fmt.Sprintf("%q", s.Limiter.Transport), "use plain (one call per decision) or coalesce (one pipeline per primary)")
 	}
-	if g := s.gatewayCount(); g > s.Load.Concurrency && s.Load.Concurrency >= 1 {
+	if g := s.GatewayCount(); g > s.Load.Concurrency && s.Load.Concurrency >= 1 {
 		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must be at least the number of simulated gateways (%d): each gateway needs a worker", g))
 	}
 	if g := s.Limiter.Gateways; g != 0 {
@@ -143,9 +143,9 @@ func (s *Spec) inlineTariffs() (*limiter.Tariffs, error) {
 	return limiter.ParseTariffs("inline", data)
 }
 
-// tariffLoader returns the loader of the spec's tariffs for a limiter.PolicyCache: the file,
+// TariffLoader returns the loader of the spec's tariffs for a limiter.PolicyCache: the file,
 // re-read when it changes, or the inline document.
-func (s *Spec) tariffLoader() (func(context.Context) (*limiter.Tariffs, error), error) {
+func (s *Spec) TariffLoader() (func(context.Context) (*limiter.Tariffs, error), error) {
 	if s.Policy.File != "" {
 		return limiter.FileTariffs(s.Policy.File), nil
 	}

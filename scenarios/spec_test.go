@@ -210,10 +210,10 @@ func TestLimiterFamilyFieldsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := s.Policy.Quota; q == nil || q.Limit != 500 || time.Duration(q.Window) != 24*time.Hour || s.Limiter.Clock != ClockGateway || s.gatewayCount() != 4 {
+	if q := s.Policy.Quota; q == nil || q.Limit != 500 || time.Duration(q.Window) != 24*time.Hour || s.Limiter.Clock != ClockGateway || s.GatewayCount() != 4 {
 		t.Errorf("two-tier spec = %+v / %+v, want quota 500 per 24h, clock gateway, 4 gateways", s.Policy, s.Limiter)
 	}
-	if got, _ := gatewayTargets(s.Faults[0].Target, 4); len(got) != 2 || got[1] != 1 || time.Duration(s.Faults[0].Offset) != -2*time.Second {
+	if got, _ := GatewayTargets(s.Faults[0].Target, 4); len(got) != 2 || got[1] != 1 || time.Duration(s.Faults[0].Offset) != -2*time.Second {
 		t.Errorf("skew fault %+v resolves to gateways %v, want [0 1] with offset -2s", s.Faults[0], got)
 	}
 
@@ -221,7 +221,7 @@ func TestLimiterFamilyFieldsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := byWindow.bucketPolicy(); got.Rate != 25 || got.Burst != 50 {
+	if got := byWindow.BucketPolicy(); got.Rate != 25 || got.Burst != 50 {
 		t.Errorf("limit 50 per 2s as a bucket = %+v, want rate 25 burst 50", got)
 	}
 

@@ -1,8 +1,10 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 )
 
 // Values of Spec.Via.
@@ -58,15 +60,28 @@ func (s *Spec) validateVia(bad func(field string, value any, fix string)) {
 	if s.Limiter.Gateways > 1 {
 		bad("limiter.gateways", s.Limiter.Gateways, why+": drop limiter.gateways or use via: process")
 	}
-	if s.hasTariffs() {
+	if s.HasTariffs() {
 		bad("policy", "tariffs", "the black-box envelope of via: http judges one rate/burst policy: give policy rate and burst, or use via: process for tariffs")
 	}
 	if s.Cluster.Provider == "external" {
 		bad("cluster.provider", "external", "via: http does not prefix and clean up an external cluster's keys yet: use via: process for external clusters")
 	}
 	for i, f := range s.Faults {
-		if gatewayFault(f.Kind) {
-			bad(fmt.Sprintf("faults[%d].kind", i), f.Kind, why+" and its clock: "+f.Kind+" needs via: process (cluster faults run over HTTP)")
+		if f.Kind.OnGateway() {
+			bad(fmt.Sprintf("faults[%d].kind", i), f.Kind, why+" and its clock: "+string(f.Kind)+" needs via: process (cluster faults run over HTTP)")
 		}
 	}
+}
+
+// resolveTrace makes a relative trace.file relative to the scenario file's directory.
+func (s *Spec) resolveTrace(scenarioPath string) error {
+	if s.Trace == nil || s.Trace.File == "" || filepath.IsAbs(s.Trace.File) {
+		return nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(scenarioPath), s.Trace.File))
+	if err != nil {
+		return errors.Join(fmt.Errorf("trace.file %s", s.Trace.File), err)
+	}
+	s.Trace.File = abs
+	return nil
 }

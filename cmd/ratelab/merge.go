@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 	"ratelab/workload"
 )
 
@@ -56,7 +56,7 @@ docs/distributed.md. Exit code 3 if the merged run fails its SLO.`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dirs = args
-			res, err := scenarios.MergeRuns(o.out, o.dirs...)
+			res, err := engine.MergeRuns(o.out, o.dirs...)
 			if err != nil {
 				return err
 			}

@@ -24,6 +24,7 @@ import (
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/engine"
 )
 
 // exitSLOFailed is the exit code of a run that completed but failed an SLO check.
@@ -77,7 +78,7 @@ type runOptions struct {
 
 // clusterOptions copies the flags of external clusters, and --shard, into run options. The
 // password is read from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
-func (o runOptions) clusterOptions(r *scenarios.RunOptions) {
+func (o runOptions) clusterOptions(r *engine.RunOptions) {
 	r.Shard = o.shard.Shard
 	r.PasswordFile = o.passwordFile
 	r.AllowFaults = o.allowFaults
@@ -171,7 +172,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	defer stopProfiles()
 
 	live := newLiveProgress(cmd.ErrOrStderr(), time.Duration(spec.Duration), o.quiet)
-	opts := scenarios.RunOptions{
+	opts := engine.RunOptions{
 		Out:        o.out,
 		Version:    version,
 		StateFile:  o.stateFile,
@@ -202,11 +203,11 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 
 // runOne runs spec once, in-process or, with via: http, through the gateway (attack.RunScenario:
 // the scenarios package cannot import the attack package, which imports it).
-func runOne(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOptions) (*scenarios.Result, error) {
+func runOne(ctx context.Context, spec *scenarios.Spec, opts engine.RunOptions) (*engine.Result, error) {
 	if spec.Via == scenarios.ViaHTTP {
 		return attack.RunScenario(ctx, spec, opts)
 	}
-	return scenarios.Run(ctx, spec, opts)
+	return engine.Run(ctx, spec, opts)
 }
 
 // applyOverrides puts the flags the user set over the scenario and validates the result.
@@ -396,7 +397,7 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 		}
 		logf("repetition %d of %d -> %s", i, o.repeat, dir)
 		live := newLiveProgress(stderr, time.Duration(spec.Duration), o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, o.repeat)))
-		ropts := scenarios.RunOptions{Out: dir, Version: version, StateFile: stateFile,
+		ropts := engine.RunOptions{Out: dir, Version: version, StateFile: stateFile,
 			Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
 		o.clusterOptions(&ropts)
 		res, rerr := runOne(ctx, spec, ropts)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 )
 
 func newScenariosCmd() *cobra.Command {
@@ -74,7 +75,7 @@ between them. Each run's full results go to OUT/<kind>.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.kinds, "kinds", nil, "limiter kinds to compare, comma-separated (default: all of "+
-		fmt.Sprint(scenarios.CompareKinds)+")")
+		fmt.Sprint(engine.CompareKinds)+")")
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration of each run (e.g. 3s)")
 	f.StringVar(&o.out, "out", "", "directory of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
@@ -100,7 +101,7 @@ func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOp
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	stderr := cmd.ErrOrStderr()
-	rows, err := scenarios.CompareAlgorithms(ctx, spec, o.kinds, scenarios.RunOptions{
+	rows, err := engine.CompareAlgorithms(ctx, spec, o.kinds, engine.RunOptions{
 		Out:       o.out,
 		Version:   version,
 		StateFile: o.stateFile,
@@ -108,7 +109,7 @@ func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOp
 	})
 	// Print what was measured even when a later kind failed or the run was interrupted.
 	if len(rows) > 0 {
-		if _, werr := fmt.Fprint(cmd.OutOrStdout(), scenarios.FormatAlgorithms(rows)); werr != nil && err == nil {
+		if _, werr := fmt.Fprint(cmd.OutOrStdout(), engine.FormatAlgorithms(rows)); werr != nil && err == nil {
 			err = werr
 		}
 		for _, r := range rows {

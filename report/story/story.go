@@ -14,6 +14,7 @@ import (
 	"ratelab/report"
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 )
 
 // Options are the knobs of one demo.
@@ -31,7 +32,7 @@ type Options struct {
 	Live func(label string, total time.Duration) LiveHooks
 }
 
-// LiveHooks follow one run as it goes (see scenarios.RunOptions); nil fields are skipped.
+// LiveHooks follow one run as it goes (see engine.RunOptions); nil fields are skipped.
 type LiveHooks struct {
 	OnInterval func(results.Interval)
 	OnProgress func(results.Progress)
@@ -284,7 +285,7 @@ func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...an
 	}
 	dir := filepath.Join(o.Out, rp.dir)
 	logf("  %s: %s for %s -> %s", rp.label, rp.scenario, time.Duration(spec.Duration), dir)
-	ro := scenarios.RunOptions{Out: dir, Version: o.Version, Logf: logf}
+	ro := engine.RunOptions{Out: dir, Version: o.Version, Logf: logf}
 	if o.Live != nil {
 		h := o.Live(rp.label, time.Duration(spec.Duration))
 		ro.OnInterval, ro.OnProgress = h.OnInterval, h.OnProgress
@@ -292,7 +293,7 @@ func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...an
 			defer h.Done()
 		}
 	}
-	res, err := scenarios.Run(ctx, spec, ro)
+	res, err := engine.Run(ctx, spec, ro)
 	if res == nil {
 		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
 	}

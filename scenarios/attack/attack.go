@@ -17,7 +17,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
-	"ratelab/scenarios"
+	"ratelab/scenarios/check"
 )
 
 // ResultsFile is vegeta's own results file in a run directory (vegeta's gob encoding): feed it
@@ -80,11 +80,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	enc := vegeta.NewEncoder(bin)
 
 	policy := o.Policy
-	var checkers [2]*scenarios.OverspendChecker
+	var checkers [2]*check.Bucket
 	for i := range checkers {
-		checkers[i] = scenarios.NewOverspendChecker(p.tenants*len(p.hdr.Endpoints), func(int) limiter.BucketPolicy { return policy })
+		checkers[i] = check.NewBucket(p.tenants*len(p.hdr.Endpoints), func(int) limiter.BucketPolicy { return policy })
 		// A denial stays contestable for as long as a request can be in flight.
-		checkers[i].SetReorderWindow(max(o.Timeout, scenarios.DefaultReorderWindowMs*time.Millisecond).Milliseconds(), nil)
+		checkers[i].SetReorderWindow(max(o.Timeout, check.DefaultReorderWindowMs*time.Millisecond).Milliseconds(), nil)
 	}
 
 	tr := &transport{

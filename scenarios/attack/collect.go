@@ -11,7 +11,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
-	"ratelab/scenarios"
+	"ratelab/scenarios/check"
 )
 
 // secStats is what the results intended in one second came to.
@@ -64,8 +64,8 @@ type obs struct {
 	sec   int32
 	kind  obsKind
 	fed   [2]bool
-	v     [2]scenarios.Verdict
-	cause scenarios.Cause
+	v     [2]check.Verdict
+	cause check.Cause
 }
 
 // collector turns vegeta's Results into rows, histograms and overspend. It runs on one
@@ -85,8 +85,8 @@ type collector struct {
 	p         *plan
 	o         Options
 	base      time.Time
-	checkers  [2]*scenarios.OverspendChecker // judging at send [0] and at arrival [1]
-	causeOf   map[string]scenarios.Cause
+	checkers  [2]*check.Bucket // judging at send [0] and at arrival [1]
+	causeOf   map[string]check.Cause
 	traceTime bool
 
 	planned, recvd, unfed []int64
@@ -106,7 +106,7 @@ type collector struct {
 	pending []obs
 
 	unknownOutcomes int64
-	byCause         map[scenarios.Cause]int64
+	byCause         map[check.Cause]int64
 
 	sent      int64
 	rows      int // seconds to write: all, or those the schedule reached before an interrupt
@@ -116,11 +116,11 @@ type collector struct {
 	unknownKs int64 // Results whose request index the RoundTripper never saw
 }
 
-func newCollector(p *plan, o Options, checkers [2]*scenarios.OverspendChecker, tsw *results.TimeseriesWriter) *collector {
+func newCollector(p *plan, o Options, checkers [2]*check.Bucket, tsw *results.TimeseriesWriter) *collector {
 	secs := int(p.duration()/time.Second) + 1
 	c := &collector{
 		p: p, o: o, checkers: checkers, tsw: tsw, traceTime: o.TimeHeader != "",
-		causeOf: map[string]scenarios.Cause{}, byCause: map[scenarios.Cause]int64{},
+		causeOf: map[string]check.Cause{}, byCause: map[check.Cause]int64{},
 		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs),
 		stats: make([]*secStats, secs), late: newSecStats(), total: newSecStats(),
 		keyCounts: make([]int64, checkers[0].Keys()),
@@ -231,9 +231,9 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 }
 
 // cause maps an X-RateLimit-Source value to the envelope's cause (central when absent).
-func (c *collector) cause(source string) scenarios.Cause {
+func (c *collector) cause(source string) check.Cause {
 	if source == "" {
-		return scenarios.Cause(limiter.Central)
+		return check.Cause(limiter.Central)
 	}
 	if v, ok := c.causeOf[source]; ok {
 		return v
@@ -302,11 +302,11 @@ func (c *collector) feed() {
 		switch {
 		case o.kind == obsUnknown:
 			c.unknownOutcomes++
-		case o.v[0] == scenarios.Overspend && o.v[1] == scenarios.Overspend:
+		case o.v[0] == check.Overspend && o.v[1] == check.Overspend:
 			st.overspend++
 			st.overTokens += int64(o.cost)
 			c.byCause[o.cause]++
-		case o.v[0] == scenarios.FalseDeny && o.v[1] == scenarios.FalseDeny:
+		case o.v[0] == check.FalseDeny && o.v[1] == check.FalseDeny:
 			st.falseDenies++
 		}
 		c.unfed[o.sec]--
@@ -403,7 +403,7 @@ func classify(msg string) limiter.ErrorKind {
 // causeNames is the overspend by cause, under the causes' names.
 func (c *collector) causeNames() map[string]int64 {
 	out := map[string]int64{}
-	names := map[scenarios.Cause]string{scenarios.Cause(limiter.Central): limiter.Central.String()}
+	names := map[check.Cause]string{check.Cause(limiter.Central): limiter.Central.String()}
 	for name, v := range c.causeOf {
 		names[v] = name
 	}

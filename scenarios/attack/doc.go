@@ -2,7 +2,7 @@
 // vegeta's library and records the run the way the scenario engine records in-process runs:
 // per-second results.Interval rows in timeseries.csv as the run goes, HDR latency histograms,
 // summary.json, and black-box overspend judged from 200 vs 429 per tenant against the declared
-// policy with scenarios.OverspendChecker. It also writes vegeta's own results file
+// policy with check.Bucket. It also writes vegeta's own results file
 // (results.bin), so `vegeta report` and `vegeta plot` work on a ratelab run.
 //
 // The schedule is materialized before the attack as a trace (workload/trace): generated from

@@ -7,6 +7,7 @@ import (
 
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
+	"ratelab/scenarios/engine"
 )
 
 // A via: http scenario: the scenario's limiter behind ratelab's gateway on a loopback port,
@@ -27,7 +28,7 @@ limiter: {kind: memory}
 	}
 	dir, _ := os.MkdirTemp("", "ratelab-example-")
 	defer os.RemoveAll(dir)
-	res, err := attack.RunScenario(context.Background(), spec, scenarios.RunOptions{Out: dir})
+	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: dir})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,30 +12,31 @@ import (
 	"ratelab/limiter/gateway"
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 )
 
 // CostHeader is the header RunScenario's replays carry each request's cost in; the in-process
 // gateway reads it.
 const CostHeader = "X-Ratelab-Cost"
 
-// RunScenario runs a via: http scenario: the scenario's limiter (scenarios.OpenTarget: its
+// RunScenario runs a via: http scenario: the scenario's limiter (engine.OpenTarget: its
 // cluster, script, fail policy and faults) behind ratelab's gateway on a free loopback port in
 // this process, driven by vegeta with the scenario's tenants, endpoints, pacer, rate, duration
 // and seed (or its trace, each tenant's order kept). The run directory is the engine's —
 // scenario.yaml, timeseries.csv, latency.hdr.json, summary.json, plus vegeta's results.bin —
 // with environment.via "http" and overspend judged black-box from 200 vs 429.
 //
-// It lives here rather than in scenarios.Run because this package imports scenarios: the CLI
-// calls RunScenario when spec.Via is http, scenarios.Run otherwise.
+// It lives here rather than in engine.Run because this package imports scenarios: the CLI
+// calls RunScenario when spec.Via is http, engine.Run otherwise.
 //
 // The HTTP path is slower than in-process decisions (a bare net/http handler serves ~36K req/s
 // on the 2-core reference machine): when vegeta cannot keep the offered rate, the summary says
 // so (load.generator_limited and the note), as for any attack.
-func RunScenario(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOptions) (res *scenarios.Result, err error) {
+func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.RunOptions) (res *engine.Result, err error) {
 	if opts.RecordTrace != "" {
 		return nil, errors.New("record trace: via: http runs record no trace yet; record the schedule with ratelab trace gen --scenario NAME (the same requests)")
 	}
-	tg, err := scenarios.OpenTarget(ctx, spec, opts)
+	tg, err := engine.OpenTarget(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -124,5 +125,5 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts scenarios.RunOp
 		return nil, err
 	}
 	logf("via http: %d decisions in %v", ar.Summary.Load.Decisions, time.Since(began).Round(time.Millisecond))
-	return &scenarios.Result{Dir: ar.Dir, Summary: ar.Summary}, err
+	return &engine.Result{Dir: ar.Dir, Summary: ar.Summary}, err
 }

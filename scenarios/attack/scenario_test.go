@@ -10,6 +10,7 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
+	"ratelab/scenarios/engine"
 )
 
 func parseSpec(t *testing.T, yaml string) *scenarios.Spec {
@@ -23,7 +24,7 @@ func parseSpec(t *testing.T, yaml string) *scenarios.Spec {
 
 // checkRunDir asserts a via: http run left the engine's files plus vegeta's, and that its
 // summary adds up.
-func checkRunDir(t *testing.T, res *scenarios.Result) *results.Summary {
+func checkRunDir(t *testing.T, res *engine.Result) *results.Summary {
 	t.Helper()
 	for _, f := range []string{results.SummaryFile, results.TimeseriesFile, results.ScenarioFile, results.HistogramFile, attack.ResultsFile} {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
@@ -63,7 +64,7 @@ endpoints: [{name: read, weight: 3}, {name: write, weight: 1}]
 policy: {rate: 10, burst: 5}
 limiter: {kind: memory}
 `)
-	res, err := attack.RunScenario(context.Background(), spec, scenarios.RunOptions{Out: t.TempDir()})
+	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ cluster: {primaries: 2, replicas: 0}
 faults:
   - {at: 1s, kind: pause, target: hottest, for: 1500ms}
 `)
-	res, err := attack.RunScenario(context.Background(), spec, scenarios.RunOptions{Out: t.TempDir()})
+	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

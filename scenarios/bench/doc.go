@@ -2,7 +2,7 @@
 // the five numbers that say whether ratelab is fast enough to measure a limiter, and writes them
 // as results/bench/README.md (a Markdown table, the command and the machine) and raw.json:
 //
-//  1. the generator alone (scenarios.Run of a no-op limiter): decisions/s and schedule lag p99;
+//  1. the generator alone (engine.Run of a no-op limiter): decisions/s and schedule lag p99;
 //  2. the in-memory token bucket: decisions/s and allocations per decision;
 //  3. central Redis decisions, closed loop at equal concurrency: plain go-redis calls, go-redis
 //     AutoPipeline, and limiter.CoalescingBucket; decisions/s, p50, p99;

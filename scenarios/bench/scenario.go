@@ -6,6 +6,7 @@ import (
 
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/engine"
 )
 
 // runScenario runs a built-in scenario for opts' duration into dir (a temp directory: the bench
@@ -19,7 +20,7 @@ func runScenario(ctx context.Context, name, state, dir string, opts Options) (*r
 	if state != "" {
 		spec.Cluster.Provider = "running"
 	}
-	res, err := scenarios.Run(ctx, spec, scenarios.RunOptions{Out: dir, StateFile: state, Version: opts.Version})
+	res, err := engine.Run(ctx, spec, engine.RunOptions{Out: dir, StateFile: state, Version: opts.Version})
 	if err != nil {
 		return nil, fmt.Errorf("bench: scenario %s: %w", name, err)
 	}

@@ -4,5 +4,5 @@
 // Redis Cluster slots (Skew) and a sizing recommendation that names its limiting factor (Plan).
 //
 // It never models queueing over time: that is package simulate. It never starts traffic itself:
-// a sweep step is one scenarios.Run.
+// a sweep step is one engine.Run.
 package capacity

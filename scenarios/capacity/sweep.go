@@ -15,6 +15,7 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/engine"
 )
 
 // SchemaCapacity is the schema of capacity.json.
@@ -114,7 +115,7 @@ type Fit struct {
 
 // Sweep finds, for each cluster size, the highest offered rate that meets the SLO. Each size gets
 // one fresh local cluster (the scenario's cluster.provider is ignored), reused by its steps with
-// its keys flushed between them; each step is a scenarios.Run of StepDuration without faults,
+// its keys flushed between them; each step is a engine.Run of StepDuration without faults,
 // written under Out/steps/. It writes capacity.json, capacity.md and the charts.
 func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*SweepResult, error) {
 	logf := opts.Logf
@@ -262,7 +263,7 @@ func sweepSize(ctx context.Context, run scenarios.Spec, p int, s Search, dir, ve
 		spec := run
 		spec.Load.Rate = rate
 		out := filepath.Join(dir, "steps", fmt.Sprintf("p%d-%s-r%.0f", p, run.Limiter.Kind, rate))
-		r, err := scenarios.Run(ctx, &spec, scenarios.RunOptions{Out: out, Version: version, StateFile: state})
+		r, err := engine.Run(ctx, &spec, engine.RunOptions{Out: out, Version: version, StateFile: state})
 		if err != nil {
 			return Step{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/engine"
 )
 
 // DefaultProbeDuration is the length of the saturation probe of CalibrateCoLocated.
@@ -64,7 +65,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 		return m, err
 	}
 	cpu := processCPU()
-	res, err := scenarios.Run(ctx, &run, scenarios.RunOptions{Out: dir, StateFile: state})
+	res, err := engine.Run(ctx, &run, engine.RunOptions{Out: dir, StateFile: state})
 	if err != nil {
 		return m, err
 	}

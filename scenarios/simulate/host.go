@@ -76,7 +76,7 @@ type hostState struct {
 }
 
 // hostArrive queues j for CPU at t.
-func (e *engine) hostArrive(t float64, j job) {
+func (e *model) hostArrive(t float64, j job) {
 	h := e.host
 	h.queue = append(h.queue, j)
 	if !h.busy {
@@ -84,7 +84,7 @@ func (e *engine) hostArrive(t float64, j job) {
 	}
 }
 
-func (e *engine) hostStart(t float64) {
+func (e *model) hostStart(t float64) {
 	h := e.host
 	h.cur = h.queue[h.head]
 	h.queue[h.head] = job{}
@@ -99,7 +99,7 @@ func (e *engine) hostStart(t float64) {
 	}
 }
 
-func (e *engine) hostDone(t float64, epoch uint32) {
+func (e *model) hostDone(t float64, epoch uint32) {
 	h := e.host
 	if epoch != h.epoch || !h.busy || h.off {
 		return
@@ -114,7 +114,7 @@ func (e *engine) hostDone(t float64, epoch uint32) {
 
 // hostToggle switches the host off or on at t and schedules the next switch while there is
 // traffic to come or work left.
-func (e *engine) hostToggle(t float64) {
+func (e *model) hostToggle(t float64) {
 	h := e.host
 	if h.off {
 		h.off = false
@@ -136,7 +136,7 @@ func (e *engine) hostToggle(t float64) {
 
 // period draws the length of an on (exponential) or off (lognormal; constant with OffSigma 0)
 // period, in seconds.
-func (e *engine) period(off bool) float64 {
+func (e *model) period(off bool) float64 {
 	h := e.cfg.Host
 	if !off {
 		return h.onMeanS() * e.r.ExpFloat64()
@@ -146,7 +146,7 @@ func (e *engine) period(off bool) float64 {
 }
 
 // startHost begins the on/off process at 0 in its stationary state.
-func (e *engine) startHost() {
+func (e *model) startHost() {
 	h := e.cfg.Host
 	if h == nil {
 		return

@@ -129,7 +129,7 @@ func Run(cfg Config) (*Result, error) {
 			share += arrivalShare[s]
 		}
 	}
-	e := newEngine(cfg, 1, only, end, warm, hot)
+	e := newModel(cfg, 1, only, end, warm, hot)
 	if cfg.Lease > 1 {
 		e.ramp = warm / 2
 	}
@@ -204,7 +204,7 @@ func runFailover(cfg Config, shard int) *FailoverResult {
 	end := down + outage + 1
 	only := make([]bool, cfg.Shards)
 	only[shard] = true
-	e := newEngine(cfg, 2, only, end, 0, shard)
+	e := newModel(cfg, 2, only, end, 0, shard)
 	e.ramp = warm / 2
 	e.fo, e.fshard = f, shard
 	e.downAt, e.upAt = down, down+outage

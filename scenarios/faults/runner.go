@@ -1,0 +1,232 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios"
+	"ratelab/scenarios/check"
+	"ratelab/scenarios/cluster"
+)
+
+// healthyWait bounds how long a fault's cause stays attached to decisions while the cluster heals.
+const healthyWait = 30 * time.Second
+
+// causeGrace keeps a fault's cause on decisions for a moment after the cluster reports healthy:
+// clients learn the new slot map a little later than the nodes agree on it.
+const causeGrace = time.Second
+
+// Hooks connect a Runner to the run it disturbs. Every field is optional: a nil func means the
+// run has no such part (a gateway fault then records itself as failed).
+type Hooks struct {
+	// HotKey is a key of the hottest tenant: target hottest is the primary of its slot.
+	HotKey string
+	// KeyOf returns a key of tenant, for target primary-of:TENANT.
+	KeyOf func(tenant string) string
+	// CauseFor maps a cause name (failover, pause, latency, noscript, reshard, restart,
+	// clock-skew) to the checker's Cause; nil attaches cause 0.
+	CauseFor func(name string) check.Cause
+	// OnInject hears of each fault as it starts, in seconds since the start of the run.
+	OnInject func(atS float64)
+	// SlotTraffic returns the decisions so far per slot: a reshard moves the busiest slots.
+	SlotTraffic func() map[int]int64
+	// Gateways is the number of gateways a gateway fault may target.
+	Gateways int
+	// SetSkew sets gateway g's clock offset (a clock-skew fault).
+	SetSkew func(g int, offset time.Duration)
+	// DropGateway kills gateway g — its leases are lost, it goes on empty — and returns the
+	// tokens lost.
+	DropGateway func(g int) int64
+	// Logf receives a line per fault injected or failed.
+	Logf func(format string, args ...any)
+}
+
+// Runner injects a scenario's faults into its cluster (or its gateways) on schedule and records
+// each as an event. While a fault is active its cause is current (CurrentCause), so the engine
+// attributes the overspend of the decisions made meanwhile to it.
+type Runner struct {
+	cl    cluster.Cluster
+	specs []scenarios.FaultSpec // sorted by At
+	nodes []cluster.Node        // as started: node:N indexes this
+	h     Hooks
+	base  time.Time
+
+	active atomic.Int32 // number of faults whose cause is current
+	cause  atomic.Int32 // the newest active fault's Cause
+
+	mu     sync.Mutex
+	killed string // the node the last kill-primary took down
+	events []results.Fault
+	bound  float64 // tokens the faults may return (replication gap at kills), summed
+	wg     sync.WaitGroup
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Runner for specs on cl (nil when the run has no cluster: gateway faults only).
+func New(cl cluster.Cluster, specs []scenarios.FaultSpec, h Hooks) *Runner {
+	if h.Logf == nil {
+		h.Logf = func(string, ...any) {}
+	}
+	if h.KeyOf == nil {
+		h.KeyOf = func(tenant string) string { return "{" + tenant + "}" }
+	}
+	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), h: h}
+	if cl != nil {
+		r.nodes = cl.Nodes()
+	}
+	sort.SliceStable(r.specs, func(i, j int) bool { return r.specs[i].At < r.specs[j].At })
+	return r
+}
+
+// CurrentCause is the cause to attach to a decision now; ok is false when no fault is active.
+// Two atomic loads: cheap enough for every decision. A nil Runner has no cause.
+func (r *Runner) CurrentCause() (check.Cause, bool) {
+	if r == nil || r.active.Load() == 0 {
+		return 0, false
+	}
+	return check.Cause(r.cause.Load()), true
+}
+
+// ActiveKind names the fault active at elapsed: the kind of the latest one started by then,
+// while any fault still holds its cause on the decisions; "" when none is active.
+func (r *Runner) ActiveKind(elapsed time.Duration) string {
+	if _, ok := r.CurrentCause(); !ok {
+		return ""
+	}
+	kind := ""
+	for _, f := range r.specs {
+		if time.Duration(f.At) > elapsed {
+			break
+		}
+		kind = string(f.Kind)
+	}
+	return kind
+}
+
+// Start injects every fault at base + At in the background, each in its own goroutine so a long
+// pause does not delay the next one. Call it once; Stop ends it.
+func (r *Runner) Start(base time.Time) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done, r.base = cancel, make(chan struct{}), base
+	go func() {
+		defer close(r.done)
+		r.schedule(ctx)
+	}()
+}
+
+// Stop ends the schedule and the faults still running — a latency fault is removed, a paused
+// node resumed — and waits for them. It does nothing before Start, and is idempotent.
+func (r *Runner) Stop() {
+	if r == nil || r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.wg.Wait()
+}
+
+func (r *Runner) schedule(ctx context.Context) {
+	for _, f := range r.specs {
+		if wait := time.Until(r.base.Add(time.Duration(f.At))); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.inject(ctx, f)
+		}()
+	}
+}
+
+// inject executes one fault and records its event.
+func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
+	at := time.Since(r.base).Seconds()
+	if r.h.OnInject != nil {
+		r.h.OnInject(at)
+	}
+	if f.Kind.OnGateway() {
+		r.injectGateway(ctx, f, at)
+		return
+	}
+	targets, desc, err := r.resolve(f)
+	if f.Kind == scenarios.FaultReshard {
+		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
+	}
+	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: desc, ForS: time.Duration(f.For).Seconds()}
+	if err == nil {
+		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, desc)
+		err = r.execute(ctx, f, targets)
+	}
+	if err != nil {
+		ev.Target = fmt.Sprintf("%s (failed: %v)", desc, err)
+		r.h.Logf("fault %s at %.1fs failed: %v", f.Kind, at, err)
+	}
+	r.record(ev)
+}
+
+func (r *Runner) record(ev results.Fault) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// hold attaches cause to decisions until the returned func is called.
+func (r *Runner) hold(cause string) func() {
+	if r.h.CauseFor != nil {
+		r.cause.Store(int32(r.h.CauseFor(cause)))
+	}
+	r.active.Add(1)
+	return func() { r.active.Add(-1) }
+}
+
+// holdUntilHealthy attaches cause to decisions until the cluster is healthy again (bounded) plus
+// causeGrace; the returned func starts that wait in the background.
+func (r *Runner) holdUntilHealthy(ctx context.Context, cause string) func() {
+	release := r.hold(cause)
+	return func() {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer release()
+			hctx, cancel := context.WithTimeout(ctx, healthyWait)
+			defer cancel()
+			if err := r.cl.WaitHealthy(hctx); err != nil {
+				r.h.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
+				return
+			}
+			sleepCtx(ctx, causeGrace)
+		}()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Recorded returns the faults as injected, sorted by time, and the overspend bound they imply
+// (the replication gap at kills and failovers, in tokens).
+func (r *Runner) Recorded() ([]results.Fault, float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]results.Fault(nil), r.events...)
+	sort.Slice(out, func(i, j int) bool { return out[i].AtS < out[j].AtS })
+	return out, r.bound
+}
