@@ -168,7 +168,7 @@ type QuotaCfg struct {
 type LimiterCfg struct {
 	// Kind: token-bucket (Lua on Redis Cluster, default), memory (the in-process twin) or noop
 	// (allows everything: measures the generator itself).
-	Kind string `yaml:"kind,omitempty"`
+	Kind LimiterKind `yaml:"kind,omitempty"`
 	// Timeout of one decision. Default 50ms.
 	Timeout Duration `yaml:"timeout,omitempty"`
 	// Breaker stops calling a node after consecutive failures (only with endpoints' fail set).
@@ -221,7 +221,7 @@ type ClusterCfg struct {
 	// Provider: local (redis-server child processes, default), running (the cluster started by
 	// `ratelab cluster up`), docker (containers started through the Docker API) or external (a
 	// cluster someone else runs, at URL).
-	Provider string `yaml:"provider,omitempty"`
+	Provider ClusterProvider `yaml:"provider,omitempty"`
 	// URL locates an external cluster: redis://[user@]host:port[,host:port...] or rediss:// for
 	// TLS. Required with provider external, refused otherwise. It never holds a password.
 	URL string `yaml:"url,omitempty"`

@@ -29,7 +29,7 @@ type TraceCfg struct {
 }
 
 // httpKinds are the limiter kinds via: http serves behind the gateway.
-var httpKinds = map[string]bool{"token-bucket": true, "memory": true, "noop": true}
+var httpKinds = map[LimiterKind]bool{"token-bucket": true, "memory": true, "noop": true}
 
 // validateVia checks via and trace: what the HTTP path cannot do is refused here, before a
 // cluster starts, with the field and the fix.
@@ -52,7 +52,7 @@ func (s *Spec) validateVia(bad func(field string, value any, fix string)) {
 	}
 	const why = "via: http serves one limiter behind one gateway"
 	if !httpKinds[s.Limiter.Kind] {
-		bad("limiter.kind", s.Limiter.Kind, why+": use token-bucket, memory or noop, or via: process for "+s.Limiter.Kind)
+		bad("limiter.kind", s.Limiter.Kind, why+": use token-bucket, memory or noop, or via: process for "+string(s.Limiter.Kind))
 	}
 	if s.Limiter.Clock == ClockSchedule {
 		bad("limiter.clock", ClockSchedule, "the gateway decides at its own clock: use clock: gateway or redis with via: http (its replays keep each tenant's order instead)")
