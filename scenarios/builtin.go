@@ -4,7 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -40,15 +39,4 @@ func BuiltinNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// Resolve loads a scenario by built-in name or by file path. A name that is an existing file wins.
-func Resolve(nameOrFile string) (*Spec, error) {
-	if st, err := os.Stat(nameOrFile); err == nil && !st.IsDir() {
-		return LoadFile(nameOrFile)
-	}
-	if strings.ContainsAny(nameOrFile, "/\\") || strings.HasSuffix(nameOrFile, ".yaml") || strings.HasSuffix(nameOrFile, ".yml") {
-		return nil, fmt.Errorf("scenario file %s: not found", nameOrFile)
-	}
-	return Builtin(nameOrFile)
 }

@@ -60,7 +60,7 @@ type FaultSpec struct {
 	To    string `yaml:"to,omitempty"`
 	// AskWindow of a reshard: how long each slot stays migrating after its keys moved, the
 	// window in which every request for it meets ASK (0 = DefaultAskWindow). A limiter's slot
-	// holds a few keys and moves in well under a millisecond; a window makes ASK visible.
+	// holds few keys and moves almost at once; the window makes ASK visible to a running load.
 	AskWindow Duration `yaml:"ask_window,omitempty"`
 	// Offset of a clock-skew fault: added to the target gateways' now (negative: behind).
 	Offset Duration `yaml:"offset,omitempty"`
@@ -68,7 +68,7 @@ type FaultSpec struct {
 
 // validateFaults checks the fault schedule against the run: kinds, times inside the run, targets
 // that can exist in the topology, the fields each kind needs.
-func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
+func (s *Spec) validateFaults(bad badFunc) {
 	nodes := 0
 	if s.Cluster.Replicas != nil {
 		nodes = s.Cluster.Primaries * (1 + *s.Cluster.Replicas)
@@ -87,68 +87,84 @@ func (s *Spec) validateFaults(bad func(field string, value any, fix string)) {
 		}
 		if f.Kind.OnGateway() {
 			s.validateGatewayFault(p, f, bad)
-			continue
+		} else {
+			s.validateClusterFault(p, f, nodes, bad)
 		}
-		if !s.NeedsCluster() {
-			bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket or lease)", s.Limiter.Kind))
+	}
+}
+
+// validateClusterFault checks a fault of the cluster (nodes nodes): a limiter that has one, a
+// target in the topology, the fields its kind needs and none it does not take.
+func (s *Spec) validateClusterFault(p string, f FaultSpec, nodes int, bad badFunc) {
+	if !s.NeedsCluster() {
+		bad(p+".kind", f.Kind, fmt.Sprintf("faults act on the Redis Cluster; limiter.kind %q has none (use token-bucket or lease)", s.Limiter.Kind))
+	}
+	if err := checkTarget(f.Target, nodes, s.Tenants.Count); err != "" {
+		bad(p+".target", fmt.Sprintf("%q", f.Target), err)
+	}
+	s.validateFaultFields(p, f, nodes, bad)
+	if f.Kind != FaultReshard && f.AskWindow != 0 {
+		bad(p+".ask_window", time.Duration(f.AskWindow), "only a reshard has an ask window")
+	}
+	if f.Kind != FaultPause && f.Kind != FaultLatency && f.For != 0 {
+		bad(p+".for", time.Duration(f.For), "only pause and latency faults have a length")
+	}
+	if s.Duration > 0 && f.At+f.For > s.Duration && f.Kind == FaultPause {
+		bad(p+".for", time.Duration(f.For), fmt.Sprintf("the pause would outlast the run (ends at %s)", time.Duration(s.Duration)))
+	}
+}
+
+// validateFaultFields checks the fields a cluster fault's kind needs.
+func (s *Spec) validateFaultFields(p string, f FaultSpec, nodes int, bad badFunc) {
+	noReplicas := s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0
+	switch f.Kind {
+	case FaultPause:
+		if f.For <= 0 {
+			bad(p+".for", time.Duration(f.For), "a pause needs a length > 0, e.g. for: 3s")
 		}
-		if err := checkTarget(f.Target, nodes, s.Tenants.Count); err != "" {
-			bad(p+".target", fmt.Sprintf("%q", f.Target), err)
+	case FaultLatency:
+		if f.Delay <= 0 || f.Delay > Duration(10*time.Second) {
+			bad(p+".delay", time.Duration(f.Delay), "must be > 0 and <= 10s, e.g. delay: 5ms")
 		}
-		end := f.At + f.For
-		switch f.Kind {
-		case FaultPause:
-			if f.For <= 0 {
-				bad(p+".for", time.Duration(f.For), "a pause needs a length > 0, e.g. for: 3s")
-			}
-		case FaultLatency:
-			if f.Delay <= 0 || f.Delay > Duration(10*time.Second) {
-				bad(p+".delay", time.Duration(f.Delay), "must be > 0 and <= 10s, e.g. delay: 5ms")
-			}
-			if f.Jitter < 0 || f.Jitter > f.Delay {
-				bad(p+".jitter", time.Duration(f.Jitter), "must be between 0 and delay")
-			}
-			if f.For < 0 {
-				bad(p+".for", time.Duration(f.For), "must be >= 0 (0 = until the end of the run)")
-			}
-		case FaultFailover:
-			switch f.Mode {
-			case "", "default", "force", "takeover":
-			default:
-				bad(p+".mode", fmt.Sprintf("%q", f.Mode), "use default, force or takeover")
-			}
-			if s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0 {
-				bad(p+".kind", f.Kind, "a failover needs replicas: set cluster.replicas >= 1")
-			}
-		case FaultKillPrimary:
-			if s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0 {
-				bad(p+".kind", f.Kind, "killing a primary without replicas leaves its slots down for good: set cluster.replicas >= 1")
-			}
-		case FaultReshard:
-			if f.Slots < 1 || f.Slots > 16384 {
-				bad(p+".slots", f.Slots, "must be between 1 and 16384")
-			}
-			for _, e := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
-				if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, nodes, 0) != "" {
-					bad(p+"."+e.name, fmt.Sprintf("%q", e.v), fmt.Sprintf("name a primary as node:N (0..%d)", s.Cluster.Primaries-1))
-				}
-			}
-			if f.From != "" && f.From == f.To {
-				bad(p+".to", fmt.Sprintf("%q", f.To), "must differ from from")
-			}
-			if f.AskWindow < 0 || f.AskWindow > Duration(time.Second) {
-				bad(p+".ask_window", time.Duration(f.AskWindow), "must be between 0 (the default, "+DefaultAskWindow.String()+") and 1s per slot")
-			}
+		if f.Jitter < 0 || f.Jitter > f.Delay {
+			bad(p+".jitter", time.Duration(f.Jitter), "must be between 0 and delay")
 		}
-		if f.Kind != FaultReshard && f.AskWindow != 0 {
-			bad(p+".ask_window", time.Duration(f.AskWindow), "only a reshard has an ask window")
+		if f.For < 0 {
+			bad(p+".for", time.Duration(f.For), "must be >= 0 (0 = until the end of the run)")
 		}
-		if f.Kind != FaultPause && f.Kind != FaultLatency && f.For != 0 {
-			bad(p+".for", time.Duration(f.For), "only pause and latency faults have a length")
+	case FaultFailover:
+		switch f.Mode {
+		case "", "default", "force", "takeover":
+		default:
+			bad(p+".mode", fmt.Sprintf("%q", f.Mode), "use default, force or takeover")
 		}
-		if s.Duration > 0 && end > s.Duration && f.Kind == FaultPause {
-			bad(p+".for", time.Duration(f.For), fmt.Sprintf("the pause would outlast the run (ends at %s)", time.Duration(s.Duration)))
+		if noReplicas {
+			bad(p+".kind", f.Kind, "a failover needs replicas: set cluster.replicas >= 1")
 		}
+	case FaultKillPrimary:
+		if noReplicas {
+			bad(p+".kind", f.Kind, "killing a primary without replicas leaves its slots down for good: set cluster.replicas >= 1")
+		}
+	case FaultReshard:
+		s.validateReshard(p, f, nodes, bad)
+	}
+}
+
+// validateReshard checks a reshard's slots, its two primaries and its ask window.
+func (s *Spec) validateReshard(p string, f FaultSpec, nodes int, bad badFunc) {
+	if f.Slots < 1 || f.Slots > 16384 {
+		bad(p+".slots", f.Slots, "must be between 1 and 16384")
+	}
+	for _, e := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
+		if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, nodes, 0) != "" {
+			bad(p+"."+e.name, fmt.Sprintf("%q", e.v), fmt.Sprintf("name a primary as node:N (0..%d)", s.Cluster.Primaries-1))
+		}
+	}
+	if f.From != "" && f.From == f.To {
+		bad(p+".to", fmt.Sprintf("%q", f.To), "must differ from from")
+	}
+	if f.AskWindow < 0 || f.AskWindow > Duration(time.Second) {
+		bad(p+".ask_window", time.Duration(f.AskWindow), "must be between 0 (the default, "+DefaultAskWindow.String()+") and 1s per slot")
 	}
 }
 
@@ -196,7 +212,7 @@ func (s *Spec) HasFault(kind FaultKind) bool {
 
 // validateGatewayFault checks a clock-skew or gateway-kill fault: a gateway target that exists,
 // the offset of a skew, and a limiter the fault means something for.
-func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad func(field string, value any, fix string)) {
+func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad badFunc) {
 	g := s.GatewayCount()
 	if _, err := GatewayTargets(f.Target, g); err != "" {
 		bad(p+".target", fmt.Sprintf("%q", f.Target), err)
@@ -209,11 +225,11 @@ func (s *Spec) validateGatewayFault(p string, f FaultSpec, bad func(field string
 		if f.For < 0 {
 			bad(p+".for", time.Duration(f.For), "must be >= 0 (0 = until the end of the run)")
 		}
-		if s.Limiter.Kind == "noop" {
+		if s.Limiter.Kind == KindNoop {
 			bad(p+".kind", f.Kind, "limiter.kind noop ignores time: a skew changes nothing")
 		}
 	case FaultGatewayKill:
-		if s.Limiter.Kind != "lease" {
+		if s.Limiter.Kind != KindLease {
 			bad(p+".kind", f.Kind, fmt.Sprintf("a gateway's death loses its leases: only limiter.kind lease keeps state in the gateway (kind is %q)", s.Limiter.Kind))
 		}
 		if f.For != 0 {
@@ -249,13 +265,4 @@ func GatewayTargets(t string, g int) ([]int, string) {
 		out[i] = i
 	}
 	return out, ""
-}
-
-// joinKinds lists kinds for an error message.
-func joinKinds[K ~string](kinds []K) string {
-	s := make([]string, len(kinds))
-	for i, k := range kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }

@@ -1,5 +1,7 @@
 package scenarios
 
+import "strings"
+
 // LimiterKind names the limiter a scenario runs (limiter.kind).
 type LimiterKind string
 
@@ -16,6 +18,15 @@ const (
 	KindNoop          LimiterKind = "noop"           // allows everything: the generator alone
 )
 
+// limiterKinds are the valid limiter.kind values, in the order error messages list them.
+var limiterKinds = []LimiterKind{KindTokenBucket, KindGCRA, KindFixedWindow, KindSlidingWindow, KindSlidingLog, KindTwoTier, KindLease, KindMemory, KindNoop}
+
+// windowKinds count requests per window: their policy is limit and window.
+var windowKinds = []LimiterKind{KindFixedWindow, KindSlidingWindow, KindSlidingLog}
+
+// tariffKinds take a bucket per tenant endpoint from tariffs.
+var tariffKinds = []LimiterKind{KindTokenBucket, KindMemory}
+
 // ClusterProvider names where a scenario's Redis Cluster comes from (cluster.provider).
 type ClusterProvider string
 
@@ -26,3 +37,23 @@ const (
 	ProviderRunning  ClusterProvider = "running"  // the cluster `ratelab cluster up` left running
 	ProviderExternal ClusterProvider = "external" // a cluster ratelab did not start (cluster.url)
 )
+
+// clusterProviders are the valid cluster.provider values, in the order error messages list them.
+var clusterProviders = []ClusterProvider{ProviderLocal, ProviderRunning, ProviderDocker, ProviderExternal}
+
+// joinKinds lists kinds for an error message: "a, b, c".
+func joinKinds[K ~string](kinds []K) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// orKinds lists kinds for an error message as a choice: "a, b or c".
+func orKinds[K ~string](kinds []K) string {
+	if len(kinds) < 2 {
+		return joinKinds(kinds)
+	}
+	return joinKinds(kinds[:len(kinds)-1]) + " or " + string(kinds[len(kinds)-1])
+}

@@ -138,7 +138,7 @@ func (s *Spec) SetSLO(kv string) error {
 }
 
 // validateSLO reports limits no run can meet or that make no sense.
-func (s *Spec) validateSLO(bad func(field string, value any, fix string)) {
+func (s *Spec) validateSLO(bad badFunc) {
 	if w := s.SLO.Warmup; w != nil && (*w <= 0 || (s.Duration > 0 && *w >= s.Duration)) {
 		bad("slo.warmup", time.Duration(*w), fmt.Sprintf("must be within the run: 0 < warmup < duration (%s); leave it out for a tenth of the run", time.Duration(s.Duration)))
 	}

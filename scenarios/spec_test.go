@@ -49,7 +49,7 @@ func TestHotTenantIsTheIssuesScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Tenants.Count != 10000 || s.Tenants.Distribution != "zipf" || s.Tenants.Theta != 0.99 ||
+	if s.Tenants.Count != 10000 || s.Tenants.Distribution != DistZipf || s.Tenants.Theta != 0.99 ||
 		len(s.Endpoints) != 3 || s.Policy.Rate != 100 || s.Policy.Burst != 200 || s.Load.Rate != 100000 {
 		t.Errorf("hot-tenant = %+v, want 10,000 Zipf(0.99) tenants, 3 endpoints, 100 rps burst 200, 100,000 offered", s)
 	}
@@ -64,9 +64,9 @@ func TestDefaults(t *testing.T) {
 	if got := time.Duration(s.Duration); got != 2*time.Second {
 		t.Errorf("duration = %v", got)
 	}
-	if s.Load.Pacer != "constant" || s.Load.MaxInflight != DefaultMaxInflight || s.Load.Concurrency != DefaultConcurrency ||
-		s.Tenants.Distribution != "zipf" || s.Tenants.Theta != 0.99 || s.Limiter.Kind != "token-bucket" ||
-		s.Cluster.Provider != "local" || s.Cluster.Primaries != 3 || *s.Cluster.Replicas != 1 || len(s.Endpoints) != 1 {
+	if s.Load.Pacer != PacerConstant || s.Load.MaxInflight != DefaultMaxInflight || s.Load.Concurrency != DefaultConcurrency ||
+		s.Tenants.Distribution != DistZipf || s.Tenants.Theta != DefaultTheta || s.Limiter.Kind != KindTokenBucket ||
+		s.Cluster.Provider != ProviderLocal || s.Cluster.Primaries != 3 || *s.Cluster.Replicas != 1 || len(s.Endpoints) != 1 {
 		t.Errorf("defaults not applied: %+v", s)
 	}
 	zero, err := Parse("x.yaml", []byte(validYAML+"cluster: {replicas: 0}\n"))
@@ -101,8 +101,8 @@ func TestParseErrors(t *testing.T) {
 		{"hotspot", strings.Replace(validYAML, "{count: 10}", "{count: 10, distribution: hotspot, hot_share: 2, hot_keys: 11}", 1), []string{"tenants.hot_share: 2", "tenants.hot_keys: 11: must be between 1 and tenants.count (10)"}},
 		{"policy", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 0, burst: 0}", 1), []string{"x.yaml:6: policy.rate: 0", "x.yaml:6: policy.burst: 0"}},
 		{"endpoint", validYAML + "endpoints: [{name: 'a b', weight: 1}, {name: x, weight: 0}, {name: x, weight: 1}]\n", []string{`x.yaml:7: endpoints[0].name: "a b"`, "x.yaml:7: endpoints[1].weight: 0", `endpoints[2].name: "x": is listed twice`}},
-		{"limiter", validYAML + "limiter: {kind: leaky, timeout: 1h}\n", []string{`limiter.kind: "leaky"`, "limiter.timeout: 1h0m0s"}},
-		{"cluster", validYAML + "cluster: {provider: cloud, primaries: -1, replicas: 9, node_timeout: 1ms}\n", []string{`cluster.provider: "cloud"`, "cluster.primaries: -1", "cluster.replicas: 9", "cluster.node_timeout: 1ms"}},
+		{"limiter", validYAML + "limiter: {kind: leaky, timeout: 1h}\n", []string{`limiter.kind: "leaky": use token-bucket, gcra, fixed-window, sliding-window, sliding-log, two-tier, lease, memory or noop`, "limiter.timeout: 1h0m0s"}},
+		{"cluster", validYAML + "cluster: {provider: cloud, primaries: -1, replicas: 9, node_timeout: 1ms}\n", []string{`cluster.provider: "cloud": use local, running, docker or external`, "cluster.primaries: -1", "cluster.replicas: 9", "cluster.node_timeout: 1ms"}},
 		{"fault kind", validYAML + "faults: [{at: 1s, kind: meteor}]\n", []string{`faults[0].kind: "meteor": use one of kill-primary, pause`}},
 		{"fault time", validYAML + "faults: [{at: 5s, kind: script-flush}]\n", []string{"faults[0].at: 5s: must be within the run: 0 <= at < duration (2s)"}},
 		{"warm-up beyond the run", validYAML + "slo: {warmup: 2s, rss_growth: 0.05}\n", []string{"slo.warmup: 2s: must be within the run: 0 < warmup < duration (2s); leave it out for a tenth of the run"}},
@@ -141,7 +141,7 @@ func TestParseErrors(t *testing.T) {
 		{"clock-skew on noop", validYAML + "limiter: {kind: noop}\nfaults: [{at: 1s, kind: clock-skew, offset: 1s}]\n", []string{"faults[0].kind: clock-skew: limiter.kind noop ignores time"}},
 		{"gateway-kill needs leases", validYAML + "faults: [{at: 1s, kind: gateway-kill, for: 1s}]\n", []string{`faults[0].kind: gateway-kill: a gateway's death loses its leases: only limiter.kind lease`, "faults[0].for: 1s: a gateway-kill is instant"}},
 		{"tariffs with limits", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, file: t.yaml}", 1) + "limiter: {kind: gcra}\n",
-			[]string{"x.yaml:6: policy: rate/burst/limit/window/quota: the tariffs give every tenant's limits", "limiter.kind: gcra: tariffs set a bucket per tenant endpoint"}},
+			[]string{"x.yaml:6: policy: rate/burst/limit/window/quota: the tariffs give every tenant's limits", "limiter.kind: gcra: tariffs set a bucket per tenant endpoint: use kind token-bucket or memory with policy.file"}},
 		{"tariffs file and inline", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{file: t.yaml, tariffs: {version: 1}}", 1),
 			[]string{"policy.file: t.yaml: give the tariffs either as a file or inline"}},
 		{"inline tariffs invalid", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{tariffs: {version: 0, plans: {free: {default: {rate: -1, burst: 5}}}, default_plan: gold}}", 1),

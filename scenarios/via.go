@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 )
 
 // Values of Spec.Via.
@@ -29,11 +30,11 @@ type TraceCfg struct {
 }
 
 // httpKinds are the limiter kinds via: http serves behind the gateway.
-var httpKinds = map[LimiterKind]bool{"token-bucket": true, "memory": true, "noop": true}
+var httpKinds = []LimiterKind{KindTokenBucket, KindMemory, KindNoop}
 
 // validateVia checks via and trace: what the HTTP path cannot do is refused here, before a
 // cluster starts, with the field and the fix.
-func (s *Spec) validateVia(bad func(field string, value any, fix string)) {
+func (s *Spec) validateVia(bad badFunc) {
 	if t := s.Trace; t != nil {
 		if t.File == "" {
 			bad("trace.file", `""`, "name the trace to replay, e.g. trace: {file: run.trace} (write one with ratelab trace gen or run --record-trace)")
@@ -51,8 +52,8 @@ func (s *Spec) validateVia(bad func(field string, value any, fix string)) {
 		return
 	}
 	const why = "via: http serves one limiter behind one gateway"
-	if !httpKinds[s.Limiter.Kind] {
-		bad("limiter.kind", s.Limiter.Kind, why+": use token-bucket, memory or noop, or via: process for "+string(s.Limiter.Kind))
+	if !slices.Contains(httpKinds, s.Limiter.Kind) {
+		bad("limiter.kind", s.Limiter.Kind, why+": use "+orKinds(httpKinds)+", or via: process for "+string(s.Limiter.Kind))
 	}
 	if s.Limiter.Clock == ClockSchedule {
 		bad("limiter.clock", ClockSchedule, "the gateway decides at its own clock: use clock: gateway or redis with via: http (its replays keep each tenant's order instead)")
@@ -63,8 +64,8 @@ func (s *Spec) validateVia(bad func(field string, value any, fix string)) {
 	if s.HasTariffs() {
 		bad("policy", "tariffs", "the black-box envelope of via: http judges one rate/burst policy: give policy rate and burst, or use via: process for tariffs")
 	}
-	if s.Cluster.Provider == "external" {
-		bad("cluster.provider", "external", "via: http does not prefix and clean up an external cluster's keys yet: use via: process for external clusters")
+	if s.Cluster.Provider == ProviderExternal {
+		bad("cluster.provider", ProviderExternal, "via: http does not prefix and clean up an external cluster's keys yet: use via: process for external clusters")
 	}
 	for i, f := range s.Faults {
 		if f.Kind.OnGateway() {

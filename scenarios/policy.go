@@ -4,34 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"ratelab/limiter"
-)
-
-// Clock modes of limiter.clock.
-const (
-	// ClockGateway: each decision uses the gateway's now (the request's time), sent to the
-	// script; the stored time of a key never moves backwards.
-	ClockGateway = "gateway"
-	// ClockRedis: the script takes its time from Redis (TIME); gateway clocks do not matter.
-	ClockRedis = "redis"
-	// ClockSchedule: each decision uses the run's start (truncated to a millisecond) plus the
-	// request's intended offset, not the wall clock, and every tenant's requests are decided in
-	// schedule order by one worker: a run's decisions then depend only on its schedule, so a
-	// recorded run and its replay agree exactly. Latency is still measured on the wall clock.
-	ClockSchedule = "schedule"
-)
-
-// Transports of limiter.transport (kind token-bucket).
-const (
-	// TransportPlain: one script call per decision.
-	TransportPlain = "plain"
-	// TransportCoalesce: decisions coalesced into one pipeline per primary (limiter.CoalescingBucket).
-	TransportCoalesce = "coalesce"
 )
 
 // maxQuotaWindow bounds policy.quota.window: a year is longer than any quota a tariff sells.
@@ -52,19 +31,70 @@ func (s *Spec) BucketPolicy() limiter.BucketPolicy {
 // rather than policy.rate and policy.burst.
 func (s *Spec) HasTariffs() bool { return s.Policy.File != "" || s.Policy.Tariffs != nil }
 
-// GatewayCount is the number of simulated gateway instances the workers are split across.
-func (s *Spec) GatewayCount() int {
-	if s.Limiter.Kind == "lease" && s.Limiter.Lease != nil {
-		return max(s.Limiter.Lease.Gateways, 1)
+// validatePolicy checks the limit itself: tariffs, a limit per window for the window kinds, or a
+// bucket (rate and burst, or limit and window read as a bucket) for the others.
+func (s *Spec) validatePolicy(bad badFunc) {
+	switch {
+	case s.HasTariffs():
+		s.validateTariffs(bad)
+	case s.WindowKind():
+		s.validateWindowPolicy(bad)
+	default:
+		s.validateBucketPolicy(bad)
 	}
-	return max(s.Limiter.Gateways, 1)
 }
 
-// validateFamily checks the fields of the limiter family beyond one bucket: the two-tier quota,
-// the clock mode and the number of simulated gateways.
-func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
+// validateWindowPolicy checks the policy of a window kind: limit and window, nothing else.
+func (s *Spec) validateWindowPolicy(bad badFunc) {
+	p := s.Policy
+	if p.Limit < 1 {
+		bad("policy.limit", p.Limit, fmt.Sprintf("limiter.kind %s needs the most requests per window, >= 1", s.Limiter.Kind))
+	}
+	validateWindow(p.Window, bad)
+	if p.Rate != 0 || p.Burst != 0 {
+		bad("policy", "rate/burst", fmt.Sprintf("limiter.kind %s takes limit and window, not rate and burst", s.Limiter.Kind))
+	}
+	if s.HasFailPolicy() {
+		bad("limiter.kind", s.Limiter.Kind, "fail policies wrap the token bucket only for now; drop endpoints' fail")
+	}
+}
+
+// validateBucketPolicy checks the policy of a bucket kind: rate and burst, or limit and window
+// read as the same limit as a bucket, so one scenario runs through every algorithm.
+func (s *Spec) validateBucketPolicy(bad badFunc) {
+	p := s.Policy
+	byWindow := p.Limit != 0 || p.Window != 0
+	switch {
+	case byWindow && (p.Rate != 0 || p.Burst != 0):
+		bad("policy", "limit/window", fmt.Sprintf("limiter.kind %s takes rate and burst, or limit and window (read as rate limit/window, burst limit), not both", s.Limiter.Kind))
+	case byWindow:
+		if p.Limit < 1 {
+			bad("policy.limit", p.Limit, "must be >= 1 (with window, it reads as burst limit, rate limit/window)")
+		}
+		validateWindow(p.Window, bad)
+	default:
+		if !finitePos(p.Rate) {
+			bad("policy.rate", p.Rate, "must be > 0 tokens per second")
+		}
+		if p.Burst < 1 {
+			bad("policy.burst", p.Burst, "must be >= 1 token")
+		}
+	}
+}
+
+// validateWindow checks policy.window.
+func validateWindow(window Duration, bad badFunc) {
+	if w := time.Duration(window); w < time.Millisecond || w > 24*time.Hour {
+		bad("policy.window", w, "must be between 1ms and 24h, e.g. window: 1s")
+	}
+}
+
+// validateTwoTier checks the two-tier quota: set exactly with kind two-tier (unless tariffs give
+// the limits), within bounds, and no fail policy around it.
+func (s *Spec) validateTwoTier(bad badFunc) {
+	twoTier := s.Limiter.Kind == KindTwoTier
 	if q := s.Policy.Quota; q != nil {
-		if s.Limiter.Kind != "two-tier" {
+		if !twoTier {
 			bad("policy.quota", "set", fmt.Sprintf("a quota is the long tier of limiter.kind two-tier (kind is %q): set kind: two-tier or drop the quota", s.Limiter.Kind))
 		}
 		if q.Limit < 1 || q.Limit > 1<<53 {
@@ -73,55 +103,23 @@ func (s *Spec) validateFamily(bad func(field string, value any, fix string)) {
 		if w := time.Duration(q.Window); w < time.Millisecond || w > maxQuotaWindow || w%time.Millisecond != 0 {
 			bad("policy.quota.window", w, "must be a whole number of milliseconds between 1ms and 8760h, e.g. window: 24h")
 		}
-	} else if s.Limiter.Kind == "two-tier" && !s.HasTariffs() {
+	} else if twoTier && !s.HasTariffs() {
 		bad("policy.quota", "missing", "limiter.kind two-tier needs the long tier: policy: {rate: 100, burst: 200, quota: {limit: 10000, window: 24h}}")
 	}
-	if s.Limiter.Kind == "two-tier" && s.HasFailPolicy() {
-		bad("limiter.kind", "two-tier", "fail policies wrap the token bucket only; drop endpoints' fail or use token-bucket")
-	}
-	switch s.Limiter.Clock {
-	case ClockGateway:
-	case ClockRedis:
-		if s.Limiter.Kind != "token-bucket" {
-			bad("limiter.clock", ClockRedis, fmt.Sprintf("only limiter.kind token-bucket takes its time from Redis (kind is %q): use clock: gateway", s.Limiter.Kind))
-		}
-	case ClockSchedule:
-	default:
-		bad("limiter.clock", fmt.Sprintf("%q", s.Limiter.Clock), "use gateway (the request's time), redis (TIME inside the script) or schedule (the request's intended time: deterministic replays)")
-	}
-	switch s.Limiter.Transport {
-	case TransportPlain:
-	case TransportCoalesce:
-		if s.Limiter.Kind != "token-bucket" {
-			bad("limiter.transport", TransportCoalesce, fmt.Sprintf("only limiter.kind token-bucket has a coalescing transport (kind is %q; lease fetches are pipelined already): use transport: plain", s.Limiter.Kind))
-		}
-	default:
-		bad("limiter.transport", fmt.Sprintf("%q", s.Limiter.Transport), "use plain (one call per decision) or coalesce (one pipeline per primary)")
-	}
-	if g := s.GatewayCount(); g > s.Load.Concurrency && s.Load.Concurrency >= 1 {
-		bad("load.concurrency", s.Load.Concurrency, fmt.Sprintf("must be at least the number of simulated gateways (%d): each gateway needs a worker", g))
-	}
-	if g := s.Limiter.Gateways; g != 0 {
-		switch {
-		case s.Limiter.Kind == "lease":
-			bad("limiter.gateways", g, "kind lease counts its gateways in limiter.lease.gateways: move the number there")
-		case g < 1 || g > 1024:
-			bad("limiter.gateways", g, "must be between 1 and 1024")
-		}
+	if twoTier && s.HasFailPolicy() {
+		bad("limiter.kind", KindTwoTier, "fail policies wrap the token bucket only; drop endpoints' fail or use token-bucket")
 	}
 }
 
 // validateTariffs checks policy.file / policy.tariffs: one of them, on a limiter that takes a
 // policy per tenant endpoint, with no rate, burst, limit or window beside it.
-func (s *Spec) validateTariffs(bad func(field string, value any, fix string)) {
+func (s *Spec) validateTariffs(bad badFunc) {
 	p := s.Policy
 	if p.File != "" && p.Tariffs != nil {
 		bad("policy.file", p.File, "give the tariffs either as a file or inline under policy.tariffs, not both")
 	}
-	switch s.Limiter.Kind {
-	case "token-bucket", "memory":
-	default:
-		bad("limiter.kind", s.Limiter.Kind, "tariffs set a bucket per tenant endpoint: use kind token-bucket or memory with policy.file or policy.tariffs")
+	if !slices.Contains(tariffKinds, s.Limiter.Kind) {
+		bad("limiter.kind", s.Limiter.Kind, "tariffs set a bucket per tenant endpoint: use kind "+orKinds(tariffKinds)+" with policy.file or policy.tariffs")
 	}
 	if p.Rate != 0 || p.Burst != 0 || p.Limit != 0 || p.Window != 0 || p.Quota != nil {
 		bad("policy", "rate/burst/limit/window/quota", "the tariffs give every tenant's limits: drop these fields or drop the tariffs")
