@@ -48,8 +48,9 @@ type Spec struct {
 	// SLO is the run's pass/fail contract.
 	SLO SLO `yaml:"slo,omitempty"`
 	// Via is how requests reach the limiter: process (decided in-process by the engine, the
-	// default) or http (ratelab's gateway served on a loopback port and driven by vegeta; see
-	// docs/attack.md). Not every kind, policy and fault runs over HTTP: Validate says which.
+	// default) or http (one ratelab gateway server per simulated gateway on loopback ports,
+	// driven by vegeta; see docs/attack.md). Every limiter kind, policy and cluster runs over
+	// HTTP; clock: schedule and clock-skew faults do not (see ViaHTTP).
 	Via string `yaml:"via,omitempty"`
 	// Trace, when set, replays a trace file instead of the seeded schedule: its requests, timing,
 	// tenants and costs. load.rate, load.pacer, tenants and duration then come from the trace.
@@ -184,8 +185,9 @@ type LimiterCfg struct {
 	// keys, arguments, timeouts, NOSCRIPT fallback and fail policies). Default plain.
 	Transport string `yaml:"transport,omitempty"`
 	// Gateways is how many simulated gateway instances the workers are split across (worker i
-	// belongs to gateway i mod Gateways), for faults that hit some gateways only (clock-skew).
-	// Default 1; kind lease takes lease.gateways instead.
+	// belongs to gateway i mod Gateways), for faults that hit some gateways only (clock-skew);
+	// via: http serves each from its own gateway server. Default 1; kind lease takes
+	// lease.gateways instead.
 	Gateways int `yaml:"gateways,omitempty"`
 }
 

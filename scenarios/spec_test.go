@@ -131,7 +131,7 @@ func TestParseErrors(t *testing.T) {
 		{"two-tier with fail policy", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 10, burst: 20, quota: {limit: 5, window: 1h}}", 1) + "limiter: {kind: two-tier}\nendpoints: [{name: a, weight: 1, fail: open}]\n",
 			[]string{"limiter.kind: two-tier: fail policies wrap the token bucket only"}},
 		{"trace", validYAML + "trace: {speed: -1}\n", []string{`trace.file: "": name the trace to replay`, `trace.speed: -1: must be in (0, 1000]`}},
-		{"via", validYAML + "via: http\nlimiter: {kind: gcra}\n", []string{`limiter.kind: gcra: via: http serves one limiter behind one gateway: use token-bucket, memory or noop`}},
+		{"via", validYAML + "via: grpc\n", []string{`x.yaml:7: via: "grpc": use process (in-process decisions, the default) or http`}},
 		{"clock", validYAML + "limiter: {clock: atomic}\n", []string{`x.yaml:7: limiter.clock: "atomic": use gateway (the request's time), redis (TIME inside the script) or schedule`}},
 		{"redis clock needs token bucket", validYAML + "limiter: {kind: gcra, clock: redis}\n", []string{`x.yaml:7: limiter.clock: redis: only limiter.kind token-bucket takes its time from Redis (kind is "gcra")`}},
 		{"gateways", validYAML + "limiter: {gateways: 2000}\n", []string{"x.yaml:7: limiter.gateways: 2000: must be between 1 and 1024", "load.concurrency: 256: must be at least the number of simulated gateways (2000)"}},

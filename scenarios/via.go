@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 )
 
 // Values of Spec.Via.
 const (
 	// ViaProcess: the engine decides every request in-process (the default).
 	ViaProcess = "process"
-	// ViaHTTP: ratelab's gateway serves the scenario's limiter on a loopback port and vegeta
-	// drives it over HTTP; overspend is judged black-box from 200 vs 429. The attack package runs
-	// it (attack.RunScenario): this package cannot import attack, which imports this package.
+	// ViaHTTP: the engine sets the run up as for process (cluster, limiter of any kind, leases,
+	// tariffs), then serves each simulated gateway's limiter from its own ratelab gateway server
+	// on a loopback port, and vegeta drives them over HTTP (package scenarios/attack); overspend
+	// is judged black-box from 200 vs 429. Every limiter kind, limiter.gateways, tariffs, every
+	// cluster provider, cluster faults and gateway-kill run this way. Refused: clock: schedule
+	// and clock-skew faults, since each gateway server decides at its own clock, the server's.
 	ViaHTTP = "http"
 )
 
@@ -28,9 +30,6 @@ type TraceCfg struct {
 	// Speed divides every offset: 2 replays twice as fast. Default 1.
 	Speed float64 `yaml:"speed,omitempty"`
 }
-
-// httpKinds are the limiter kinds via: http serves behind the gateway.
-var httpKinds = []LimiterKind{KindTokenBucket, KindMemory, KindNoop}
 
 // validateVia checks via and trace: what the HTTP path cannot do is refused here, before a
 // cluster starts, with the field and the fix.
@@ -51,25 +50,12 @@ func (s *Spec) validateVia(bad badFunc) {
 		bad("via", fmt.Sprintf("%q", s.Via), "use process (in-process decisions, the default) or http (through ratelab's gateway, driven by vegeta)")
 		return
 	}
-	const why = "via: http serves one limiter behind one gateway"
-	if !slices.Contains(httpKinds, s.Limiter.Kind) {
-		bad("limiter.kind", s.Limiter.Kind, why+": use "+orKinds(httpKinds)+", or via: process for "+string(s.Limiter.Kind))
-	}
 	if s.Limiter.Clock == ClockSchedule {
 		bad("limiter.clock", ClockSchedule, "the gateway decides at its own clock: use clock: gateway or redis with via: http (its replays keep each tenant's order instead)")
 	}
-	if s.Limiter.Gateways > 1 {
-		bad("limiter.gateways", s.Limiter.Gateways, why+": drop limiter.gateways or use via: process")
-	}
-	if s.HasTariffs() {
-		bad("policy", "tariffs", "the black-box envelope of via: http judges one rate/burst policy: give policy rate and burst, or use via: process for tariffs")
-	}
-	if s.Cluster.Provider == ProviderExternal {
-		bad("cluster.provider", ProviderExternal, "via: http does not prefix and clean up an external cluster's keys yet: use via: process for external clusters")
-	}
 	for i, f := range s.Faults {
-		if f.Kind.OnGateway() {
-			bad(fmt.Sprintf("faults[%d].kind", i), f.Kind, why+" and its clock: "+string(f.Kind)+" needs via: process (cluster faults run over HTTP)")
+		if f.Kind == FaultClockSkew {
+			bad(fmt.Sprintf("faults[%d].kind", i), f.Kind, "the gateway's clock is the server's: clock-skew needs via: process (cluster faults and gateway-kill run over HTTP)")
 		}
 	}
 }
