@@ -102,7 +102,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := engine.Run(ctx, spec, engine.RunOptions{Out: filepath.Join(t.TempDir(), "run")})
+	res, err := engine.Run(ctx, spec, engine.Options{Out: filepath.Join(t.TempDir(), "run")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	o.Logf, o.OnInterval, o.OnProgress = live.logf, live.onInterval, live.onProgress
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
-	res, err := attack.Run(ctx, o)
+	res, err := attack.Attack(ctx, o)
 	live.close()
 	if res == nil {
 		return err

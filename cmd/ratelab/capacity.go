@@ -28,6 +28,7 @@ type sweepFlags struct {
 	concurrency int
 	maxInflight int
 	limiter     string
+	limiters    []string
 	slo         []string
 }
 
@@ -58,8 +59,9 @@ capacity.png/svg (and usl.png/svg) and every step's run directory under steps/.`
 				spec.Load.MaxInflight = f.maxInflight
 			}
 			if set("limiter") {
-				spec.Limiter.Kind = f.limiter
+				spec.Limiter.Kind = scenarios.LimiterKind(f.limiter)
 			}
+			f.opts.Limiters = kindsOf(f.limiters)
 			for _, kv := range f.slo {
 				if err := spec.SetSLO(kv); err != nil {
 					return err
@@ -101,7 +103,7 @@ capacity.png/svg (and usl.png/svg) and every step's run directory under steps/.`
 	}
 	fl := cmd.Flags()
 	fl.IntSliceVar(&f.opts.Primaries, "primaries", nil, "cluster sizes to sweep, e.g. 1,2,3 (default the scenario's cluster.primaries)")
-	fl.StringSliceVar(&f.opts.Limiters, "limiters", nil, "limiter kinds to sweep each size with, e.g. token-bucket,lease (default the scenario's)")
+	fl.StringSliceVar(&f.limiters, "limiters", nil, "limiter kinds to sweep each size with, e.g. token-bucket,lease (default the scenario's)")
 	fl.IntVar(&f.replicas, "replicas", 0, "replicas per primary (default the scenario's)")
 	fl.DurationVar(&f.opts.StepDuration, "step", capacity.DefaultStepDuration, "duration of each step")
 	fl.Float64Var(&f.opts.Search.Start, "start", capacity.DefaultStartRate, "first offered rate, requests/s")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/report/progress"
-	"ratelab/report/story"
+	"ratelab/scenarios/demo"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -35,7 +35,7 @@ the steps that finished.`,
 			ctx, stop := interruptContext(cmd.Context())
 			defer stop()
 			stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
-			opts := story.Options{Out: out, Quick: quick, Version: version}
+			opts := demo.Options{Out: out, Quick: quick, Version: version}
 			if !quiet {
 				// Messages go through the running step's progress display, so they do not tear its bar.
 				var (
@@ -51,12 +51,12 @@ the steps that finished.`,
 					}
 					fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...)
 				}
-				opts.Live = func(label string, total time.Duration) story.LiveHooks {
+				opts.Live = func(label string, total time.Duration) demo.LiveHooks {
 					lp := newLiveProgress(stderr, total, false, progress.WithPrefix(label))
 					mu.Lock()
 					live = lp
 					mu.Unlock()
-					return story.LiveHooks{OnInterval: lp.onInterval, OnProgress: lp.onProgress, Done: func() {
+					return demo.LiveHooks{OnInterval: lp.onInterval, OnProgress: lp.onProgress, Done: func() {
 						lp.close()
 						mu.Lock()
 						live = nil
@@ -64,18 +64,18 @@ the steps that finished.`,
 					}}
 				}
 			}
-			steps, err := story.Play(ctx, opts)
+			steps, err := demo.Play(ctx, opts)
 			for _, st := range steps {
 				fmt.Fprintln(stdout, st.Title)
 				for _, f := range st.Facts {
 					fmt.Fprintf(stdout, "  %-40s %s\n", f.Label+":", f.Value)
 				}
 			}
-			index := filepath.Join(out, story.IndexFile)
+			index := filepath.Join(out, demo.IndexFile)
 			if err != nil {
 				return fmt.Errorf("%w (finished steps are in %s)", err, index)
 			}
-			fmt.Fprintf(stdout, "%d of %d steps; open %s\n", len(steps), story.Steps(), index)
+			fmt.Fprintf(stdout, "%d of %d steps; open %s\n", len(steps), demo.Steps(), index)
 			if ctx.Err() != nil {
 				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d steps; index of what ran: %s", len(steps), index)}
 			}

@@ -78,7 +78,7 @@ type runOptions struct {
 
 // clusterOptions copies the flags of external clusters, and --shard, into run options. The
 // password is read from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
-func (o runOptions) clusterOptions(r *engine.RunOptions) {
+func (o runOptions) clusterOptions(r *engine.Options) {
 	r.Shard = o.shard.Shard
 	r.PasswordFile = o.passwordFile
 	r.AllowFaults = o.allowFaults
@@ -172,7 +172,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	defer stopProfiles()
 
 	live := newLiveProgress(cmd.ErrOrStderr(), time.Duration(spec.Duration), o.quiet)
-	opts := engine.RunOptions{
+	opts := engine.Options{
 		Out:        o.out,
 		Version:    version,
 		StateFile:  o.stateFile,
@@ -203,7 +203,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 
 // runOne runs spec once, in-process or, with via: http, through the gateway (attack.RunScenario:
 // the scenarios package cannot import the attack package, which imports it).
-func runOne(ctx context.Context, spec *scenarios.Spec, opts engine.RunOptions) (*engine.Result, error) {
+func runOne(ctx context.Context, spec *scenarios.Spec, opts engine.Options) (*engine.Result, error) {
 	if spec.Via == scenarios.ViaHTTP {
 		return attack.RunScenario(ctx, spec, opts)
 	}
@@ -223,7 +223,7 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Seed = o.seed
 	}
 	if set("cluster") {
-		spec.Cluster.Provider, spec.Cluster.URL = o.cluster, ""
+		spec.Cluster.Provider, spec.Cluster.URL = scenarios.ClusterProvider(o.cluster), ""
 		if strings.HasPrefix(o.cluster, "redis://") || strings.HasPrefix(o.cluster, "rediss://") {
 			spec.Cluster.Provider, spec.Cluster.URL = "external", o.cluster
 		}
@@ -241,7 +241,7 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Load.MaxInflight = o.maxInflight
 	}
 	if set("limiter") {
-		spec.Limiter.Kind = o.limiter
+		spec.Limiter.Kind = scenarios.LimiterKind(o.limiter)
 	}
 	if set("clock") {
 		spec.Limiter.Clock = o.clock
@@ -397,7 +397,7 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 		}
 		logf("repetition %d of %d -> %s", i, o.repeat, dir)
 		live := newLiveProgress(stderr, time.Duration(spec.Duration), o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, o.repeat)))
-		ropts := engine.RunOptions{Out: dir, Version: version, StateFile: stateFile,
+		ropts := engine.Options{Out: dir, Version: version, StateFile: stateFile,
 			Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
 		o.clusterOptions(&ropts)
 		res, rerr := runOne(ctx, spec, ropts)

@@ -96,12 +96,12 @@ func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOp
 		spec.Duration = scenarios.Duration(o.duration)
 	}
 	if set("cluster") {
-		spec.Cluster.Provider = o.cluster
+		spec.Cluster.Provider = scenarios.ClusterProvider(o.cluster)
 	}
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	stderr := cmd.ErrOrStderr()
-	rows, err := engine.CompareAlgorithms(ctx, spec, o.kinds, engine.RunOptions{
+	rows, err := engine.CompareAlgorithms(ctx, spec, kindsOf(o.kinds), engine.Options{
 		Out:       o.out,
 		Version:   version,
 		StateFile: o.stateFile,
@@ -123,4 +123,13 @@ func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOp
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d algorithm runs written, the last one may be partial", len(rows))}
 	}
 	return nil
+}
+
+// kindsOf reads limiter kinds from a flag's values; the spec's validation refuses unknown ones.
+func kindsOf(names []string) []scenarios.LimiterKind {
+	out := make([]scenarios.LimiterKind, len(names))
+	for i, n := range names {
+		out[i] = scenarios.LimiterKind(n)
+	}
+	return out
 }

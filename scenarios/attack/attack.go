@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios/check"
+	"ratelab/scenarios/engine"
 )
 
 // ResultsFile is vegeta's own results file in a run directory (vegeta's gob encoding): feed it
@@ -34,11 +34,34 @@ type Result struct {
 	Summary *results.Summary
 }
 
-// Run attacks o.URL with the schedule o describes and writes the run directory:
+// Attack attacks o.URL with the schedule o describes and writes the run directory:
 // timeseries.csv as it goes, then results.bin (vegeta's), latency.hdr.json and summary.json.
 // Cancelling ctx stops the schedule; requests in flight finish (bounded by o.Timeout) and what
 // was measured is written with interrupted: true.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Attack(ctx context.Context, o Options) (*Result, error) {
+	m, err := measure(ctx, o)
+	if m == nil {
+		return nil, err
+	}
+	res := &Result{Dir: m.dir, Summary: m.sum}
+	if werr := results.WriteRunFiles(m.dir, m.sum, m.hist); werr != nil && err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+// measurement is what an attack measured, before the run files are written.
+type measurement struct {
+	dir  string
+	sum  *results.Summary
+	rows []results.Interval
+	hist *results.Histogram
+	ran  time.Duration
+}
+
+// measure runs the attack: it writes timeseries.csv and results.bin as it goes and returns the
+// summary, rows and latency histogram. A write error is returned beside a complete measurement.
+func measure(ctx context.Context, o Options) (*measurement, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -48,45 +71,151 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	started := time.Now()
+	name := o.name()
 	dir := o.Out
-	name := "attack"
-	if o.Trace != nil {
-		name = "replay"
-	}
-	if o.hooks != nil {
-		name = o.hooks.name
-	}
 	if dir == "" {
 		dir = filepath.Join("out", name+"-"+started.Format("20060102-150405"))
 	}
+	out, err := openOutputs(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer out.close()
+	col := newCollector(p, o, o.checkers(p), out.tsw)
+	tr := newTransport(p, o)
+	col.seqPlan = tr.seqPlan
+	atk := vegeta.NewAttacker(
+		vegeta.Client(&http.Client{Timeout: o.Timeout, Transport: tr}),
+		vegeta.Workers(o.Workers), vegeta.MaxWorkers(o.MaxWorkers),
+	)
+	o.Logf("attacking %s: %d requests over %v (%.0f/s), %d tenants x %d endpoints, workers %d..%d",
+		strings.Join(o.urls(), " "), len(p.recs), p.duration().Round(time.Millisecond), p.rate, p.tenants, len(p.hdr.Endpoints), o.Workers, o.MaxWorkers)
+	// base is read before vegeta's own start, so intended times are never later than vegeta's
+	// schedule and the latency from them never less than vegeta's.
+	col.base = time.Now()
+	if o.hooks != nil {
+		o.hooks.start(col.base)
+	}
+	results := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
+	interrupted := col.consume(ctx, results, atk, out.enc)
+	ran := time.Since(col.base)
+	// Connections vegeta's transport dialed but never used look "new" to a server, which
+	// then waits seconds for them at shutdown; none is needed any more.
+	tr.base.(*http.Transport).CloseIdleConnections()
+	col.finish(interrupted, ran)
+	sum := newSummary(name, o, p, col, ran, started)
+	sum.Interrupted = interrupted
+	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.hist, ran: ran}
+	switch ferr := out.flush(); {
+	case col.rowErr != nil:
+		return m, fmt.Errorf("writing timeseries: %w", col.rowErr)
+	case col.encErr != nil:
+		return m, fmt.Errorf("writing %s: %w", ResultsFile, col.encErr)
+	case ferr != nil:
+		return m, fmt.Errorf("writing %s: %w", ResultsFile, ferr)
+	}
+	return m, nil
+}
+
+// consume takes vegeta's results until the attack ends (or ctx is done: the attack is then
+// stopped and the rest of its results drained), judging them in batches and writing rows as
+// their seconds complete. It reports whether the run was interrupted.
+func (c *collector) consume(ctx context.Context, out <-chan *vegeta.Result, atk *vegeta.Attacker, enc vegeta.Encoder) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	done := ctx.Done()
+	interrupted := false
+	unjudged := 0
+	var lastProgress time.Time
+	for {
+		select {
+		case r, ok := <-out:
+			if !ok {
+				return interrupted
+			}
+			if err := enc.Encode(r); err != nil && c.encErr == nil {
+				c.encErr = err
+			}
+			c.add(r, c.seqPlan)
+			// Judge in batches: pending is sorted at every feed.
+			if unjudged++; unjudged >= 4096 {
+				unjudged = 0
+				c.feed()
+				c.flushRows()
+			}
+		case now := <-tick.C:
+			c.feed()
+			c.flushRows()
+			if c.o.OnProgress != nil && now.Sub(lastProgress) >= progressEvery {
+				lastProgress = now
+				// Not the tick's time: the tick may have waited behind answers the loop has
+				// already counted, and a snapshot must not hear more than it says was planned.
+				c.o.OnProgress(c.progress(time.Now()))
+			}
+		case <-done:
+			interrupted = true
+			done = nil
+			atk.Stop()
+		}
+	}
+}
+
+// outputs are the files an attack writes as it goes.
+type outputs struct {
+	ts, bin *os.File
+	tsw     *results.TimeseriesWriter
+	buf     *bufio.Writer
+	enc     vegeta.Encoder
+}
+
+func openOutputs(dir string) (*outputs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	tsFile, err := os.Create(filepath.Join(dir, results.TimeseriesFile))
-	if err != nil {
+	o := &outputs{}
+	var err error
+	if o.ts, err = os.Create(filepath.Join(dir, results.TimeseriesFile)); err != nil {
 		return nil, err
 	}
-	defer tsFile.Close()
-	tsw, err := results.NewTimeseriesWriter(tsFile)
-	if err != nil {
+	if o.tsw, err = results.NewTimeseriesWriter(o.ts); err != nil {
+		o.ts.Close()
 		return nil, err
 	}
-	binFile, err := os.Create(filepath.Join(dir, ResultsFile))
-	if err != nil {
+	if o.bin, err = os.Create(filepath.Join(dir, ResultsFile)); err != nil {
+		o.ts.Close()
 		return nil, err
 	}
-	defer binFile.Close()
-	bin := bufio.NewWriterSize(binFile, 256<<10)
-	enc := vegeta.NewEncoder(bin)
+	o.buf = bufio.NewWriterSize(o.bin, 256<<10)
+	o.enc = vegeta.NewEncoder(o.buf)
+	return o, nil
+}
 
-	policy := o.Policy
-	var checkers [2]*check.Bucket
-	for i := range checkers {
-		checkers[i] = check.NewBucket(p.tenants*len(p.hdr.Endpoints), func(int) limiter.BucketPolicy { return policy })
-		// A denial stays contestable for as long as a request can be in flight.
-		checkers[i].SetReorderWindow(max(o.Timeout, check.DefaultReorderWindowMs*time.Millisecond).Milliseconds(), nil)
-	}
+func (o *outputs) flush() error { return o.buf.Flush() }
 
+func (o *outputs) close() {
+	o.ts.Close()
+	o.bin.Close()
+}
+
+// checkers are the two envelopes that judge every response (see collector): the scenario's
+// (RunScenario: its limiter's envelope, each key's tariff) or the declared Policy's bucket. A
+// denial stays contestable for as long as a request can be in flight.
+func (o Options) checkers(p *plan) [2]check.Checker {
+	var cs [2]check.Checker
+	for i := range cs {
+		if o.hooks != nil {
+			cs[i] = o.hooks.newChecker(p.tenantNames(), p.hdr.Endpoints)
+		} else {
+			policy := o.Policy
+			cs[i] = check.NewBucket(p.tenants*len(p.hdr.Endpoints), func(int) limiter.BucketPolicy { return policy })
+		}
+		cs[i].SetReorderWindow(max(o.Timeout, check.DefaultReorderWindowMs*time.Millisecond).Milliseconds(), nil)
+	}
+	return cs
+}
+
+// newTransport is vegeta's RoundTripper for p: loopback connections, never through a proxy.
+func newTransport(p *plan, o Options) *transport {
 	tr := &transport{
 		base: &http.Transport{
 			Proxy:               nil, // loopback targets: never through an environment proxy
@@ -99,89 +228,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if p.nextSame != nil {
 		tr.order = newSequencer(p)
 	}
-	atk := vegeta.NewAttacker(
-		vegeta.Client(&http.Client{Timeout: o.Timeout, Transport: tr}),
-		vegeta.Workers(o.Workers), vegeta.MaxWorkers(o.MaxWorkers),
-	)
-	col := newCollector(p, o, checkers, tsw)
-	o.Logf("attacking %s: %d requests over %v (%.0f/s), %d tenants x %d endpoints, workers %d..%d",
-		o.URL, len(p.recs), p.duration().Round(time.Millisecond), p.rate, p.tenants, len(p.hdr.Endpoints), o.Workers, o.MaxWorkers)
-
-	// base is read before vegeta's own start, so intended times are never later than vegeta's
-	// schedule and the latency from them never less than vegeta's.
-	col.base = time.Now()
-	if o.hooks != nil {
-		o.hooks.onStart(col.base)
-	}
-	out := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	done := ctx.Done()
-	interrupted := false
-	var encErr error
-	unjudged := 0
-	var lastProgress time.Time
-	for running := true; running; {
-		select {
-		case r, ok := <-out:
-			if !ok {
-				running = false
-				break
-			}
-			if err := enc.Encode(r); err != nil && encErr == nil {
-				encErr = err
-			}
-			col.add(r, tr.seqPlan)
-			// Judge in batches: pending is sorted at every feed.
-			if unjudged++; unjudged >= 4096 {
-				unjudged = 0
-				col.feed()
-				col.flushRows()
-			}
-		case now := <-tick.C:
-			col.feed()
-			col.flushRows()
-			if o.OnProgress != nil && now.Sub(lastProgress) >= progressEvery {
-				lastProgress = now
-				// Not the tick's time: the tick may have waited behind answers the loop has
-				// already counted, and a snapshot must not hear more than it says was planned.
-				o.OnProgress(col.progress(time.Now()))
-			}
-		case <-done:
-			interrupted = true
-			done = nil
-			atk.Stop()
-		}
-	}
-	ran := time.Since(col.base)
-	// Connections vegeta's transport dialed but never used look "new" to a server, which
-	// then waits seconds for them at shutdown; none is needed any more.
-	tr.base.(*http.Transport).CloseIdleConnections()
-	col.finish(interrupted, ran)
-	if err := bin.Flush(); err != nil && encErr == nil {
-		encErr = err
-	}
-
-	sum := results.NewSummary(name, int64(o.Seed), started)
-	sum.Interrupted = interrupted
-	fill(sum, o, p, col, ran)
-	if o.hooks != nil {
-		o.hooks.finish(sum)
-	}
-	switch {
-	case col.rowErr != nil:
-		return &Result{dir, sum}, fmt.Errorf("writing %s: %w", results.TimeseriesFile, col.rowErr)
-	case encErr != nil:
-		return &Result{dir, sum}, fmt.Errorf("writing %s: %w", ResultsFile, encErr)
-	}
-	if err := results.WriteRunFiles(dir, sum, col.total.hist); err != nil {
-		return &Result{dir, sum}, err
-	}
-	return &Result{Dir: dir, Summary: sum}, nil
+	return tr
 }
 
-// fill writes what the attack measured into sum.
-func fill(sum *results.Summary, o Options, p *plan, c *collector, ran time.Duration) {
+// newSummary writes what the attack measured into a new summary.
+func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration, started time.Time) *results.Summary {
+	sum := results.NewSummary(name, int64(o.Seed), started)
 	t := c.total
 	offered := c.offered(ran)
 	decisions := t.allowed + t.denied + t.failOpen + t.failClosed + t.errors()
@@ -200,9 +252,31 @@ func fill(sum *results.Summary, o Options, p *plan, c *collector, ran time.Durat
 	if ran > 0 {
 		sum.Load.AchievedRPS = float64(decisions) / ran.Seconds()
 	}
+	sum.Load.GeneratorLimited = float64(decisions) < 0.99*float64(offered)
+	sum.Load.Note = loadNote(o, c, decisions, offered)
+	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
+	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}
+	if h := t.hist; h.Count() > 0 {
+		sum.LatencyMs = results.Latency{P50: h.QuantileMs(50), P90: h.QuantileMs(90), P99: h.QuantileMs(99), P999: h.QuantileMs(99.9), Max: h.MaxMs()}
+	}
+	// A false deny the envelopes later took back as reordering (see check.Bucket.Observe)
+	// is in neither total: the fewer of the two is what both still call false.
+	falseDenies := min(t.falseDenies, c.checkers[0].Totals().FalseDenies, c.checkers[1].Totals().FalseDenies)
+	sum.Overspend = results.Overspend{
+		Requests: t.overspend, Tokens: t.overTokens,
+		Ratio:       results.Ratio(t.overspend, t.allowed+t.failOpen),
+		FalseDenies: falseDenies, FalseDenyRatio: results.Ratio(falseDenies, t.denied+t.failClosed),
+		ByCause: c.causeNames(), UnknownOutcomes: c.unknownOutcomes,
+	}
+	sum.HotKeys = engine.HotKeys(c.keyCounts, p.keyName)
+	sum.SLO = results.SLO{Pass: true}
+	return sum
+}
+
+// loadNote says how the attack was driven and judged, and why it fell short, if it did.
+func loadNote(o Options, c *collector, decisions, offered int64) string {
 	var notes []string
 	if float64(decisions) < 0.99*float64(offered) {
-		sum.Load.GeneratorLimited = true
 		notes = append(notes, fmt.Sprintf("%d of %d scheduled requests completed: the rest were not sent within %v of the schedule's end (vegeta's %d workers were busy) or the run was interrupted",
 			decisions, offered, max(minScheduleGrace, o.Timeout), o.MaxWorkers))
 	}
@@ -217,43 +291,5 @@ func fill(sum *results.Summary, o Options, p *plan, c *collector, ran time.Durat
 	if c.unknownKs > 0 {
 		notes = append(notes, fmt.Sprintf("%d responses could not be tied to their tenant (request failed before sending)", c.unknownKs))
 	}
-	sum.Load.Note = strings.Join(notes, "; ")
-	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
-	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}
-	if h := t.hist; h.Count() > 0 {
-		sum.LatencyMs = results.Latency{P50: h.QuantileMs(50), P90: h.QuantileMs(90), P99: h.QuantileMs(99), P999: h.QuantileMs(99.9), Max: h.MaxMs()}
-	}
-	// A false deny the envelopes later took back as reordering (see OverspendChecker.Observe)
-	// is in neither total: the fewer of the two is what both still call false.
-	falseDenies := min(t.falseDenies, c.checkers[0].Totals().FalseDenies, c.checkers[1].Totals().FalseDenies)
-	sum.Overspend = results.Overspend{
-		Requests: t.overspend, Tokens: t.overTokens,
-		Ratio:       results.Ratio(t.overspend, t.allowed+t.failOpen),
-		FalseDenies: falseDenies, FalseDenyRatio: results.Ratio(falseDenies, t.denied+t.failClosed),
-		ByCause: c.causeNames(), UnknownOutcomes: c.unknownOutcomes,
-	}
-	sum.HotKeys = hotKeys(p, c.keyCounts)
-	sum.SLO = results.SLO{Pass: true}
-}
-
-// hotKeyCount is how many of the busiest keys the summary lists.
-const hotKeyCount = 10
-
-func hotKeys(p *plan, counts []int64) []results.HotKey {
-	var all int64
-	idx := make([]int, 0, len(counts))
-	for k, n := range counts {
-		all += n
-		if n > 0 {
-			idx = append(idx, k)
-		}
-	}
-	sort.Slice(idx, func(i, j int) bool { return counts[idx[i]] > counts[idx[j]] })
-	out := []results.HotKey{}
-	nEp := len(p.hdr.Endpoints)
-	for _, k := range idx[:min(len(idx), hotKeyCount)] {
-		key := limiter.KeyFor(p.hdr.TenantName(uint32(k/nEp)), p.hdr.Endpoints[k%nEp])
-		out = append(out, results.HotKey{Key: key, Share: results.Ratio(counts[k], all)})
-	}
-	return out
+	return strings.Join(notes, "; ")
 }

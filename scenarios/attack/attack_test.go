@@ -97,7 +97,7 @@ func TestAttackGateway(t *testing.T) {
 	}
 	url := startGateway(t, lim, gateway.WithPolicy(policy))
 	dir := t.TempDir()
-	res, err := attack.Run(context.Background(), attack.Options{
+	res, err := attack.Attack(context.Background(), attack.Options{
 		URL: url, Rate: 150, Duration: 3 * time.Second, Tenants: 20, Theta: 0.99, Seed: 7,
 		Endpoints: []string{"search", "read"}, Policy: policy, Out: dir, Timeout: 20 * time.Second,
 	})
@@ -173,7 +173,7 @@ func TestAttackGateway(t *testing.T) {
 func TestAttackCatchesOverspend(t *testing.T) {
 	t.Parallel()
 	url := startGateway(t, limiter.Noop{})
-	res, err := attack.Run(context.Background(), attack.Options{
+	res, err := attack.Attack(context.Background(), attack.Options{
 		URL: url, Rate: 200, Duration: 2 * time.Second, Tenants: 5, Seed: 3,
 		Policy: limiter.BucketPolicy{Rate: 5, Burst: 5}, Out: t.TempDir(), Timeout: 20 * time.Second,
 	})

@@ -85,7 +85,7 @@ type collector struct {
 	p         *plan
 	o         Options
 	base      time.Time
-	checkers  [2]*check.Bucket // judging at send [0] and at arrival [1]
+	checkers  [2]check.Checker // judging at send [0] and at arrival [1]
 	causeOf   map[string]check.Cause
 	traceTime bool
 
@@ -110,20 +110,23 @@ type collector struct {
 
 	sent      int64
 	rows      int // seconds to write: all, or those the schedule reached before an interrupt
+	rowsOut   []results.Interval
+	seqPlan   []int32 // the transport's: per vegeta Seq, the request index + 1
+	encErr    error   // the first error writing results.bin
 	closed    bool
 	rowErr    error
 	tsw       *results.TimeseriesWriter
 	unknownKs int64 // Results whose request index the RoundTripper never saw
 }
 
-func newCollector(p *plan, o Options, checkers [2]*check.Bucket, tsw *results.TimeseriesWriter) *collector {
+func newCollector(p *plan, o Options, checkers [2]check.Checker, tsw *results.TimeseriesWriter) *collector {
 	secs := int(p.duration()/time.Second) + 1
 	c := &collector{
 		p: p, o: o, checkers: checkers, tsw: tsw, traceTime: o.TimeHeader != "",
 		causeOf: map[string]check.Cause{}, byCause: map[check.Cause]int64{},
 		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs),
 		stats: make([]*secStats, secs), late: newSecStats(), total: newSecStats(),
-		keyCounts: make([]int64, checkers[0].Keys()),
+		keyCounts: make([]int64, p.tenants*len(p.hdr.Endpoints)),
 		lag:       results.NewHistogram(), ownLat: results.NewHistogram(),
 		got: make([]bool, len(p.off)),
 	}
@@ -333,6 +336,10 @@ func (c *collector) flushRows() {
 			st = newSecStats()
 		}
 		iv := c.interval(sec, st)
+		if c.o.hooks != nil {
+			c.o.hooks.fillRow(sec, &iv)
+		}
+		c.rowsOut = append(c.rowsOut, iv)
 		c.total.add(st)
 		c.stats[sec] = nil
 		c.nextRow++

@@ -28,7 +28,7 @@ limiter: {kind: memory}
 	}
 	dir, _ := os.MkdirTemp("", "ratelab-example-")
 	defer os.RemoveAll(dir)
-	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: dir})
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: dir})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
+	"ratelab/scenarios/check"
 	"ratelab/workload"
 	"ratelab/workload/trace"
 )
@@ -104,16 +105,42 @@ type Options struct {
 	// collecting goroutine.
 	OnProgress func(results.Progress)
 
-	// hooks, set by RunScenario only, tie the attack to a scenario's target.
+	// hooks, set by RunScenario only, tie the attack to a scenario's engine session.
 	hooks *runHooks
 }
 
-// runHooks let RunScenario name the run, start the fault schedule at the attack's base time
-// and complete the summary before it is written.
+// runHooks tie an attack to a scenario's engine session (RunScenario only).
 type runHooks struct {
-	name    string
-	onStart func(base time.Time)
-	finish  func(sum *results.Summary)
+	// name names the run directory.
+	name string
+	// urls are the base URLs of the scenario's gateways: request i goes to urls[i % len].
+	urls []string
+	// newChecker returns the session's envelope for the attack's keys (tenant names by index,
+	// endpoint names): the scenario's limiter kind, each key's tariff.
+	newChecker func(tenants, endpoints []string) check.Checker
+	// start marks the run's time zero (the session's faults and per-second marks).
+	start func(base time.Time)
+	// fillRow adds what the session measured to each row before it is written.
+	fillRow func(sec int, iv *results.Interval)
+}
+
+// name is the run's name: the scenario's, or attack / replay.
+func (o Options) name() string {
+	switch {
+	case o.hooks != nil:
+		return o.hooks.name
+	case o.Trace != nil:
+		return "replay"
+	}
+	return "attack"
+}
+
+// urls are the base URLs the attack sends to, one per gateway.
+func (o Options) urls() []string {
+	if o.hooks != nil && len(o.hooks.urls) > 0 {
+		return o.hooks.urls
+	}
+	return []string{o.URL}
 }
 
 func (o Options) withDefaults() Options {
@@ -146,11 +173,16 @@ func (o Options) Validate() error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...))
 	}
-	if err := CheckURL(o.URL, o.AllowRemote); err != nil {
-		errs = append(errs, err)
+	// A scenario's attack (hooks) goes to its own gateways and is judged by its own envelope.
+	for _, u := range o.urls() {
+		if err := CheckURL(u, o.AllowRemote); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := o.Policy.Validate(); err != nil {
-		bad("policy: %v; declare the target's limit, e.g. rate=50,burst=100", err)
+	if o.hooks == nil {
+		if err := o.Policy.Validate(); err != nil {
+			bad("policy: %v; declare the target's limit, e.g. rate=50,burst=100", err)
+		}
 	}
 	if o.Trace == nil {
 		if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {

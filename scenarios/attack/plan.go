@@ -13,6 +13,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"ratelab/limiter"
 	"ratelab/workload"
 	"ratelab/workload/trace"
 )
@@ -27,7 +28,7 @@ type plan struct {
 	hdr     trace.Header
 	recs    []trace.Record
 	off     []time.Duration // intended offset of schedule slot i (trace time / speed)
-	urls    []string        // per endpoint
+	urls    [][]string      // per gateway, per endpoint
 	tenants int             // dense tenant ids are < tenants
 	epochMs int64           // Unix ms of trace offset 0
 	rate    float64         // mean offered rate, for vegeta's Pacer.Rate
@@ -80,9 +81,13 @@ func newPlan(o Options) (*plan, error) {
 	if p.tenants*len(p.hdr.Endpoints) > MaxKeys {
 		return nil, fmt.Errorf("%w: %d tenants x %d endpoints: more than %d keys", ErrInvalid, p.tenants, len(p.hdr.Endpoints), MaxKeys)
 	}
-	base := strings.TrimSuffix(o.URL, "/")
-	for _, e := range p.hdr.Endpoints {
-		p.urls = append(p.urls, base+"/"+strings.TrimPrefix(e, "/"))
+	for _, u := range o.urls() {
+		base := strings.TrimSuffix(u, "/")
+		urls := make([]string, 0, len(p.hdr.Endpoints))
+		for _, e := range p.hdr.Endpoints {
+			urls = append(urls, base+"/"+strings.TrimPrefix(e, "/"))
+		}
+		p.urls = append(p.urls, urls)
 	}
 	start := t.Start
 	if start.IsZero() {
@@ -164,7 +169,7 @@ func (p *plan) targeter(o Options) vegeta.Targeter {
 		if o.TimeHeader != "" {
 			h[timeH] = []string{strconv.FormatInt(p.traceMs(int(k)), 10)}
 		}
-		*t = vegeta.Target{Method: http.MethodGet, URL: p.urls[r.Endpoint], Header: h}
+		*t = vegeta.Target{Method: http.MethodGet, URL: p.urls[k%uint64(len(p.urls))][r.Endpoint], Header: h}
 		return nil
 	}
 }
@@ -252,4 +257,19 @@ func (s *sequencer) done(k int32, tenant uint32) {
 		delete(s.waiting, nx)
 		close(ch)
 	}
+}
+
+// tenantNames are the plan's tenants' names (their API keys), by index.
+func (p *plan) tenantNames() []string {
+	out := make([]string, p.tenants)
+	for i := range out {
+		out[i] = p.hdr.TenantName(uint32(i))
+	}
+	return out
+}
+
+// keyName is key's Redis key: tenant key/endpoints, endpoint key%endpoints.
+func (p *plan) keyName(key int) string {
+	n := len(p.hdr.Endpoints)
+	return limiter.KeyFor(p.hdr.TenantName(uint32(key/n)), p.hdr.Endpoints[key%n])
 }

@@ -20,7 +20,7 @@ func TestAttackOnProgress(t *testing.T) {
 		mu    sync.Mutex
 		snaps []results.Progress
 	)
-	res, err := attack.Run(context.Background(), attack.Options{
+	res, err := attack.Attack(context.Background(), attack.Options{
 		URL: url, Rate: 200, Duration: 2 * time.Second, Tenants: 5, Seed: 3,
 		Policy: limiter.BucketPolicy{Rate: 100, Burst: 100}, Out: t.TempDir(), Timeout: 20 * time.Second,
 		OnProgress: func(p results.Progress) {

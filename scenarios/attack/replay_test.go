@@ -62,7 +62,7 @@ func TestReplayIsExact(t *testing.T) {
 	policy := limiter.BucketPolicy{Rate: 10, Burst: 5}
 	var counts [2][2]int64
 	for i := range counts {
-		res, err := attack.Run(context.Background(), attack.Options{
+		res, err := attack.Attack(context.Background(), attack.Options{
 			URL: traceGateway(t, policy), Trace: tr, Speed: 2, TimeHeader: "X-Trace-Ms",
 			Policy: policy, Out: t.TempDir(), Timeout: 30 * time.Second,
 		})

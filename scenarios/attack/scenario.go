@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"ratelab/limiter"
 	"ratelab/limiter/gateway"
 	"ratelab/results"
 	"ratelab/scenarios"
@@ -19,41 +21,103 @@ import (
 // gateway reads it.
 const CostHeader = "X-Ratelab-Cost"
 
-// RunScenario runs a via: http scenario: the scenario's limiter (engine.OpenTarget: its
-// cluster, script, fail policy and faults) behind ratelab's gateway on a free loopback port in
-// this process, driven by vegeta with the scenario's tenants, endpoints, pacer, rate, duration
-// and seed (or its trace, each tenant's order kept). The run directory is the engine's —
-// scenario.yaml, timeseries.csv, latency.hdr.json, summary.json, plus vegeta's results.bin —
-// with environment.via "http" and overspend judged black-box from 200 vs 429.
+// RunScenario runs a via: http scenario: the engine opens the scenario's session (its cluster,
+// limiter of any kind behind every gateway, tariffs, fail policies, faults — the same set-up as
+// an in-process run), each gateway's limiter is served by ratelab's gateway on a loopback port
+// of this process, and vegeta drives them with the scenario's tenants, endpoints, pacer, rate,
+// duration and seed (or its trace, each tenant's order kept), request i going to gateway
+// i mod gateways. The run directory is the engine's — scenario.yaml, timeseries.csv,
+// latency.hdr.json, summary.json, plus vegeta's results.bin — with environment.via "http" and
+// overspend judged black-box from 200 vs 429 against the scenario's envelope.
 //
-// It lives here rather than in engine.Run because this package imports scenarios: the CLI
-// calls RunScenario when spec.Via is http, engine.Run otherwise.
-//
-// The HTTP path is slower than in-process decisions (a bare net/http handler serves ~36K req/s
-// on the 2-core reference machine): when vegeta cannot keep the offered rate, the summary says
-// so (load.generator_limited and the note), as for any attack.
-func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.RunOptions) (res *engine.Result, err error) {
+// The HTTP path is slower than in-process decisions (a bare net/http handler is the ceiling):
+// when vegeta cannot keep the offered rate, the summary says so (load.generator_limited and the
+// note), as for any attack.
+func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.Options) (res *engine.Result, err error) {
 	if opts.RecordTrace != "" {
 		return nil, errors.New("record trace: via: http runs record no trace yet; record the schedule with ratelab trace gen --scenario NAME (the same requests)")
 	}
-	tg, err := engine.OpenTarget(ctx, spec, opts)
+	s, err := engine.Open(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if cerr := tg.Close(); cerr != nil && err == nil {
+		if cerr := s.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("stopping the cluster: %w", cerr)
 		}
 	}()
-	spec = tg.Spec
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	gws, err := serveGateways(s, logf)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := gws.shutdown(logf); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	o, err := scenarioOptions(s, opts, gws.urls)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	m, err := measure(ctx, o)
+	if m == nil {
+		return nil, err
+	}
+	logf("via http: %d decisions in %v", m.sum.Load.Decisions, time.Since(began).Round(time.Millisecond))
+	gws.nameErrors(&m.sum.Errors)
+	m.sum.Load.Note += fmt.Sprintf("; via http: %d ratelab gateway(s) on %v in this process (above what a bare net/http handler serves on this machine, the HTTP path, not the limiter, is measured)",
+		len(gws.urls), gws.urls)
+	res, ferr := s.Finish(ctx, &engine.Measured{Summary: m.sum, Rows: m.rows, Hist: m.hist, Ran: m.ran})
+	return res, errors.Join(err, ferr)
+}
 
-	gwOpts := []gateway.Option{gateway.WithPolicy(tg.Policy)}
-	if tg.Trace != nil {
-		gwOpts = append(gwOpts, gateway.WithCostFunc(func(r *http.Request) int64 {
+// scenarioOptions are the attack's options for the session's scenario: its schedule (or
+// trace), seed, workers and run directory, and the hooks that tie the attack to the session.
+func scenarioOptions(s *engine.Session, opts engine.Options, urls []string) (Options, error) {
+	spec := s.Spec
+	o := Options{
+		Seed: spec.Seed, Out: s.Dir, Version: opts.Version, Logf: opts.Logf, OnProgress: opts.OnProgress,
+		OnInterval: opts.OnInterval,
+		Workers:    uint64(min(spec.Load.Concurrency, spec.Load.MaxInflight)),
+		MaxWorkers: uint64(spec.Load.MaxInflight),
+		hooks: &runHooks{
+			name: spec.Name, urls: urls, start: s.Start, fillRow: s.FillRow,
+			newChecker: s.CheckerFor,
+		},
+	}
+	var err error
+	if tr := s.Trace(); tr != nil {
+		o.Trace, o.Speed, o.CostHeader = tr, spec.Trace.Speed, CostHeader
+	} else if o.Trace, err = TraceFromSpec(spec); err != nil {
+		// The engine's schedule for the spec (pacer, distribution, mix, seed); a generated
+		// schedule has no tenant order to keep.
+		return o, err
+	} else {
+		o.NoTenantOrder = true
+	}
+	return o, nil
+}
+
+// gateways are the HTTP servers of a scenario's gateways, one per gateway limiter, with the
+// limiters' errors counted by kind (over HTTP every error is a 503).
+type gateways struct {
+	srvs   []*gateway.Server
+	served []chan error
+	urls   []string
+	errs   []*kindCounter
+}
+
+// serveGateways starts one gateway server per session gateway on a free loopback port.
+func serveGateways(s *engine.Session, logf func(string, ...any)) (*gateways, error) {
+	g := &gateways{}
+	opts := []gateway.Option{gateway.WithPolicyFunc(s.PolicyFunc())}
+	if s.Trace() != nil {
+		opts = append(opts, gateway.WithCostFunc(func(r *http.Request) int64 {
 			n, err := strconv.ParseInt(r.Header.Get(CostHeader), 10, 64)
 			if err != nil {
 				return gateway.DefaultCost
@@ -61,69 +125,81 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.RunOptio
 			return n
 		}))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("via http: listen on loopback: %w", err)
+	for _, lim := range s.Gateways() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return g, errors.Join(fmt.Errorf("via http: listen on loopback: %w", err), g.shutdown(logf))
+		}
+		kc := &kindCounter{Limiter: lim}
+		srv, err := gateway.NewServer(ln.Addr().String(), kc, nil, opts...)
+		if err != nil {
+			ln.Close()
+			return g, errors.Join(err, g.shutdown(logf))
+		}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		g.srvs, g.served, g.errs = append(g.srvs, srv), append(g.served, served), append(g.errs, kc)
+		g.urls = append(g.urls, "http://"+ln.Addr().String()+"/")
 	}
-	srv, err := gateway.NewServer(ln.Addr().String(), tg.Limiter, nil, gwOpts...)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
+	logf("via http: %d ratelab gateway(s) on %v (%s limiter), driven by vegeta", len(g.urls), g.urls, s.Spec.Limiter.Kind)
+	return g, nil
+}
+
+// shutdown stops every server; everything is measured by then, so a server that does not drain
+// in time has its connections cut rather than fail the run.
+func (g *gateways) shutdown(logf func(string, ...any)) error {
+	var errs []error
+	for i, srv := range g.srvs {
 		sctx, cancel := context.WithTimeout(context.Background(), gateway.DefaultShutdownWait)
-		defer cancel()
 		if serr := srv.Shutdown(sctx); serr != nil {
-			// Everything is measured by now: cut what is left rather than fail the run.
 			logf("via http: gateway shutdown: %v; closing its connections", serr)
 			_ = srv.HTTPServer().Close()
 		}
-		if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-			err = fmt.Errorf("via http: gateway: %w", serr)
+		cancel()
+		if serr := <-g.served[i]; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("via http: gateway: %w", serr))
 		}
-	}()
-	url := "http://" + ln.Addr().String() + "/"
-	logf("via http: ratelab gateway on %s (%s limiter), driven by vegeta", url, spec.Limiter.Kind)
+	}
+	g.srvs, g.served = nil, nil
+	return errors.Join(errs...)
+}
 
-	o := Options{
-		URL: url, Policy: tg.Policy, Seed: spec.Seed, Out: tg.Dir, Version: opts.Version, Logf: opts.Logf,
-		OnProgress: opts.OnProgress,
-		Workers:    uint64(min(spec.Load.Concurrency, spec.Load.MaxInflight)),
-		MaxWorkers: uint64(spec.Load.MaxInflight),
-	}
-	if tg.Trace != nil {
-		o.Trace, o.Speed, o.CostHeader = tg.Trace, spec.Trace.Speed, CostHeader
-	} else {
-		// The engine's schedule for the spec (pacer, distribution, mix, seed); a generated
-		// schedule has no tenant order to keep.
-		if o.Trace, err = TraceFromSpec(spec); err != nil {
-			return nil, err
-		}
-		o.NoTenantOrder = true
-	}
-	var rows []results.Interval
-	o.OnInterval = func(iv results.Interval) {
-		rows = append(rows, iv)
-		if opts.OnInterval != nil {
-			opts.OnInterval(iv)
+// nameErrors replaces the 503s the driver counted as other errors with their kinds, as the
+// gateways' limiters classified them.
+func (g *gateways) nameErrors(e *results.Errors) {
+	var n [limiter.NumErrorKinds]int64
+	for _, kc := range g.errs {
+		for k := range kc.n {
+			n[k] += kc.n[k].Load()
 		}
 	}
-	o.hooks = &runHooks{
-		name:    spec.Name,
-		onStart: tg.StartFaults,
-		finish: func(sum *results.Summary) {
-			tg.Finish(ctx, sum, rows)
-			sum.Load.Note += fmt.Sprintf("; via http: ratelab's gateway on %s in this process (a bare net/http handler serves about 36K req/s on a 2-core machine: above that the HTTP path, not the limiter, is measured)",
-				ln.Addr())
-		},
+	var classified int64
+	for k := range n {
+		if limiter.ErrorKind(k) != limiter.KindOther {
+			classified += n[k]
+		}
 	}
-	began := time.Now()
-	ar, err := Run(ctx, o)
-	if ar == nil {
-		return nil, err
+	e.Other = max(0, e.Other-classified)
+	e.Timeout += n[limiter.KindTimeout]
+	e.Conn += n[limiter.KindConn]
+	e.TryAgain += n[limiter.KindTryAgain]
+	e.ClusterDown += n[limiter.KindClusterDown]
+	e.Moved += n[limiter.KindMoved]
+	e.Ask += n[limiter.KindAsk]
+	e.NoScript += n[limiter.KindNoScript]
+}
+
+// kindCounter wraps a gateway's limiter and counts its errors by kind: over HTTP they all
+// arrive as 503, and the summary should still say which were timeouts.
+type kindCounter struct {
+	limiter.Limiter
+	n [limiter.NumErrorKinds]atomic.Int64
+}
+
+func (k *kindCounter) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
+	d, err := k.Limiter.Allow(ctx, r)
+	if err != nil && !errors.Is(err, limiter.ErrBadRequest) {
+		k.n[limiter.ClassifyError(err)].Add(1)
 	}
-	logf("via http: %d decisions in %v", ar.Summary.Load.Decisions, time.Since(began).Round(time.Millisecond))
-	return &engine.Result{Dir: ar.Dir, Summary: ar.Summary}, err
+	return d, err
 }

@@ -64,7 +64,7 @@ endpoints: [{name: read, weight: 3}, {name: write, weight: 1}]
 policy: {rate: 10, burst: 5}
 limiter: {kind: memory}
 `)
-	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: t.TempDir()})
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ cluster: {primaries: 2, replicas: 0}
 faults:
   - {at: 1s, kind: pause, target: hottest, for: 1500ms}
 `)
-	res, err := attack.RunScenario(context.Background(), spec, engine.RunOptions{Out: t.TempDir()})
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,24 +119,79 @@ faults:
 	}
 }
 
-func TestViaHTTPRefusesWhatItCannotRun(t *testing.T) {
+
+// Tariffs over HTTP: the gateway looks each tenant's plan up, and the black-box envelope judges
+// each key by its own plan. tenant-0 and tenant-1 (the hottest) have big plans, everyone else a
+// small one: judged by one policy, tenant-0's traffic would be mostly overspend (or the small
+// tenants' denials false); by each tenant's own rule only the reordering residue is left.
+func TestRunScenarioViaHTTPTariffs(t *testing.T) {
 	t.Parallel()
-	_, err := scenarios.Parse("t", []byte(`
-name: t
+	spec := parseSpec(t, `
+name: via-http-tariffs
+duration: 2s
 via: http
-load: {rate: 100}
-tenants: {count: 10}
-policy: {rate: 10, burst: 10}
-limiter: {kind: lease, gateways: 2}
-faults: [{at: 1s, kind: clock-skew, offset: 1s, for: 1s}]
-`))
-	for _, want := range []string{"limiter.kind: lease", "limiter.gateways: 2", "faults[0].kind: clock-skew"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Parse = %v, want it to contain %q", err, want)
-		}
+load: {rate: 600, concurrency: 8, max_inflight: 64}
+tenants: {count: 30, theta: 1.2}
+endpoints: [{name: read, weight: 3}, {name: write, weight: 1}]
+policy:
+  tariffs:
+    version: 3
+    plans:
+      small: {default: {rate: 2, burst: 4}}
+      big: {default: {rate: 200, burst: 300}}
+    tenants: {tenant-0: big, tenant-1: big}
+    default_plan: small
+limiter: {kind: memory}
+`)
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = scenarios.Parse("t", []byte("name: t\nvia: grpc\nload: {rate: 1}\ntenants: {count: 1}\npolicy: {rate: 1, burst: 1}\n"))
-	if err == nil || !strings.Contains(err.Error(), `via: "grpc": use process`) {
-		t.Errorf("Parse = %v, want via refused", err)
+	sum := checkRunDir(t, res)
+	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
+		t.Fatalf("outcomes %+v: want both plans to show (the small ones deny)", sum.Outcomes)
+	}
+	if o := sum.Overspend; o.Ratio > 0.02 || o.FalseDenyRatio > 0.05 {
+		t.Errorf("overspend %+v: the envelope must judge each tenant by its own plan", o)
+	}
+	if !strings.Contains(sum.Load.Note, "tariffs: version 3 at the start") {
+		t.Errorf("note %q: want the tariff version", sum.Load.Note)
+	}
+}
+
+// Leases over HTTP: one gateway server per lease gateway, each with its own leases, requests
+// spread over them; the summary has the lease layer's figures and its bound.
+func TestRunScenarioViaHTTPLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a Redis Cluster")
+	}
+	t.Parallel()
+	spec := parseSpec(t, `
+name: via-http-lease
+duration: 3s
+via: http
+load: {rate: 500, concurrency: 16, max_inflight: 256}
+tenants: {count: 20}
+policy: {rate: 20, burst: 40}
+limiter: {kind: lease, timeout: 200ms, lease: {size: 10, gateways: 3}}
+cluster: {primaries: 2, replicas: 0}
+`)
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := checkRunDir(t, res)
+	if sum.Environment.Mode != "http gateway, lease" || !strings.Contains(sum.Load.Note, "3 ratelab gateway(s)") {
+		t.Errorf("mode %q, note %q: want three lease gateways over HTTP", sum.Environment.Mode, sum.Load.Note)
+	}
+	if !strings.Contains(sum.Load.Note, "leases: 3 gateways") || sum.Central.Ops == 0 {
+		t.Errorf("note %q, central %+v: want the lease layer's figures", sum.Load.Note, sum.Central)
+	}
+	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
+		t.Errorf("outcomes %+v: want leases to allow and deny, no errors", sum.Outcomes)
+	}
+	// Central ops: far fewer than decisions, since each fetch takes up to 10 tokens.
+	if sum.Central.Ops*2 > sum.Load.Decisions {
+		t.Errorf("%d central ops for %d decisions: leases must spare most round trips", sum.Central.Ops, sum.Load.Decisions)
 	}
 }

@@ -20,7 +20,7 @@ func runScenario(ctx context.Context, name, state, dir string, opts Options) (*r
 	if state != "" {
 		spec.Cluster.Provider = "running"
 	}
-	res, err := engine.Run(ctx, spec, engine.RunOptions{Out: dir, StateFile: state, Version: opts.Version})
+	res, err := engine.Run(ctx, spec, engine.Options{Out: dir, StateFile: state, Version: opts.Version})
 	if err != nil {
 		return nil, fmt.Errorf("bench: scenario %s: %w", name, err)
 	}

@@ -48,7 +48,7 @@ type SweepOptions struct {
 	Primaries []int
 	// Limiters lists the limiter kinds to sweep each size with (e.g. token-bucket and lease, to
 	// see what leases change); default the scenario's limiter.kind.
-	Limiters []string
+	Limiters []scenarios.LimiterKind
 	// Replicas per primary; nil keeps the scenario's.
 	Replicas *int
 	// StepDuration of each step; default DefaultStepDuration.
@@ -175,7 +175,7 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 	}
 	kinds := opts.Limiters
 	if len(kinds) == 0 {
-		kinds = []string{spec.Limiter.Kind}
+		kinds = []scenarios.LimiterKind{spec.Limiter.Kind}
 	}
 	var errs []error
 sizes:
@@ -230,7 +230,7 @@ func isZeroSLO(s scenarios.SLO) bool { return len(s.Evaluate(&results.Summary{})
 
 // sweepSize starts one cluster of p primaries and searches its knee.
 func sweepSize(ctx context.Context, run scenarios.Spec, p int, s Search, dir, version string, logf func(string, ...any), mode *string) (Series, error) {
-	series := Series{Primaries: p, Limiter: run.Limiter.Kind}
+	series := Series{Primaries: p, Limiter: string(run.Limiter.Kind)}
 	logf("capacity: %d primaries x %d replicas (%s): starting a local cluster", p, *run.Cluster.Replicas, run.Limiter.Kind)
 	cl, err := cluster.StartLocal(ctx, cluster.Options{
 		Primaries: p, Replicas: *run.Cluster.Replicas, NodeTimeout: time.Duration(run.Cluster.NodeTimeout),
@@ -263,7 +263,7 @@ func sweepSize(ctx context.Context, run scenarios.Spec, p int, s Search, dir, ve
 		spec := run
 		spec.Load.Rate = rate
 		out := filepath.Join(dir, "steps", fmt.Sprintf("p%d-%s-r%.0f", p, run.Limiter.Kind, rate))
-		r, err := engine.Run(ctx, &spec, engine.RunOptions{Out: out, Version: version, StateFile: state})
+		r, err := engine.Run(ctx, &spec, engine.Options{Out: out, Version: version, StateFile: state})
 		if err != nil {
 			return Step{}, err
 		}
@@ -271,7 +271,7 @@ func sweepSize(ctx context.Context, run scenarios.Spec, p int, s Search, dir, ve
 			return Step{}, ctx.Err()
 		}
 		st := stepOf(r.Summary, p, phase, out)
-		st.Limiter = run.Limiter.Kind
+		st.Limiter = string(run.Limiter.Kind)
 		*mode = r.Summary.Environment.Mode
 		verdict := "pass"
 		if !st.Pass {

@@ -35,7 +35,7 @@ func TestSweepOnLocalCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := Sweep(ctx, spec, SweepOptions{
-		Primaries: []int{1, 2}, Limiters: []string{"token-bucket", "lease"}, Replicas: &none, StepDuration: time.Second,
+		Primaries: []int{1, 2}, Limiters: []scenarios.LimiterKind{"token-bucket", "lease"}, Replicas: &none, StepDuration: time.Second,
 		Search: Search{Start: 400, Factor: 2, Max: 800}, Out: dir, Logf: t.Logf,
 	})
 	if err != nil {

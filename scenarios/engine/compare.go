@@ -16,11 +16,11 @@ import (
 )
 
 // CompareKinds are the algorithms CompareAlgorithms runs by default, in table order.
-var CompareKinds = []string{"token-bucket", "gcra", "fixed-window", "sliding-window", "sliding-log", "lease"}
+var CompareKinds = []scenarios.LimiterKind{scenarios.KindTokenBucket, scenarios.KindGCRA, scenarios.KindFixedWindow, scenarios.KindSlidingWindow, scenarios.KindSlidingLog, scenarios.KindLease}
 
 // AlgorithmResult is one algorithm's row of a comparison: the same trace, its own envelope.
 type AlgorithmResult struct {
-	Kind string
+	Kind scenarios.LimiterKind
 	Dir  string // the run directory
 	// Summary is the run's full summary.
 	Summary *results.Summary
@@ -37,7 +37,7 @@ func (r AlgorithmResult) OpsPerDecision() float64 {
 // (Spec.Validate), and each run is judged by its own algorithm's envelope. With provider local,
 // one cluster is started for all runs and flushed between them, so no run inherits another's
 // keys. Runs go to opts.Out/<kind> (default out/<name>-<time>/<kind>).
-func CompareAlgorithms(ctx context.Context, spec *scenarios.Spec, kinds []string, opts RunOptions) ([]AlgorithmResult, error) {
+func CompareAlgorithms(ctx context.Context, spec *scenarios.Spec, kinds []scenarios.LimiterKind, opts Options) ([]AlgorithmResult, error) {
 	if spec.Policy.Limit < 1 || spec.Policy.Window <= 0 || spec.Policy.Rate != 0 || spec.Policy.Burst != 0 {
 		return nil, fmt.Errorf("scenario %s: policy: comparing algorithms needs one limit every algorithm reads: write it as {limit: L, window: W} without rate and burst", spec.Name)
 	}
@@ -106,7 +106,7 @@ func CompareAlgorithms(ctx context.Context, spec *scenarios.Spec, kinds []string
 			}
 		}
 		o := opts
-		o.Out = filepath.Join(base, kinds[i])
+		o.Out = filepath.Join(base, string(kinds[i]))
 		logf("comparing: %s", kinds[i])
 		res, err := Run(ctx, s, o)
 		if err != nil {

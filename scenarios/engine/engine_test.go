@@ -16,14 +16,12 @@ import (
 	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/check"
 	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/cluster/clustertest"
-	"ratelab/workload"
 )
 
 // testSpec is a small valid scenario; tests adjust it.
-func testSpec(t *testing.T, kind string, rate float64, dur time.Duration) *scenarios.Spec {
+func testSpec(t *testing.T, kind scenarios.LimiterKind, rate float64, dur time.Duration) *scenarios.Spec {
 	t.Helper()
 	s, err := scenarios.Parse("test", []byte(`
 name: test
@@ -102,7 +100,7 @@ func checkConsistent(t *testing.T, sum *results.Summary, rows []results.Interval
 func TestEngineMemoryLimiterHasNoOverspend(t *testing.T) {
 	t.Parallel()
 	spec := testSpec(t, "memory", 4000, 3*time.Second)
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir()})
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +142,7 @@ func TestEngineDetectsOverspendOfAnUnlimitedLimiter(t *testing.T) {
 	t.Parallel()
 	// noop allows everything: every request beyond rate 20 burst 40 per key is overspend.
 	spec := testSpec(t, "noop", 4000, 2*time.Second)
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir()})
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,25 +167,23 @@ func (s slowLimiter) Allow(ctx context.Context, r limiter.Request) (limiter.Deci
 
 func runDriver(t *testing.T, spec *scenarios.Spec, lim limiter.Limiter, ctx context.Context) (*driver, []results.Interval, *secStats) {
 	t.Helper()
-	keys, mix, names, err := traffic(spec)
+	s, err := Open(context.Background(), spec, Options{Out: t.TempDir(), Wrap: func(limiter.Limiter) limiter.Limiter { return lim }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pacer, err := newPacer(spec)
+	defer s.Close()
+	pacer, keys, err := newSchedule(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenants := tenantNames(spec.Tenants.Count)
-	p := limiter.BucketPolicy{Rate: spec.Policy.Rate, Burst: spec.Policy.Burst}
-	checker := check.NewBucket(len(tenants)*len(names), func(int) limiter.BucketPolicy { return p })
-	d := newDriver(spec, lim, checker, tenants, names, nil, false)
+	d := newDriver(s)
 	var rows []results.Interval
 	total := &secStats{hist: results.NewHistogram()}
-	d.run(ctx, pacer, streamKeys{workload.NewStream(spec.Seed, keys, mix)}, func(sec int, s *secStats) {
-		rows = append(rows, d.interval(sec, s))
-		total.add(s)
+	d.run(ctx, pacer, keys, func(sec int, st *secStats) {
+		rows = append(rows, d.row(sec, st))
+		total.add(st)
 	})
-	total.add(d.late())
+	total.add(d.rec.late())
 	return d, rows, total
 }
 
@@ -213,7 +209,7 @@ func TestDriverCountsDropsAtTheInflightBound(t *testing.T) {
 		t.Errorf("allowed %d, want every sent request (%d) decided", got, sent)
 	}
 	sum := results.NewSummary("t", 1, time.Now())
-	fillSummary(sum, spec, d, total, 2*time.Second, offered, sent, dropped, 0)
+	d.summarize(sum, total, 2*time.Second, counts{offered: offered, sent: sent, dropped: dropped})
 	if !sum.Load.GeneratorLimited || !strings.Contains(sum.Load.Note, "max_inflight") {
 		t.Errorf("load %+v: a run that could not reach its offered rate must say so and why", sum.Load)
 	}
@@ -271,7 +267,7 @@ func TestEngineInterruptKeepsWhatWasMeasured(t *testing.T) {
 			time.AfterFunc(500*time.Millisecond, func() { cancelledAt.Store(time.Now().UnixNano()); cancel() })
 		}
 	}
-	res, err := Run(ctx, spec, RunOptions{Out: t.TempDir(), OnInterval: onRow})
+	res, err := Run(ctx, spec, Options{Out: t.TempDir(), OnInterval: onRow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +307,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		// A generous timeout: on a loaded 2-core machine under -race a 50 ms deadline expires now
 		// and then, and a timed-out decision's effect is unknown, which these checks are not about.
 		spec.Limiter.Timeout = scenarios.Duration(time.Second)
-		res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+		res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +355,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		if err := spec.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+		res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,8 +376,8 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		}
 	})
 	t.Run("algorithms side by side on the same traffic", func(t *testing.T) {
-		over := map[string]float64{}
-		for _, kind := range []string{"gcra", "fixed-window", "sliding-window", "sliding-log"} {
+		over := map[scenarios.LimiterKind]float64{}
+		for _, kind := range []scenarios.LimiterKind{"gcra", "fixed-window", "sliding-window", "sliding-log"} {
 			spec := testSpec(t, "token-bucket", 2000, 3*time.Second)
 			spec.Limiter.Kind = kind
 			spec.Load.Concurrency = 4
@@ -393,7 +389,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			if err := spec.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+			res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
 			if err != nil {
 				t.Fatalf("%s: %v", kind, err)
 			}
@@ -402,7 +398,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
 				t.Errorf("%s: outcomes %+v", kind, sum.Outcomes)
 			}
-			if sum.Environment.Mode != "central "+kind {
+			if sum.Environment.Mode != "central "+string(kind) {
 				t.Errorf("%s: mode %q", kind, sum.Environment.Mode)
 			}
 			over[kind] = sum.Overspend.Ratio

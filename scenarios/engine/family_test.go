@@ -54,7 +54,7 @@ func runFamily(t *testing.T, l *cluster.Local, state, extra string) *results.Sum
 			t.Fatal(err)
 		}
 	}
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), StateFile: state})
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +174,8 @@ limiter: {kind: lease, lease: {size: 10, gateways: 1, ttl: 5s}}
 		spec.Policy = scenarios.Policy{Limit: 20, Window: scenarios.Duration(time.Second)}
 		spec.Limiter.Timeout = scenarios.Duration(time.Second)
 		spec.Cluster.Provider = "running"
-		rows, err := CompareAlgorithms(context.Background(), spec, []string{"fixed-window", "token-bucket", "gcra"},
-			RunOptions{Out: t.TempDir(), StateFile: state})
+		rows, err := CompareAlgorithms(context.Background(), spec, []scenarios.LimiterKind{"fixed-window", "token-bucket", "gcra"},
+			Options{Out: t.TempDir(), StateFile: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ limiter: {kind: lease, lease: {size: 10, gateways: 1, ttl: 5s}}
 		if len(rows) != 3 || strings.Count(table, "\n") != 5 {
 			t.Fatalf("%d rows, table:\n%s", len(rows), table)
 		}
-		over := map[string]float64{}
+		over := map[scenarios.LimiterKind]float64{}
 		for _, r := range rows {
 			over[r.Kind] = r.Summary.Overspend.Ratio
 			if r.Summary.Outcomes.Denied == 0 || r.OpsPerDecision() < 0.99 {
@@ -249,7 +249,7 @@ func TestEngineTariffFileReload(t *testing.T) {
 	// on a loaded machine.
 	spec.Duration = scenarios.Duration(4 * time.Second)
 	var rows []results.Interval
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), OnInterval: func(iv results.Interval) {
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), OnInterval: func(iv results.Interval) {
 		if rows = append(rows, iv); len(rows) == 1 {
 			write("2")
 		}
@@ -329,7 +329,7 @@ func TestEngineClockSkewOnTheTwin(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec.Duration = scenarios.Duration(2 * time.Second)
-		res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir()})
+		res, err := Run(context.Background(), spec, Options{Out: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

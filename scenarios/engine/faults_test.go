@@ -54,7 +54,7 @@ func runFaults(t *testing.T, spec *scenarios.Spec) (*results.Summary, []results.
 // runFaultsIn is runFaults that also returns the run's directory.
 func runFaultsIn(t *testing.T, spec *scenarios.Spec) (*results.Summary, []results.Interval, string) {
 	t.Helper()
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), Logf: t.Logf})
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

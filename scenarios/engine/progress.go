@@ -6,9 +6,6 @@ import (
 	"ratelab/results"
 )
 
-// ProgressEvery is how often RunOptions.OnProgress hears a snapshot while the schedule runs.
-const ProgressEvery = 250 * time.Millisecond
-
 // progress is the live snapshot of the run: loads of counters the dispatcher and the workers
 // keep anyway, read by the collector between its rows. The dispatcher publishes a second's
 // counts when it hands out a batch or goes idle, so the current second lags by at most a batch.
@@ -29,6 +26,6 @@ func (d *driver) progress() results.Progress {
 	// A batch's sent count is published before its second's offered count: never show more
 	// sent than offered.
 	p.Offered = max(p.Offered, p.Sent+p.Dropped)
-	p.Fault = d.faults.ActiveKind(p.Elapsed)
+	p.Fault = d.s.faults.ActiveKind(p.Elapsed)
 	return p
 }

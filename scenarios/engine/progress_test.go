@@ -19,7 +19,7 @@ func TestRunOnProgress(t *testing.T) {
 		snaps []results.Progress
 		rows  int64
 	)
-	res, err := Run(context.Background(), spec, RunOptions{
+	res, err := Run(context.Background(), spec, Options{
 		Out: t.TempDir(),
 		OnProgress: func(p results.Progress) {
 			mu.Lock()

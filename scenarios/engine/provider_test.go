@@ -18,7 +18,7 @@ import (
 
 func TestSpecClusterProviders(t *testing.T) {
 	t.Parallel()
-	ok := func(provider, url, image string) *scenarios.Spec {
+	ok := func(provider scenarios.ClusterProvider, url, image string) *scenarios.Spec {
 		s := testSpec(t, "token-bucket", 100, time.Second)
 		s.Cluster.Provider, s.Cluster.URL, s.Cluster.Image = provider, url, image
 		return s
@@ -60,21 +60,21 @@ func TestExternalRunRefusesFaults(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(context.Background(), s, RunOptions{Out: t.TempDir()})
+	_, err := Run(context.Background(), s, Options{Out: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--allow-faults") || !strings.Contains(err.Error(), "pause") {
 		t.Fatalf("external run with a pause fault: %v, want a refusal naming the fault and --allow-faults", err)
 	}
-	if err := checkProviderFaults(s, RunOptions{AllowFaults: true}); !errors.Is(err, cluster.ErrUnsupported) {
+	if err := checkProviderFaults(s, Options{AllowFaults: true}); !errors.Is(err, cluster.ErrUnsupported) {
 		t.Errorf("external pause with --allow-faults: %v, want ErrUnsupported (no access to the nodes)", err)
 	}
 	s.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultClockSkew, Offset: scenarios.Duration(time.Millisecond), For: scenarios.Duration(time.Second)}}
-	if err := checkProviderFaults(s, RunOptions{}); err != nil {
+	if err := checkProviderFaults(s, Options{}); err != nil {
 		t.Errorf("gateway fault on an external cluster: %v, want it allowed", err)
 	}
 	d := testSpec(t, "token-bucket", 100, 2*time.Second)
 	d.Cluster.Provider = "docker"
 	d.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultLatency, Delay: scenarios.Duration(time.Millisecond), For: scenarios.Duration(time.Second)}}
-	if err := checkProviderFaults(d, RunOptions{}); err != nil {
+	if err := checkProviderFaults(d, Options{}); err != nil {
 		t.Errorf("docker latency fault: %v, want it allowed (docker nodes get latency proxies)", err)
 	}
 }
@@ -125,7 +125,7 @@ func TestExternalRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := Run(ctx, s, RunOptions{Out: dir})
+	res, err := Run(ctx, s, Options{Out: dir})
 	if err != nil {
 		t.Fatalf("external run: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestDockerRun(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(ctx, s, RunOptions{Out: t.TempDir(), Logf: t.Logf})
+	res, err := Run(ctx, s, Options{Out: t.TempDir(), Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("docker run: %v", err)
 	}

@@ -37,7 +37,7 @@ func TestRecordTraceIsTheSeededSchedule(t *testing.T) {
 	spec := testSpec(t, "noop", 3000, 2*time.Second)
 	spec.Load.Pacer = "poisson"
 	path := filepath.Join(t.TempDir(), "run.trace")
-	res, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), RecordTrace: path})
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), RecordTrace: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRecordReplayIsExact(t *testing.T) {
 			if tc.kind != "memory" && state == "" {
 				t.Skip("-short: no Redis Cluster")
 			}
-			spec := testSpec(t, tc.kind, 800, 3*time.Second)
+			spec := testSpec(t, scenarios.LimiterKind(tc.kind), 800, 3*time.Second)
 			spec.Load.Pacer = tc.pacer
 			// Few tenants near their limit, a small burst: whether a request finds a token
 			// depends on its time to the millisecond, so wall-clock jitter would show.
@@ -124,7 +124,7 @@ func TestRecordReplayIsExact(t *testing.T) {
 				if tc.kind != "memory" {
 					flush(t)
 				}
-				res, err := Run(context.Background(), s, RunOptions{Out: t.TempDir(), StateFile: state, RecordTrace: rec})
+				res, err := Run(context.Background(), s, Options{Out: t.TempDir(), StateFile: state, RecordTrace: rec})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,12 +165,12 @@ func TestReplaySpeed(t *testing.T) {
 	t.Parallel()
 	spec := testSpec(t, "memory", 1000, 4*time.Second)
 	path := filepath.Join(t.TempDir(), "run.trace")
-	if _, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir(), RecordTrace: path}); err != nil {
+	if _, err := Run(context.Background(), spec, Options{Out: t.TempDir(), RecordTrace: path}); err != nil {
 		t.Fatal(err)
 	}
 	fast := *spec
 	fast.Trace = &scenarios.TraceCfg{File: path, Speed: 2}
-	res, err := Run(context.Background(), &fast, RunOptions{Out: t.TempDir()})
+	res, err := Run(context.Background(), &fast, Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestReplayRefusesBadTraces(t *testing.T) {
 	} {
 		spec := testSpec(t, "memory", 100, time.Second)
 		spec.Trace = &scenarios.TraceCfg{File: tc.file, Speed: 1}
-		_, err := Run(context.Background(), spec, RunOptions{Out: t.TempDir()})
+		_, err := Run(context.Background(), spec, Options{Out: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Run = %v, want an error containing %q", filepath.Base(tc.file), err, tc.want)
 		}

@@ -5,10 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/faults"
@@ -18,7 +16,7 @@ import (
 // checkShard refuses a --shard the scenario cannot be split by: a bad index or count, more
 // shards than tenants (a shard would own nothing), or cluster faults against a cluster the
 // shards share (each shard would inject them once more).
-func checkShard(spec *scenarios.Spec, opts RunOptions) error {
+func checkShard(spec *scenarios.Spec, opts Options) error {
 	sh := opts.Shard
 	if err := sh.Validate(); err != nil {
 		return fmt.Errorf("--shard %s: %w", sh, err)
@@ -60,62 +58,6 @@ func shardNote(sh workload.Shard) string {
 	}
 	return fmt.Sprintf("; shard %s: this generator ran tenants i with i mod %d == %d and their share of the schedule only; "+
 		"`ratelab merge` combines the shards into the whole run", sh, sh.Count, sh.Index)
-}
-
-// keyLedger counts overspend per key for keys.csv. It is touched only on an overspend verdict,
-// so the common decision pays nothing for it.
-type keyLedger struct {
-	mu   sync.Mutex
-	over map[int]keyOver
-}
-
-// keyOver is one key's overspend: requests and the tokens they cost (a trace may give a request
-// a cost above one).
-type keyOver struct{ requests, tokens int64 }
-
-func (l *keyLedger) add(key int, cost int64) {
-	l.mu.Lock()
-	if l.over == nil {
-		l.over = map[int]keyOver{}
-	}
-	o := l.over[key]
-	o.requests++
-	o.tokens += cost
-	l.over[key] = o
-	l.mu.Unlock()
-}
-
-// ledger lists every key that took a decision, in key order (tenant rank, then endpoint).
-func (d *driver) ledger() []results.KeyCount {
-	d.overKeys.mu.Lock()
-	defer d.overKeys.mu.Unlock()
-	nEp := len(d.endpoints)
-	out := []results.KeyCount{}
-	for k := range d.keyCounts {
-		n := d.keyCounts[k].Load()
-		if n == 0 {
-			continue
-		}
-		over := d.overKeys.over[k]
-		out = append(out, results.KeyCount{
-			Key:       limiter.KeyFor(d.tenants[k/nEp], d.endpoints[k%nEp]),
-			Decisions: n, Overspend: over.requests, OverspendTokens: over.tokens,
-		})
-	}
-	return out
-}
-
-// writeLedger writes the run's keys.csv into dir.
-func writeLedger(dir string, d *driver) error {
-	f, err := os.Create(filepath.Join(dir, results.LedgerFile))
-	if err != nil {
-		return err
-	}
-	if err := results.WriteLedger(f, d.ledger()); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
-	}
-	return f.Close()
 }
 
 // MergeRuns merges the run directories of the shards of one load (ratelab run --shard i/N) into

@@ -58,7 +58,7 @@ func readLedgerFile(t *testing.T, dir string) map[string]int64 {
 func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 	root := t.TempDir()
 	run := func(name string, sh workload.Shard) *Result {
-		res, err := Run(context.Background(), shardSpec(t), RunOptions{Out: filepath.Join(root, name), Shard: sh})
+		res, err := Run(context.Background(), shardSpec(t), Options{Out: filepath.Join(root, name), Shard: sh})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -185,7 +185,7 @@ func TestCheckShardRefuses(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(s)
 			}
-			err := checkShard(s, RunOptions{Shard: tt.shard})
+			err := checkShard(s, Options{Shard: tt.shard})
 			if err == nil || !strings.Contains(err.Error(), "--shard "+tt.shard.String()) || !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("checkShard = %v; want an error naming --shard %s and %q", err, tt.shard, tt.wantText)
 			}
@@ -195,7 +195,7 @@ func TestCheckShardRefuses(t *testing.T) {
 	s := shardSpec(t)
 	s.Cluster.Provider = "external"
 	s.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultClockSkew}}
-	if err := checkShard(s, RunOptions{Shard: workload.Shard{Index: 1, Count: 2}}); err != nil {
+	if err := checkShard(s, Options{Shard: workload.Shard{Index: 1, Count: 2}}); err != nil {
 		t.Errorf("a gateway fault in a sharded run: %v", err)
 	}
 }

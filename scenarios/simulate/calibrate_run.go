@@ -65,7 +65,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 		return m, err
 	}
 	cpu := processCPU()
-	res, err := engine.Run(ctx, &run, engine.RunOptions{Out: dir, StateFile: state})
+	res, err := engine.Run(ctx, &run, engine.Options{Out: dir, StateFile: state})
 	if err != nil {
 		return m, err
 	}

@@ -17,7 +17,7 @@ import (
 // trace (spec.Trace). Both feed the dispatcher through workload.Pacer (intended offsets) and
 // keySource (each offset's tenant, endpoint and cost), so the dispatcher does not know which.
 //
-// Recording (RunOptions.RecordTrace) writes the schedule after the run from a fresh copy of
+// Recording (Options.RecordTrace) writes the schedule after the run from a fresh copy of
 // the same source: the seeded stream is a pure function of the seed, so the copy draws exactly
 // the requests the dispatcher drew (the same loop bounds: offsets before the run's end, or
 // before the interrupt), and the hot path does not spend a cycle on it.
@@ -225,4 +225,58 @@ func recordSchedule(path string, spec *scenarios.Spec, rp *replay, start time.Ti
 		return w.Count(), fmt.Errorf("record trace %s: %w", path, err)
 	}
 	return w.Count(), nil
+}
+
+// traffic builds the key distribution and endpoint mix a spec describes.
+func traffic(spec *scenarios.Spec) (workload.KeyDist, *workload.Mix, []string, error) {
+	keys, err := keyDist(spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := make([]string, len(spec.Endpoints))
+	weights := make([]float64, len(spec.Endpoints))
+	for i, e := range spec.Endpoints {
+		names[i], weights[i] = e.Name, e.Weight
+	}
+	mix, err := workload.NewMix(names, weights)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("endpoints: %w", err)
+	}
+	return keys, mix, names, nil
+}
+
+func keyDist(spec *scenarios.Spec) (workload.KeyDist, error) {
+	n := uint64(spec.Tenants.Count)
+	var (
+		k   workload.KeyDist
+		err error
+	)
+	switch spec.Tenants.Distribution {
+	case "uniform":
+		k, err = workload.NewUniform(n)
+	case "hotspot":
+		k, err = workload.NewHotspot(n, uint64(spec.Tenants.HotKeys), spec.Tenants.HotShare)
+	default:
+		k, err = workload.NewZipf(n, spec.Tenants.Theta)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tenants: %w", err)
+	}
+	return k, nil
+}
+
+func newPacer(spec *scenarios.Spec) (workload.Pacer, error) {
+	var (
+		p   workload.Pacer
+		err error
+	)
+	if spec.Load.Pacer == "poisson" {
+		p, err = workload.NewPoisson(spec.Load.Rate, time.Duration(spec.Duration), spec.Seed)
+	} else {
+		p, err = workload.NewConstant(spec.Load.Rate, time.Duration(spec.Duration))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return p, nil
 }

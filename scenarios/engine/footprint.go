@@ -7,8 +7,10 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"time"
 
 	"ratelab/results"
+	"ratelab/scenarios"
 )
 
 // footprint is the process's memory and goroutines at one moment of a run.
@@ -101,4 +103,59 @@ func procStatusKB(name string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// footprintPlan says at which seconds a run samples its footprint. The warm-up sample is taken
+// after a tenth of the run unless slo.warmup says when: by then pools, histograms and the
+// collector's headroom have grown to their working size, so later growth means a leak. A later
+// warm-up also keeps the sample at a tenth (early), and a third sample halfway from warm-up to
+// the end tells a leak (it keeps growing) from a step (the allocator's footprint after the first
+// transient peaks). A sample is taken as second sec is written, sec+1 seconds into the run.
+type footprintPlan struct {
+	early, warm, mid int // -1: no such sample
+	// settle: samples are settled (see sampleFootprint) only where the spec judges memory growth.
+	settle bool
+}
+
+func newFootprintPlan(spec *scenarios.Spec, secs int) footprintPlan {
+	p := footprintPlan{early: max(secs/10-1, 0), mid: -1}
+	p.warm = p.early
+	if w := spec.SLO.Warmup; w != nil {
+		p.warm = max(int(time.Duration(*w)/time.Second)-1, 0)
+	}
+	if secs >= 20 && (p.warm+secs)/2 > p.warm {
+		p.mid = (p.warm + secs) / 2
+	}
+	p.settle = spec.SLO.RSSGrowth != nil || spec.SLO.HeapGrowth != nil
+	return p
+}
+
+// sample records the samples due at second sec into the summary's process section.
+func (p footprintPlan) sample(sec int, proc *results.Process) {
+	if sec == p.early && p.early < p.warm {
+		f := sampleFootprint(p.settle)
+		proc.EarlyS, proc.RSSEarlyMB, proc.AnonEarlyMB = float64(sec+1), f.rssMB, f.anonMB
+	}
+	if sec == p.warm {
+		f := sampleFootprint(p.settle)
+		proc.WarmS = float64(sec + 1)
+		proc.RSSWarmMB, proc.HeapWarmMB, proc.GoroutinesWarm = f.rssMB, f.heapMB, f.goroutines
+		proc.AnonWarmMB = f.anonMB
+		proc.Warm = &f.mem
+	}
+	if sec == p.mid {
+		f := sampleFootprint(p.settle)
+		proc.MidS = float64(sec + 1)
+		proc.RSSMidMB, proc.AnonMidMB = f.rssMB, f.anonMB
+	}
+}
+
+// end records the end-of-run samples.
+func (p footprintPlan) end(proc *results.Process) {
+	proc.Settled = p.settle
+	proc.RSSPeakMB = peakRSSMB()
+	f := sampleFootprint(p.settle)
+	proc.RSSEndMB, proc.HeapEndMB, proc.GoroutinesEnd = f.rssMB, f.heapMB, f.goroutines
+	proc.AnonEndMB = f.anonMB
+	proc.End = &f.mem
 }

@@ -1,4 +1,4 @@
-package story
+package demo
 
 import (
 	"os"
@@ -42,7 +42,7 @@ func TestWriteIndexFakeSummaries(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st.Runs = append(st.Runs, Run{Label: rp.label, Dir: rp.dir, Summary: fakeSummary(int64(1000*(i+1)+j), 0.1)})
+			st.Runs = append(st.Runs, StepRun{Label: rp.label, Dir: rp.dir, Summary: fakeSummary(int64(1000*(i+1)+j), 0.1)})
 		}
 		st.Facts = sp.facts(st.Runs)
 		steps = append(steps, st)

@@ -9,7 +9,6 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/scenarios"
-	"ratelab/scenarios/check"
 )
 
 // tariffRun is a run's live tariffs: a limiter.PolicyCache reloaded every second (a changed file
@@ -80,22 +79,33 @@ func (tr *tariffRun) note(base time.Time) string {
 	return b.String()
 }
 
-// newEnvelope builds the overspend checker that matches the spec's limiter: both tiers for
-// two-tier, "at most limit in any window" for the window kinds, each tenant's own bucket under
-// tariffs, and the one policy's bucket otherwise.
-func newEnvelope(spec *scenarios.Spec, tenants, endpoints []string, policy limiter.BucketPolicy, tariffs *tariffRun) check.Checker {
-	keys := len(tenants) * len(endpoints)
-	switch {
-	case spec.Limiter.Kind == "two-tier":
-		q := spec.Policy.Quota
-		return check.NewTwoTier(len(tenants), len(endpoints), policy, q.Limit, time.Duration(q.Window).Milliseconds())
-	case spec.WindowKind():
-		return check.NewWindow(keys, spec.Policy.Limit, time.Duration(spec.Policy.Window).Milliseconds())
-	case tariffs != nil:
-		nEp := len(endpoints)
-		return check.NewBucket(keys, func(key int) limiter.BucketPolicy {
-			return tariffs.cache.Lookup(tenants[key/nEp], endpoints[key%nEp]).Bucket
-		})
+// versionAt returns the version of the tariffs that was live at t: the last change recorded at
+// or before t. A row is written after its second ends, so every change inside the second has
+// been recorded by then; reading the cache's current version instead would also count a reload
+// that happened while the row waited for its last decisions.
+func (tr *tariffRun) versionAt(t time.Time) int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	v := tr.first
+	for _, c := range tr.changes {
+		if c.at.After(t) {
+			break
+		}
+		v = c.to
 	}
-	return check.NewBucket(keys, func(int) limiter.BucketPolicy { return policy })
+	return v
+}
+
+// startTariffs loads the spec's tariffs, keeps them reloading until Close, and makes the
+// tariff of the first tenant's first endpoint the policy a plain bucket starts from.
+func (s *Session) startTariffs(ctx context.Context) error {
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.onClose(func() error { cancel(); return nil })
+	tr, err := startTariffs(bg, s.Spec, s.logf)
+	if err != nil {
+		return err
+	}
+	s.tariffs = tr
+	s.policy = tr.cache.Lookup(s.Tenants[0], s.Endpoints[0]).Bucket
+	return nil
 }

@@ -1,8 +1,8 @@
-// Package story is `ratelab demo`: a guided sequence of short scenario runs that walks the
+// Package demo is `ratelab demo`: a guided sequence of short scenario runs that walks the
 // argument of the project (the fixed window's boundary burst, the token bucket, a hot tenant on
 // one shard, fail-open vs fail-closed under a paused primary, leases cutting Redis load) and
 // ends with one HTML page linking every step's numbers, plots and report.
-package story
+package demo
 
 import (
 	"context"
@@ -32,15 +32,15 @@ type Options struct {
 	Live func(label string, total time.Duration) LiveHooks
 }
 
-// LiveHooks follow one run as it goes (see engine.RunOptions); nil fields are skipped.
+// LiveHooks follow one run as it goes (see engine.Options); nil fields are skipped.
 type LiveHooks struct {
 	OnInterval func(results.Interval)
 	OnProgress func(results.Progress)
 	Done       func()
 }
 
-// Run is one scenario run of a step, as the index shows it.
-type Run struct {
+// StepRun is one scenario run of a step, as the index shows it.
+type StepRun struct {
 	// Label names the run inside its step ("fixed window", "token bucket").
 	Label string
 	// Dir is the run directory relative to the demo directory.
@@ -58,7 +58,7 @@ type Fact struct {
 type Step struct {
 	Title     string
 	Narration []string
-	Runs      []Run
+	Runs      []StepRun
 	// Facts are the numbers picked from the runs' summaries (see facts).
 	Facts []Fact
 	// Plots are the chart stems the index shows for each run (default: throughput, latency,
@@ -76,7 +76,7 @@ type stepPlan struct {
 	title     string
 	narration []string
 	runs      []runPlan
-	facts     func(runs []Run) []Fact
+	facts     func(runs []StepRun) []Fact
 	plots     []string // chart stems for the index; nil: plotStems
 }
 
@@ -91,7 +91,7 @@ func shorten(full time.Duration) func(*scenarios.Spec, bool) {
 }
 
 // withKind is shorten plus a limiter kind override.
-func withKind(full time.Duration, kind string) func(*scenarios.Spec, bool) {
+func withKind(full time.Duration, kind scenarios.LimiterKind) func(*scenarios.Spec, bool) {
 	return func(s *scenarios.Spec, quick bool) {
 		shorten(full)(s, quick)
 		s.Limiter.Kind = kind
@@ -125,7 +125,7 @@ func plan() []stepPlan {
 				{"fixed window", "fixed-window-boundary", "1-fixed-window", withKind(6*time.Second, "fixed-window")},
 				{"token bucket", "fixed-window-boundary", "1-token-bucket", withKind(6*time.Second, "token-bucket")},
 			},
-			facts: func(r []Run) []Fact {
+			facts: func(r []StepRun) []Fact {
 				return []Fact{
 					{"fixed window overspend", overspend(r[0].Summary)},
 					{"token bucket overspend", overspend(r[1].Summary)},
@@ -140,7 +140,7 @@ func plan() []stepPlan {
 			},
 			runs:  []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
 			plots: []string{report.ThroughputChart, report.LatencyChart, report.NodesChart},
-			facts: func(r []Run) []Fact {
+			facts: func(r []StepRun) []Fact {
 				s := r[0].Summary
 				f := []Fact{
 					{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
@@ -168,7 +168,7 @@ func plan() []stepPlan {
 				{"fail open", "pause-fail-open", "3-fail-open", pauseEdit},
 				{"fail closed", "pause-fail-closed", "3-fail-closed", pauseEdit},
 			},
-			facts: func(r []Run) []Fact {
+			facts: func(r []StepRun) []Fact {
 				o, c := r[0].Summary, r[1].Summary
 				return []Fact{
 					{"the fault", pauseFact(o)},
@@ -190,7 +190,7 @@ func plan() []stepPlan {
 				{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
 				{"central token bucket", "lease-vs-central", "4-central", withKind(6*time.Second, "token-bucket")},
 			},
-			facts: func(r []Run) []Fact {
+			facts: func(r []StepRun) []Fact {
 				l, c := r[0].Summary, r[1].Summary
 				red := "n/a"
 				if l.Central.OpsPerS > 0 {
@@ -274,18 +274,18 @@ func Play(ctx context.Context, o Options) ([]Step, error) {
 	return done, nil
 }
 
-func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...any)) (Run, error) {
+func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...any)) (StepRun, error) {
 	spec, err := scenarios.Builtin(rp.scenario)
 	if err != nil {
-		return Run{}, err
+		return StepRun{}, err
 	}
 	rp.edit(spec, o.Quick)
 	if err := spec.Validate(); err != nil {
-		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
+		return StepRun{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
 	}
 	dir := filepath.Join(o.Out, rp.dir)
 	logf("  %s: %s for %s -> %s", rp.label, rp.scenario, time.Duration(spec.Duration), dir)
-	ro := engine.RunOptions{Out: dir, Version: o.Version, Logf: logf}
+	ro := engine.Options{Out: dir, Version: o.Version, Logf: logf}
 	if o.Live != nil {
 		h := o.Live(rp.label, time.Duration(spec.Duration))
 		ro.OnInterval, ro.OnProgress = h.OnInterval, h.OnProgress
@@ -295,15 +295,15 @@ func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...an
 	}
 	res, err := engine.Run(ctx, spec, ro)
 	if res == nil {
-		return Run{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
+		return StepRun{}, fmt.Errorf("demo run %s (%s): %w", rp.dir, rp.scenario, err)
 	}
 	if gerr := report.Generate(res.Dir); gerr != nil && err == nil {
 		err = fmt.Errorf("demo run %s: writing its report: %w", rp.dir, gerr)
 	}
 	if err != nil {
-		return Run{}, err
+		return StepRun{}, err
 	}
-	return Run{Label: rp.label, Dir: rp.dir, Summary: res.Summary}, nil
+	return StepRun{Label: rp.label, Dir: rp.dir, Summary: res.Summary}, nil
 }
 
 // Steps is the number of steps in the story.

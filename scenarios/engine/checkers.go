@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/scenarios"
+	"ratelab/scenarios/check"
+	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/faults"
+)
+
+// NewChecker returns a fresh overspend checker for the run's limiter over the session's keys.
+func (s *Session) NewChecker() check.Checker { return s.CheckerFor(s.Tenants, s.Endpoints) }
+
+// CheckerFor returns a fresh overspend checker for the run's limiter over the keys of tenants x
+// endpoints (key k is tenant k/len(endpoints), endpoint k%len(endpoints)): both tiers for
+// two-tier, "at most limit in any window" for the window kinds, and otherwise an exact token
+// bucket per key with the key's own policy (its tariff, or the scenario's policy). A driver
+// that names its keys its own way (the HTTP driver's trace) judges them by their names.
+func (s *Session) CheckerFor(tenants, endpoints []string) check.Checker {
+	spec := s.Spec
+	keys := len(tenants) * len(endpoints)
+	switch {
+	case spec.Limiter.Kind == scenarios.KindTwoTier:
+		q := spec.Policy.Quota
+		return check.NewTwoTier(len(tenants), len(endpoints), s.policy, q.Limit, time.Duration(q.Window).Milliseconds())
+	case spec.WindowKind():
+		return check.NewWindow(keys, spec.Policy.Limit, time.Duration(spec.Policy.Window).Milliseconds())
+	case s.tariffs != nil:
+		lookup, n := s.tariffs.cache.BucketPolicyFunc(), len(endpoints)
+		return check.NewBucket(keys, func(key int) limiter.BucketPolicy { return lookup(tenants[key/n], endpoints[key%n]) })
+	}
+	policy := s.policy
+	return check.NewBucket(keys, func(int) limiter.BucketPolicy { return policy })
+}
+
+// ReorderWindow is how long a denial the checker disagrees with stays provisional in an
+// in-process run: a decision that succeeded ran within its timeout of its start, so two requests
+// that reached Redis in another order than the checker sees them started less than a timeout
+// apart.
+func (s *Session) ReorderWindow() time.Duration {
+	return max(2*time.Duration(s.Spec.Limiter.Timeout), check.DefaultReorderWindowMs*time.Millisecond)
+}
+
+// wireFaults builds the fault runner of a spec with faults, wired to the session: the hottest
+// tenant's key, the checker's causes, the per-second marks, the gateways' clocks and leases, and
+// the traffic per slot the in-process driver tallies.
+func (s *Session) wireFaults() {
+	if s.Spec.HasFault(scenarios.FaultClockSkew) {
+		s.skew = make([]atomic.Int64, len(s.gateways))
+	}
+	if len(s.Spec.Faults) == 0 {
+		return
+	}
+	keyOf := func(tenant string) string { return limiter.KeyFor(tenant, s.Endpoints[0]) }
+	h := faults.Hooks{
+		HotKey: keyOf(s.Tenants[0]), KeyOf: keyOf, CauseFor: s.checker.CauseFor, Logf: s.logf,
+		OnInject: s.marks.fault, SlotTraffic: s.tally.slotTraffic, Gateways: len(s.gateways),
+	}
+	if s.skew != nil {
+		h.SetSkew = func(g int, off time.Duration) { s.skew[g].Store(int64(off)) }
+	}
+	if len(s.leases) > 0 {
+		h.DropGateway = func(g int) int64 {
+			l := s.leases[g]
+			before := l.LostTokens()
+			l.Drop()
+			return l.LostTokens() - before
+		}
+	}
+	var cl cluster.Cluster // nil without Redis: gateway faults only
+	if s.store != nil {
+		cl = s.store.cl
+	}
+	s.faults = faults.New(cl, s.Spec.Faults, h)
+}

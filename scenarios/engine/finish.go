@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios/check"
+	"ratelab/scenarios/faults"
+)
+
+// Finish completes a driver's measurement with what the session knows and writes the run
+// directory's summary.json, latency histogram and (when m has them) keys.csv: the environment,
+// the faults with their detection and recovery (from m's rows), the store's operations,
+// redirects and per-node counts, the hot keys' nodes, what leases and tariffs did, and the SLO
+// verdict. It stops the faults first, and deletes an external run's keys.
+func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
+	if m == nil {
+		return nil, errors.New("finish: nothing was measured")
+	}
+	s.faults.Stop()
+	sum := m.Summary
+	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
+	sum.Environment = s.env
+	sum.Shard = shardSummary(s.opts.Shard)
+	s.marks.fillSummary(sum)
+	if s.store != nil {
+		s.store.fillSummary(ctx, sum, m.Ran)
+	}
+	s.fillLeases(sum)
+	if s.faults != nil {
+		var bound float64
+		sum.Faults, bound = s.faults.Recorded()
+		sum.Overspend.BoundTokens += bound
+		faults.MeasureRecovery(sum.Faults, m.Rows)
+	}
+	var cleanupErr error
+	if s.store != nil {
+		cleanupErr = s.store.cleanup()
+	}
+	sum.Load.Note += s.notes()
+	sum.SLO = s.Spec.SLO.Evaluate(sum)
+	res := &Result{Dir: s.Dir, Summary: sum}
+	if m.Keys != nil {
+		if err := writeLedger(s.Dir, m.Keys); err != nil {
+			return res, err
+		}
+	}
+	if err := results.WriteRunFiles(s.Dir, sum, m.Hist); err != nil {
+		return res, err
+	}
+	return res, cleanupErr
+}
+
+// notes are the summary's notes on what the session knows: the two-tier quota, the tariff
+// versions, the replay, the external cluster's keys and the shard.
+func (s *Session) notes() string {
+	var n string
+	if tc, ok := s.checker.(*check.TwoTier); ok {
+		over, denied := tc.QuotaTotals()
+		n += fmt.Sprintf("; two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
+			s.Spec.Policy.Quota.Limit, time.Duration(s.Spec.Policy.Quota.Window), over, denied)
+	}
+	if s.tariffs != nil {
+		n += "; " + s.tariffs.note(time.Unix(0, s.marks.baseNs.Load()))
+	}
+	if rp := s.replay; rp != nil {
+		n += fmt.Sprintf("; replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants))
+	}
+	if s.store != nil && s.store.note != "" {
+		n += "; " + s.store.note
+	}
+	return n + shardNote(s.opts.Shard)
+}
+
+// fillLeases reports what the lease layer did: the overspend bound is the tokens leased out and
+// not yet spent at the end, and the note says how many tokens expired or were dropped unused
+// (availability lost) and how many decisions waited for a central round trip.
+func (s *Session) fillLeases(sum *results.Summary) {
+	if len(s.leases) == 0 {
+		return
+	}
+	var outstanding, lost, calls, waited, refreshes, refreshErrs int64
+	for _, l := range s.leases {
+		outstanding += l.Outstanding()
+		lost += l.LostTokens()
+		calls += l.CentralCalls()
+		waited += l.Waited()
+		refreshes += l.Refreshes()
+		refreshErrs += l.RefreshErrors()
+	}
+	sum.Overspend.BoundTokens += float64(outstanding)
+	decisions := max(sum.Load.Decisions, 1)
+	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
+		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)
+	sum.Load.Note += fmt.Sprintf("; %d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
+		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs)
+}
+
+// writeLedger writes keys.csv into dir.
+func writeLedger(dir string, keys []results.KeyCount) error {
+	f, err := os.Create(filepath.Join(dir, results.LedgerFile))
+	if err != nil {
+		return err
+	}
+	if err := results.WriteLedger(f, keys); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
+	}
+	return f.Close()
+}

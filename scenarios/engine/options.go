@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/results"
+	"ratelab/scenarios/cluster"
+	"ratelab/workload"
+)
+
+// Options are the knobs of one run that are not part of the scenario.
+type Options struct {
+	// Out is the run directory; default out/<scenario>-<yyyymmdd-hhmmss>.
+	Out string
+	// Version is ratelab's version, recorded in the summary.
+	Version string
+	// StateFile locates the cluster started by `ratelab cluster up` (provider "running");
+	// default cluster.DefaultStateFile().
+	StateFile string
+	// Logf receives progress messages; nil is silent.
+	Logf func(format string, args ...any)
+	// OnInterval is called with every per-second row as it is written.
+	OnInterval func(results.Interval)
+	// OnProgress, when set, receives a live snapshot about every ProgressEvery while the
+	// schedule runs, from the collector's goroutine; it reads counters the driver keeps
+	// anyway, so it costs the decisions nothing.
+	OnProgress func(results.Progress)
+	// PasswordFile holds the password of an external cluster (--password-file); without it the
+	// password comes from $RATELAB_REDIS_PASSWORD. Passwords never come from argv or the spec.
+	PasswordFile string
+	// TLS are the CA, certificate and key files of an external cluster (--tls-ca, --tls-cert,
+	// --tls-key); setting any of them makes the connections TLS.
+	TLS *cluster.TLSFiles
+	// RecordTrace, when set, is a file to write the run's schedule to after the run, as a trace
+	// (workload/trace): every offered request's intended offset, tenant, endpoint and cost.
+	// Replaying it (spec.Trace) with limiter.clock: schedule reproduces the run's decisions.
+	RecordTrace string
+	// AllowFaults lets a scenario's cluster faults run against an external cluster
+	// (--allow-faults); without it such a run is refused before it starts.
+	AllowFaults bool
+	// Shard makes this run one of Count generators of one load (--shard i/N): it offers only
+	// the requests of the tenants it owns (see workload.Shard). Zero: the whole load.
+	Shard workload.Shard
+	// Wrap, when set, wraps every gateway's limiter before the run starts (a test's slowed or
+	// instrumented limiter); the run measures what the wrapper does too.
+	Wrap func(limiter.Limiter) limiter.Limiter
+}
+
+// Result is what a run leaves: its directory and its summary.
+type Result struct {
+	Dir     string
+	Summary *results.Summary
+}
+
+// Measured is what a driver measured, handed to Session.Finish: the summary's load, outcomes,
+// errors, latency, overspend and hot keys (without their nodes), the per-second rows, the run's
+// latency histogram and, where the driver keeps them, the per-key counts for keys.csv.
+type Measured struct {
+	Summary *results.Summary
+	Rows    []results.Interval
+	Hist    *results.Histogram
+	// Keys, when not nil, is written as keys.csv.
+	Keys []results.KeyCount
+	// Ran is how much of the schedule the run covered (less than the duration if interrupted).
+	Ran time.Duration
+}
+
+// ProgressEvery is how often Options.OnProgress hears a snapshot while the schedule runs.
+const ProgressEvery = 250 * time.Millisecond

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/scenarios/check"
+	"ratelab/scenarios/faults"
+)
+
+// Record is one decision as a worker finished it: what was asked, what the limiter answered, how
+// long it took from the request's intended start, and the checker's verdict. A worker owns one
+// Record and reuses it for every decision, so the stream costs no allocation.
+type Record struct {
+	// Worker is the worker that decided (0..concurrency-1); Sec the second of the run the
+	// request was intended in; Key its tenant x endpoint index.
+	Worker, Sec, Key int
+	// AtMs is the true time the decision is judged at (Unix ms): the wall clock, or the
+	// schedule's clock with limiter.clock: schedule; never a skewed gateway clock.
+	AtMs int64
+	// Cost is the request's tokens.
+	Cost int64
+	// Latency runs from the intended start to the answer.
+	Latency time.Duration
+	// Decision and Err are the limiter's answer; ErrKind classifies Err.
+	Decision limiter.Decision
+	Err      error
+	ErrKind  limiter.ErrorKind
+	// Verdict is the checker's (set by the judge, the first consumer); Conforming on an error.
+	Verdict check.Verdict
+}
+
+// A Consumer hears every record of an in-process run, in the order the run's consumers are
+// listed, from many workers at once: it must be safe for concurrent use, cheap, and must not
+// keep the pointer.
+type Consumer interface {
+	Consume(r *Record)
+}
+
+// judge is the first consumer: it asks the checker for each decision's verdict, attributing
+// overspend to the active fault where one explains it, and books a timed-out decision as an
+// unknown outcome (the script may have run after the client gave up).
+type judge struct {
+	checker check.Checker
+	faults  *faults.Runner
+	// central: the decisions are the store's, so a fault's cause applies only to central and
+	// lease decisions, not to a fail policy's. An in-process limiter under test (memory) decides
+	// Local, and a fault's cause applies to it as to the store's decisions.
+	central bool
+}
+
+func (j judge) Consume(r *Record) {
+	r.Verdict = check.Conforming
+	if r.Err != nil {
+		if r.ErrKind == limiter.KindTimeout {
+			j.checker.ObserveUnknown(r.Key, r.AtMs, r.Cost)
+		}
+		return
+	}
+	src := r.Decision.Source
+	cause := check.Cause(src)
+	if src == limiter.Central || src == limiter.Lease || !j.central {
+		if c, ok := j.faults.CurrentCause(); ok {
+			cause = c
+		}
+	}
+	r.Verdict = j.checker.ObserveAs(r.Key, r.AtMs, r.Cost, r.Decision.Allowed, cause)
+}
+
+// reloader asks the store to re-read its slot map after a failed call (see store.trouble).
+type reloader struct{ st *store }
+
+func (l reloader) Consume(r *Record) {
+	if r.Err != nil {
+		l.st.trouble(r.ErrKind)
+	}
+}

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/results"
+)
+
+// row turns one second's stats into its timeseries row, with the session's marks added.
+func (d *driver) row(sec int, s *secStats) results.Interval {
+	iv := results.Interval{
+		TS:           float64(sec),
+		Offered:      d.offered[sec].Load(),
+		Sent:         d.sent[sec].Load(),
+		Dropped:      d.dropped[sec].Load(),
+		Allowed:      s.allowed,
+		Denied:       s.denied,
+		FailedOpen:   s.failOpen,
+		FailedClosed: s.failClosed,
+		Errors:       s.errors(),
+		Timeout:      s.errs[limiter.KindTimeout],
+		ClusterDown:  s.errs[limiter.KindClusterDown],
+		TryAgain:     s.errs[limiter.KindTryAgain],
+		Conn:         s.errs[limiter.KindConn],
+		Other:        s.errs[limiter.KindOther],
+		Moved:        s.errs[limiter.KindMoved],
+		Ask:          s.errs[limiter.KindAsk],
+		NoScript:     s.errs[limiter.KindNoScript],
+		Overspend:    s.overspend,
+		FalseDenies:  s.falseDenies,
+	}
+	if d.s.store != nil {
+		iv.CentralOps = s.allowed + s.denied + s.errors()
+	}
+	if s.hist.Count() > 0 {
+		iv.P50Ms = s.hist.QuantileMs(50)
+		iv.P90Ms = s.hist.QuantileMs(90)
+		iv.P99Ms = s.hist.QuantileMs(99)
+		iv.P999Ms = s.hist.QuantileMs(99.9)
+		iv.MaxMs = s.hist.MaxMs()
+	}
+	d.s.FillRow(sec, &iv)
+	return iv
+}
+
+// FillRow adds to a driver's row of second sec what the session measured beside the decisions:
+// faults injected, store failures a fail policy answered, false denies withdrawn, the MOVED, ASK
+// and NOSCRIPT replies the node hooks saw, and the tariff version live at the second's end.
+func (s *Session) FillRow(sec int, iv *results.Interval) {
+	s.marks.fillRow(sec, iv)
+	if s.store != nil {
+		s.store.fillRow(sec, iv)
+	}
+	if s.tariffs != nil {
+		iv.PolicyVersion = s.tariffs.versionAt(time.Unix(0, s.marks.baseNs.Load()).Add(time.Duration(sec+1) * time.Second))
+	}
+}
+
+// achievedFloor is the share of the offered rate below which a run is called generator-limited.
+const achievedFloor = 0.99
+
+// counts are the dispatcher's totals over the seconds written.
+type counts struct{ offered, sent, dropped, behind int64 }
+
+// summarize fills the driver's part of the summary: load, outcomes, decision errors, latency and
+// overspend, and the hot keys (without their nodes).
+func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration, c counts) {
+	secs := ran.Seconds()
+	decisions := t.allowed + t.denied + t.failOpen + t.failClosed + t.errors()
+	sum.DurationS = secs
+	sum.Interrupted = d.interrupted.Load()
+	sum.Load = results.Load{
+		Decisions: decisions, Sent: c.sent, Dropped: c.dropped,
+		MaxInflight: d.spec.Load.MaxInflight, Concurrency: d.spec.Load.Concurrency,
+		ScheduleLagP99Ms: d.lag.QuantileMs(99),
+	}
+	if secs > 0 {
+		sum.Load.OfferedRPS = float64(c.offered) / secs
+		sum.Load.AchievedRPS = float64(decisions) / secs
+	}
+	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions) < achievedFloor*float64(c.offered)
+	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
+	sum.Outcomes = results.Outcomes{
+		Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors(),
+	}
+	for k, n := range t.errs {
+		addError(&sum.Errors, limiter.ErrorKind(k), n)
+	}
+	if t.hist.Count() > 0 {
+		sum.LatencyMs = results.Latency{
+			P50: t.hist.QuantileMs(50), P90: t.hist.QuantileMs(90), P99: t.hist.QuantileMs(99),
+			P999: t.hist.QuantileMs(99.9), Max: t.hist.MaxMs(),
+		}
+	}
+	ot := d.s.checker.Totals()
+	sum.Overspend = results.Overspend{
+		Requests:        ot.OverspendRequests,
+		Tokens:          ot.OverspendTokens,
+		Ratio:           results.Ratio(ot.OverspendRequests, t.allowed+t.failOpen),
+		FalseDenies:     ot.FalseDenies,
+		FalseDenyRatio:  results.Ratio(ot.FalseDenies, t.denied+t.failClosed),
+		ByCause:         ot.ByCause,
+		UnknownOutcomes: ot.Unknown,
+	}
+	sum.HotKeys = d.s.tally.hotKeys()
+}
+
+// loadNote says why the run fell short of its schedule, if it did, and its schedule lag.
+func (d *driver) loadNote(l results.Load, decisions int64, c counts) string {
+	var notes []string
+	if l.GeneratorLimited {
+		notes = append(notes, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%%): the numbers describe this machine at this load, not the limiter's ceiling",
+			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions)/float64(c.offered)))
+	}
+	if n := c.dropped - c.behind; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests dropped because %d were already in flight (load.max_inflight): decisions were slower than the offered rate", n, d.spec.Load.MaxInflight))
+	}
+	if c.behind > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests dropped because the generator fell more than %s behind its schedule (CPU-bound)", c.behind, maxScheduleLag))
+	}
+	notes = append(notes, fmt.Sprintf("schedule lag p99 %.3f ms (time from intended start to dispatch; counted in latency)", l.ScheduleLagP99Ms))
+	return strings.Join(notes, "; ")
+}

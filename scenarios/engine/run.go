@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios"
+)
+
+// Run executes one scenario in process: Open, Drive, Finish. It writes timeseries.csv as the run
+// goes and at the end summary.json, the latency histograms, keys.csv and scenario.yaml.
+// Cancelling ctx stops the schedule early: the decisions already sent finish, and everything
+// measured is written with interrupted: true. Local Redis nodes are stopped before Run returns.
+// A via: http scenario runs through package attack instead.
+func Run(ctx context.Context, spec *scenarios.Spec, opts Options) (res *Result, err error) {
+	s, err := Open(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stopping the cluster: %w", cerr)
+		}
+	}()
+	m, driveErr := s.Drive(ctx)
+	res, err = s.Finish(ctx, m)
+	return res, errors.Join(driveErr, err)
+}
+
+// Drive follows the open-loop schedule with the session's gateways, in this process, and
+// returns what it measured. timeseries.csv and the per-second histograms are written as the run
+// goes; a write error is returned with the measurement, which is complete either way.
+func (s *Session) Drive(ctx context.Context) (*Measured, error) {
+	pacer, keys, err := newSchedule(s.Spec, s.replay)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newRowWriter(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	d := newDriver(s)
+	d.onProgress = s.opts.OnProgress
+	sum := results.NewSummary(s.Spec.Name, int64(s.Spec.Seed), s.started)
+	plan := newFootprintPlan(s.Spec, s.secs)
+	total := &secStats{hist: results.NewHistogram()}
+	m := &Measured{Summary: sum, Hist: total.hist}
+	var c counts
+	emit := func(sec int, st *secStats) {
+		plan.sample(sec, &sum.Process)
+		iv := d.row(sec, st)
+		c.offered, c.sent, c.dropped = c.offered+iv.Offered, c.sent+iv.Sent, c.dropped+iv.Dropped
+		c.behind += d.behind[sec].Load()
+		total.add(st)
+		m.Rows = append(m.Rows, iv)
+		w.write(sec, iv, st.hist)
+		if s.opts.OnInterval != nil {
+			s.opts.OnInterval(iv)
+		}
+	}
+	spec := s.Spec
+	s.logf("running %s: %.0f requests/s offered for %s (%s limiter, %d workers, max in flight %d)",
+		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
+	d.run(ctx, pacer, keys, emit)
+	s.faults.Stop()
+	plan.end(&sum.Process)
+	m.Ran = time.Duration(d.elapsed.Load())
+	total.add(d.rec.late())
+	d.summarize(sum, total, m.Ran, c)
+	m.Keys = s.tally.ledger()
+	if s.opts.RecordTrace != "" {
+		n, rerr := recordSchedule(s.opts.RecordTrace, spec, s.replay, d.clockBase, m.Ran, d.seconds)
+		sum.Load.Note += fmt.Sprintf("; schedule recorded to %s (%d requests, sent or dropped)", s.opts.RecordTrace, n)
+		return m, errors.Join(w.err, rerr)
+	}
+	return m, w.err
+}
+
+// rowWriter writes timeseries.csv and, beside each row, the second's latency histogram: what
+// a merge of shards needs for its percentiles. It keeps the first error and goes on.
+type rowWriter struct {
+	ts, hs *os.File
+	tsw    *results.TimeseriesWriter
+	hsw    *results.SecondsHistogramWriter
+	err    error
+}
+
+func newRowWriter(dir string) (*rowWriter, error) {
+	w := &rowWriter{}
+	var err error
+	if w.ts, err = os.Create(filepath.Join(dir, results.TimeseriesFile)); err != nil {
+		return nil, err
+	}
+	if w.hs, err = os.Create(filepath.Join(dir, results.SecondsHistogramFile)); err != nil {
+		w.ts.Close()
+		return nil, err
+	}
+	if w.tsw, err = results.NewTimeseriesWriter(w.ts); err == nil {
+		w.hsw, err = results.NewSecondsHistogramWriter(w.hs)
+	}
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *rowWriter) write(sec int, iv results.Interval, h *results.Histogram) {
+	if err := w.tsw.Write(iv); err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing %s: %w", results.TimeseriesFile, err)
+	}
+	if err := w.hsw.Write(sec, h); err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing %s: %w", results.SecondsHistogramFile, err)
+	}
+}
+
+func (w *rowWriter) close() {
+	w.ts.Close()
+	w.hs.Close()
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/limiter"
+	"ratelab/lua"
+	"ratelab/results"
+	"ratelab/scenarios"
+	"ratelab/scenarios/cluster"
+)
+
+// store is the run's Redis side: the cluster, the client the limiters use with its per-node
+// counters, and for an external cluster the key prefix that keeps the run's keys apart.
+type store struct {
+	cl     cluster.Cluster
+	client *redis.ClusterClient
+	redir  *redirects
+	// cleanup deletes an external run's keys (once; a no-op on other providers) and leaves what
+	// it did in note.
+	cleanup     func() error
+	note        string
+	lastReload  atomic.Int64 // UnixNano of the last slot-map reload
+	reloadEvery time.Duration
+}
+
+// reloadEvery bounds how often store errors make the client re-read the slot map.
+const reloadEvery = 100 * time.Millisecond
+
+// openStore starts, attaches to or connects to the spec's cluster and builds the client every
+// limiter of the run shares, with its pools warmed.
+func (s *Session) openStore(ctx context.Context) (*store, error) {
+	spec := s.Spec
+	if err := checkProviderFaults(spec, s.opts); err != nil {
+		return nil, err
+	}
+	cl, err := openCluster(ctx, spec, s.opts, s.logf)
+	if err != nil {
+		return nil, err
+	}
+	s.onClose(cl.Close)
+	s.env.Provider = string(spec.Cluster.Provider)
+	s.env.RedisVersion = cl.RedisVersion()
+	s.env.Primaries = len(cl.Primaries())
+	if p := len(cl.Primaries()); p > 0 {
+		s.env.Replicas = (len(cl.Nodes()) - p) / p
+	}
+	st := &store{cl: cl, redir: newRedirects(s.secs), cleanup: func() error { return nil }, reloadEvery: reloadEvery}
+	st.client = newClusterClient(cl.ClientOptions(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, st.redir)
+	s.onClose(st.client.Close)
+	if spec.Cluster.Provider == scenarios.ProviderExternal {
+		if err := st.prefixKeys(ctx, s.Dir, s.logf); err != nil {
+			return nil, err
+		}
+		s.onClose(st.cleanup)
+	}
+	warmPools(ctx, st.client, spec.Load.Concurrency)
+	return st, nil
+}
+
+// prefixKeys makes every key of the run carry the run's prefix on a shared cluster; cleanup
+// then deletes exactly those keys, also when the run fails half-way.
+func (st *store) prefixKeys(ctx context.Context, dir string, logf func(string, ...any)) error {
+	prefix, err := runKeyPrefix(dir)
+	if err != nil {
+		return err
+	}
+	st.client.AddHook(prefixHook{prefix: prefix})
+	var once sync.Once
+	var cerr error
+	st.cleanup = func() error {
+		once.Do(func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			n, err := cluster.CleanupPrefix(cctx, st.client, prefix)
+			logf("external cluster: deleted %d keys with prefix %s", n, prefix)
+			st.note = fmt.Sprintf("external cluster: keys prefixed %s, %d deleted after the run", prefix, n)
+			if err != nil {
+				cerr = fmt.Errorf("deleting the run's keys (prefix %s) from the external cluster: %w", prefix, err)
+				st.note += " (cleanup failed: " + err.Error() + ")"
+			}
+		})
+		return cerr
+	}
+	return nil
+}
+
+// trouble reacts to a failed store call as a gateway should: go-redis re-reads the slot map
+// only on MOVED/ASK or every ClusterStateReloadInterval (60 s by default), so after a primary
+// dies it would keep calling the dead node; a timeout, connection error or CLUSTERDOWN asks for
+// a reload instead (at most every reloadEvery).
+func (st *store) trouble(k limiter.ErrorKind) {
+	if k != limiter.KindTimeout && k != limiter.KindConn && k != limiter.KindClusterDown {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := st.lastReload.Load()
+	if now-last < int64(st.reloadEvery) || !st.lastReload.CompareAndSwap(last, now) {
+		return
+	}
+	st.client.ReloadState(context.Background())
+}
+
+// fillRow adds the second's MOVED, ASK and NOSCRIPT replies the node hooks saw: the ones go-redis
+// followed or the limiter answered with EVAL, and the ones that ended a decision.
+func (st *store) fillRow(sec int, iv *results.Interval) {
+	if sec < 0 || sec >= len(st.redir.moved) {
+		return
+	}
+	iv.Moved = st.redir.moved[sec].Load()
+	iv.Ask = st.redir.ask[sec].Load()
+	iv.NoScript = st.redir.noscript[sec].Load()
+}
+
+// fillSummary adds what only a Redis-backed run knows: ops per node, the redirects and NOSCRIPT
+// replies the node hooks counted, and the node of every hot key.
+func (st *store) fillSummary(ctx context.Context, sum *results.Summary, ran time.Duration) {
+	var ops int64
+	var byKind [limiter.NumErrorKinds]int64
+	nodes := st.redir.snapshot()
+	for _, n := range nodes {
+		ops += n.ops.Load()
+		for k := range n.errs {
+			byKind[k] += n.errs[k].Load()
+		}
+	}
+	for _, n := range nodes {
+		ns := results.NodeStats{Addr: n.addr, Ops: n.ops.Load(), Share: results.Ratio(n.ops.Load(), ops)}
+		ns.Moved, ns.Ask, ns.NoScript = n.errs[limiter.KindMoved].Load(), n.errs[limiter.KindAsk].Load(), n.errs[limiter.KindNoScript].Load()
+		ns.Timeout, ns.Conn = n.errs[limiter.KindTimeout].Load(), n.errs[limiter.KindConn].Load()
+		ns.TryAgain, ns.ClusterDown = n.errs[limiter.KindTryAgain].Load(), n.errs[limiter.KindClusterDown].Load()
+		sum.Nodes = append(sum.Nodes, ns)
+	}
+	sum.Central = results.Central{Ops: ops}
+	if ran > 0 {
+		sum.Central.OpsPerS = float64(ops) / ran.Seconds()
+	}
+	// Redirects followed inside the cluster client and NOSCRIPT answered with EVAL never surface
+	// as decision errors; the node hooks counted them. A MOVED that ended a decision was seen by
+	// a hook too, so the hook count replaces the decision count rather than adding to it.
+	sum.Errors.Moved = max(sum.Errors.Moved, byKind[limiter.KindMoved])
+	sum.Errors.Ask = max(sum.Errors.Ask, byKind[limiter.KindAsk])
+	sum.Errors.NoScript = max(sum.Errors.NoScript, byKind[limiter.KindNoScript])
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for i := range sum.HotKeys {
+		sum.HotKeys[i].Node = nodeOf(nctx, st.client, sum.HotKeys[i].Key)
+	}
+}
+
+// nodeOf returns the address of the primary that owns key's slot, or "" if it cannot tell.
+func nodeOf(ctx context.Context, c *redis.ClusterClient, key string) string {
+	slot, err := c.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return ""
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return ""
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+			return s.Nodes[0].Addr
+		}
+	}
+	return ""
+}
+
+// preloadScript loads the token-bucket script on every primary before the clock starts, so
+// NOSCRIPT counts in the run mean what they say (a flush, a restart or a promoted replica),
+// not a cold cache.
+func (st *store) preloadScript(ctx context.Context) error {
+	err := setupRetry(ctx, func() error {
+		return st.client.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.ScriptLoad(ctx, lua.TokenBucket).Err()
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("loading the token-bucket script on the primaries: %w", err)
+	}
+	return nil
+}
+
+// setupRetry runs a set-up step (before the clock starts) up to three times: the client's
+// socket timeouts are the decision budget, which a busy machine can miss for a SCRIPT LOAD.
+// Decisions themselves are never retried.
+func setupRetry(ctx context.Context, step func() error) error {
+	var err error
+	for attempt := range 3 {
+		if err = step(); err == nil {
+			return nil
+		}
+		t := time.NewTimer(time.Duration(attempt+1) * 200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return err
+}
+
+// warmPools opens up to workers connections to every node before the clock starts: dialing
+// them during the run would put connection set-up into the first second's latency and, with a
+// budget of a few milliseconds, turn it into fail-open decisions. Replicas are warmed too, as a
+// gateway that expects failovers would: a promoted replica then takes decisions on open
+// connections instead of dialing a pool's worth under the decision budget, and the client's
+// memory is at its working size from the start (a soak judges growth against it).
+func warmPools(ctx context.Context, c *redis.ClusterClient, workers int) {
+	_ = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+		var wg sync.WaitGroup
+		for range min(workers, n.Options().PoolSize) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = n.Ping(ctx).Err()
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
+}

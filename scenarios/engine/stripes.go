@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"ratelab/limiter"
+	"ratelab/results"
+	"ratelab/scenarios/check"
+)
+
+// ringSeconds is how many seconds of stats a stripe keeps before the collector must have
+// harvested them. It bounds how late a second may be written out (see maxFinalizeLag).
+const ringSeconds = 8
+
+// secStats is what one worker saw of the requests intended in one second.
+type secStats struct {
+	sec                                   int // which second the slot holds; -1 when empty
+	allowed, denied, failOpen, failClosed int64
+	errs                                  [limiter.NumErrorKinds]int64
+	overspend, falseDenies                int64
+	overspendTokens                       int64
+	hist                                  *results.Histogram
+}
+
+func (s *secStats) reset(sec int) {
+	h := s.hist
+	*s = secStats{sec: sec, hist: h}
+	h.Reset()
+}
+
+// recorder is the consumer that books each record into its second's stats, for the collector
+// to harvest. Its stats are striped: worker i books into stripe i % len(stripes), each under its
+// own lock, which keeps lock contention low while the number of HDR histograms (ringSeconds per
+// stripe) stays small even with thousands of workers.
+type recorder struct {
+	stripes []*stripe
+	// finalized is the last second the collector has written out; later records of it go to
+	// the late bucket.
+	finalized atomic.Int64
+}
+
+func newRecorder(n int) *recorder {
+	r := &recorder{stripes: make([]*stripe, n)}
+	for i := range r.stripes {
+		r.stripes[i] = newStripe()
+	}
+	r.finalized.Store(-1)
+	return r
+}
+
+func (rc *recorder) Consume(r *Record) {
+	rc.stripes[r.Worker%len(rc.stripes)].record(r, int(rc.finalized.Load()))
+}
+
+// harvest moves the stats of second sec from every stripe into dst.
+func (rc *recorder) harvest(sec int, dst *secStats) {
+	for _, w := range rc.stripes {
+		w.harvest(sec, dst)
+	}
+}
+
+// late returns what finished after its second had been written.
+func (rc *recorder) late() *secStats {
+	acc := &secStats{hist: results.NewHistogram()}
+	for _, w := range rc.stripes {
+		w.harvestLate(acc)
+	}
+	return acc
+}
+
+// stripe is one lock's share of the recorder: a ring of per-second stats and a late bucket.
+type stripe struct {
+	mu   sync.Mutex
+	ring [ringSeconds]secStats
+	late secStats // requests finished after their second was already written out
+}
+
+func newStripe() *stripe {
+	w := &stripe{}
+	for i := range w.ring {
+		w.ring[i] = secStats{sec: -1, hist: results.NewHistogram()}
+	}
+	w.late = secStats{sec: -1, hist: results.NewHistogram()}
+	return w
+}
+
+// slot returns the stats for sec, or the late bucket when the collector has moved past it.
+// Caller holds w.mu.
+func (w *stripe) slot(sec int, finalized int) *secStats {
+	if sec <= finalized {
+		return &w.late
+	}
+	s := &w.ring[sec%ringSeconds]
+	if s.sec != sec {
+		s.reset(sec)
+	}
+	return s
+}
+
+func (w *stripe) record(r *Record, finalized int) {
+	w.mu.Lock()
+	s := w.slot(r.Sec, finalized)
+	s.hist.Record(r.Latency)
+	switch {
+	case r.Err != nil:
+		s.errs[r.ErrKind]++
+	case r.Decision.Source == limiter.FailOpen:
+		s.failOpen++
+	case r.Decision.Source == limiter.FailClosed:
+		s.failClosed++
+	case r.Decision.Allowed:
+		s.allowed++
+	default:
+		s.denied++
+	}
+	switch r.Verdict {
+	case check.Overspend:
+		s.overspend++
+		s.overspendTokens += r.Cost
+	case check.FalseDeny:
+		s.falseDenies++
+	}
+	w.mu.Unlock()
+}
+
+// harvest moves the stats of second sec into dst (and the slot's histogram into h), emptying it.
+func (w *stripe) harvest(sec int, dst *secStats) {
+	w.mu.Lock()
+	s := &w.ring[sec%ringSeconds]
+	if s.sec == sec {
+		dst.add(s)
+		s.reset(-1)
+	}
+	w.mu.Unlock()
+}
+
+func (w *stripe) harvestLate(dst *secStats) {
+	w.mu.Lock()
+	dst.add(&w.late)
+	w.late.reset(-1)
+	w.mu.Unlock()
+}
+
+func (d *secStats) add(s *secStats) {
+	d.allowed += s.allowed
+	d.denied += s.denied
+	d.failOpen += s.failOpen
+	d.failClosed += s.failClosed
+	for i := range d.errs {
+		d.errs[i] += s.errs[i]
+	}
+	d.overspend += s.overspend
+	d.falseDenies += s.falseDenies
+	d.overspendTokens += s.overspendTokens
+	d.hist.Merge(s.hist)
+}
+
+func (d *secStats) errors() int64 {
+	var n int64
+	for _, e := range d.errs {
+		n += e
+	}
+	return n
+}
