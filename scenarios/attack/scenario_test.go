@@ -119,7 +119,6 @@ faults:
 	}
 }
 
-
 // Tariffs over HTTP: the gateway looks each tenant's plan up, and the black-box envelope judges
 // each key by its own plan. tenant-0 and tenant-1 (the hottest) have big plans, everyone else a
 // small one: judged by one policy, tenant-0's traffic would be mostly overspend (or the small
