@@ -1,16 +1,28 @@
 package results
 
-// Interval is one row of timeseries.csv: what happened during one second of the run. Counts are
-// decisions started (offered, sent, dropped) or completed (the rest) in that second; latencies
-// are in milliseconds from the per-second HDR histogram, 0 when the second completed nothing.
+// Interval is one row of timeseries.csv: what happened during one second of the run. A request
+// belongs to the second of its intended start (the pacer's schedule), whenever it completes:
+// offered, sent and dropped are booked there by the dispatcher, and a decision's outcome, verdict
+// and latency are booked there when it completes. The row is written once the second's decisions
+// are done or it has waited for them as long as the engine allows; decisions that complete later
+// count only in the summary's totals. Latencies are in milliseconds from the second's HDR
+// histogram, 0 when no decision of the second was booked. In a merged run (Merge) the counts are
+// the sums of the inputs' rows (faults and policy version their largest) and the latencies come
+// from their merged histograms.
 type Interval struct {
 	// TS is the start of the interval, in seconds since the start of the load (column t_s).
 	TS float64
-	// Offered is the number of requests the pacer scheduled in this second.
+	// Offered is the number of this generator's requests whose intended start falls in this
+	// second (with ratelab run --shard, only the tenants this generator runs).
 	Offered int64
-	// Sent is the number of requests started (Offered - Dropped).
+	// Sent is the number of those requests started (Offered - Dropped). In a black-box attack
+	// (scenarios/attack) it is the number of them that were answered.
 	Sent int64
-	// Dropped is the number of requests not started because MaxInflight were in flight.
+	// Dropped is the number of those requests the generator did not start: MaxInflight requests
+	// were already in flight, or the dispatcher had fallen further behind the schedule than the
+	// engine allows (the summary's note says how many of each). In a black-box attack it is
+	// Offered - Sent, the requests never answered, in rows written once the attack is over (0
+	// in rows written while it runs).
 	Dropped int64
 	// Allowed is the number of decisions that allowed the request.
 	Allowed int64
@@ -18,9 +30,15 @@ type Interval struct {
 	Denied int64
 	// Errors is the number of decisions that ended in an error.
 	Errors int64
-	// Timeout is the number of store calls that timed out.
+	// Timeout is the number of store calls that timed out: decisions that ended in a timeout,
+	// plus store timeouts a fail policy answered, the latter booked in the second of the
+	// request's time as the limiter saw it (limiter.Request.Now). ClusterDown, TryAgain, Conn and
+	// Other count the same way.
 	Timeout int64
-	// Moved is the number of MOVED redirects.
+	// Moved is the number of MOVED redirects. With Redis the node hooks count every one (those
+	// the cluster client followed too) in the second of the request that met it (for a
+	// pipelined batch, of one of its requests); without Redis it is the decisions that ended in
+	// one. Ask and NoScript count the same way.
 	Moved int64
 	// Ask is the number of ASK redirects.
 	Ask int64
@@ -36,7 +54,11 @@ type Interval struct {
 	P999Ms float64
 	// Overspend is the number of allowed requests beyond the envelope in this second.
 	Overspend int64
-	// CentralOps is the number of operations that reached the shared store.
+	// CentralOps is, when the limiter runs on Redis, the number of this second's decisions that
+	// were allowed, denied or ended in an error (fail-open and fail-closed answers not counted):
+	// one store call each for a central limiter, while a lease limiter's local decisions are
+	// counted too. 0 without Redis. The summary's central.ops counts the commands the nodes
+	// answered instead.
 	CentralOps int64
 	// FailedOpen is the number of requests let through because the store failed.
 	FailedOpen int64
@@ -48,7 +70,10 @@ type Interval struct {
 	Conn int64
 	// Other is the number of other errors.
 	Other int64
-	// FalseDenies is the number of denied requests the envelope had tokens for.
+	// FalseDenies is the number of denied requests the envelope had tokens for, less (floored at
+	// 0) the provisional ones it had taken back as reordering by the time the row was written,
+	// which are booked in the second of the request's time as the envelope saw it. Later
+	// withdrawals show only in the summary.
 	FalseDenies int64
 	// MaxMs is the largest latency in this second, in ms.
 	MaxMs float64
@@ -68,8 +93,8 @@ type column struct {
 	f    func(*Interval) *float64
 }
 
-// columns is the CSV layout, in file order. The first requiredColumns are fixed by DESIGN.md;
-// the rest may be missing from files written by older versions (they read as 0).
+// columns is the CSV layout, in file order. Every reader relies on the first requiredColumns;
+// the rest are optional when reading (a file without them reads as 0 there).
 var columns = [...]column{
 	{name: "t_s", f: func(r *Interval) *float64 { return &r.TS }},
 	{name: "offered", i: func(r *Interval) *int64 { return &r.Offered }},
@@ -100,7 +125,7 @@ var columns = [...]column{
 	{name: "policy_version", i: func(r *Interval) *int64 { return &r.PolicyVersion }},
 }
 
-// requiredColumns is how many leading columns every timeseries.csv must have (DESIGN.md).
+// requiredColumns is how many leading columns every timeseries.csv must have.
 const requiredColumns = 17
 
 // TimeseriesColumns returns the CSV header names in file order.

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -283,149 +281,6 @@ func mergeLedgers(runs []*shardRun) []KeyCount {
 	return out
 }
 
-// mergeSummaries builds the merged summary from the shards' (sorted by index).
-func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary {
-	first := runs[0].sum
-	sum := NewSummary(first.Scenario, first.Seed, first.StartedAt)
-	sum.Environment = first.Environment
-	sum.Environment.Cores = 0
-	sum.Faults = slices.Clone(first.Faults)
-	sum.SLO = first.SLO
-	count := first.Shard.Count
-	var merged []int
-	nodes := map[string]*NodeStats{}
-	var nodeOrder []string
-	hotNode := map[string]string{}
-	var notes []string
-	for i, r := range runs {
-		s := r.sum
-		merged = append(merged, s.Shard.Index)
-		if s.StartedAt.Before(sum.StartedAt) {
-			sum.StartedAt = s.StartedAt
-		}
-		sum.DurationS = max(sum.DurationS, s.DurationS)
-		sum.Interrupted = sum.Interrupted || s.Interrupted
-		sum.Environment.Cores += s.Environment.Cores
-
-		l := &sum.Load
-		l.OfferedRPS += s.Load.OfferedRPS
-		l.AchievedRPS += s.Load.AchievedRPS
-		l.Decisions += s.Load.Decisions
-		l.Sent += s.Load.Sent
-		l.Dropped += s.Load.Dropped
-		l.MaxInflight += s.Load.MaxInflight
-		l.Concurrency += s.Load.Concurrency
-		l.GeneratorLimited = l.GeneratorLimited || s.Load.GeneratorLimited
-		l.ScheduleLagP99Ms = max(l.ScheduleLagP99Ms, s.Load.ScheduleLagP99Ms)
-		if s.Load.Note != "" {
-			notes = append(notes, fmt.Sprintf("[shard %d] %s", s.Shard.Index, s.Load.Note))
-		}
-
-		o := &sum.Outcomes
-		o.Allowed += s.Outcomes.Allowed
-		o.Denied += s.Outcomes.Denied
-		o.FailedOpen += s.Outcomes.FailedOpen
-		o.FailedClosed += s.Outcomes.FailedClosed
-		o.Errors += s.Outcomes.Errors
-
-		e := &sum.Errors
-		e.Timeout += s.Errors.Timeout
-		e.Moved += s.Errors.Moved
-		e.Ask += s.Errors.Ask
-		e.TryAgain += s.Errors.TryAgain
-		e.ClusterDown += s.Errors.ClusterDown
-		e.NoScript += s.Errors.NoScript
-		e.Conn += s.Errors.Conn
-		e.Other += s.Errors.Other
-
-		ov := &sum.Overspend
-		ov.Requests += s.Overspend.Requests
-		ov.Tokens += s.Overspend.Tokens
-		ov.FalseDenies += s.Overspend.FalseDenies
-		ov.BoundTokens += s.Overspend.BoundTokens
-		ov.UnknownOutcomes += s.Overspend.UnknownOutcomes
-		for c, n := range s.Overspend.ByCause {
-			ov.ByCause[c] += n
-		}
-
-		sum.Central.Ops += s.Central.Ops
-		sum.Central.OpsPerS += s.Central.OpsPerS
-		for _, n := range s.Nodes {
-			dst, ok := nodes[n.Addr]
-			if !ok {
-				dst = &NodeStats{Addr: n.Addr}
-				nodes[n.Addr] = dst
-				nodeOrder = append(nodeOrder, n.Addr)
-			}
-			dst.Ops += n.Ops
-			dst.Moved += n.Moved
-			dst.Ask += n.Ask
-			dst.NoScript += n.NoScript
-			dst.TryAgain += n.TryAgain
-			dst.ClusterDown += n.ClusterDown
-			dst.Timeout += n.Timeout
-			dst.Conn += n.Conn
-		}
-		for _, h := range s.HotKeys {
-			if h.Node != "" {
-				hotNode[h.Key] = h.Node
-			}
-		}
-		p := &sum.Process
-		// Settled only if every shard's samples were (one unsettled shard makes the maxima raw).
-		p.Settled = s.Process.Settled && (i == 0 || p.Settled)
-		p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.Process.RSSWarmMB), max(p.RSSEndMB, s.Process.RSSEndMB)
-		p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.Process.HeapWarmMB), max(p.HeapEndMB, s.Process.HeapEndMB)
-		p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.Process.GoroutinesWarm), max(p.GoroutinesEnd, s.Process.GoroutinesEnd)
-		p.RSSPeakMB = max(p.RSSPeakMB, s.Process.RSSPeakMB)
-		p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.Process.AnonWarmMB), max(p.AnonEndMB, s.Process.AnonEndMB)
-		p.RSSMidMB, p.AnonMidMB = max(p.RSSMidMB, s.Process.RSSMidMB), max(p.AnonMidMB, s.Process.AnonMidMB)
-		p.RSSEarlyMB, p.AnonEarlyMB = max(p.RSSEarlyMB, s.Process.RSSEarlyMB), max(p.AnonEarlyMB, s.Process.AnonEarlyMB)
-		// The shards run the same spec, so they sample at the same seconds.
-		p.WarmS, p.MidS, p.EarlyS = max(p.WarmS, s.Process.WarmS), max(p.MidS, s.Process.MidS), max(p.EarlyS, s.Process.EarlyS)
-		p.Warm, p.End = maxSplit(p.Warm, s.Process.Warm), maxSplit(p.End, s.Process.End)
-	}
-	if hist.Count() > 0 {
-		sum.LatencyMs = Latency{
-			P50: hist.QuantileMs(50), P90: hist.QuantileMs(90), P99: hist.QuantileMs(99),
-			P999: hist.QuantileMs(99.9), Max: hist.MaxMs(),
-		}
-	}
-	allowed := sum.Outcomes.Allowed + sum.Outcomes.FailedOpen
-	sum.Overspend.Ratio = Ratio(sum.Overspend.Requests, allowed)
-	sum.Overspend.FalseDenyRatio = Ratio(sum.Overspend.FalseDenies, sum.Outcomes.Denied+sum.Outcomes.FailedClosed)
-	for _, a := range nodeOrder {
-		n := nodes[a]
-		n.Share = Ratio(n.Ops, sum.Central.Ops)
-		sum.Nodes = append(sum.Nodes, *n)
-	}
-	sum.HotKeys = TopKeys(keys, MergeHotKeys, func(k string) string { return hotNode[k] })
-
-	var missing []int
-	for i := range count {
-		if !slices.Contains(merged, i) {
-			missing = append(missing, i)
-		}
-	}
-	sum.Shard = &Shard{Index: -1, Count: count, Merged: merged, Missing: missing}
-	head := fmt.Sprintf("merged from shards %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
-		"hot keys from the merged %s; schedule lag p99 is the worst shard's and the process footprint the largest shard's",
-		joinInts(merged), count, LedgerFile)
-	if len(missing) > 0 {
-		head = fmt.Sprintf("WARNING: shards %s of %d missing: every total covers shards %s only; ", joinInts(missing), count, joinInts(merged)) + head
-	}
-	sum.Load.Note = strings.Join(append([]string{head}, notes...), "; ")
-	return sum
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
 // writeMergedSeries writes the merged timeseries.csv, latency-seconds.hdr and keys.csv into out.
 func writeMergedSeries(out string, rows []Interval, seconds map[int]*Histogram, keys []KeyCount) error {
 	write := func(name string, fill func(f *os.File) error) error {
@@ -480,15 +335,4 @@ func writeMergedSeries(out string, rows []Interval, seconds map[int]*Histogram, 
 // DefaultMergeDir is where `ratelab merge` writes without --out: out/<scenario>-merged-<time>.
 func DefaultMergeDir(scenario string, now time.Time) string {
 	return filepath.Join("out", scenario+"-merged-"+now.Format("20060102-150405"))
-}
-
-// maxSplit is the larger of two memory splits, field by field (nil when both are).
-func maxSplit(a, b *MemSplit) *MemSplit {
-	if a == nil || b == nil {
-		if a == nil {
-			return b
-		}
-		return a
-	}
-	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
 }

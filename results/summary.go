@@ -6,8 +6,9 @@ import "time"
 const SchemaSummary = "ratelab.summary/v1"
 
 // Summary is summary.json: the whole run in one record. The JSON names are the contract with
-// every reader (report, compare, CI jobs); they are snake_case and fixed by DESIGN.md. Counts are
-// decisions (one decision = one request to the limiter) unless a field says tokens.
+// every reader (report, compare, CI jobs); they are snake_case and never renamed, as a renamed
+// field would read as absent. Counts are decisions (one decision = one request to the limiter)
+// unless a field says tokens.
 type Summary struct {
 	// Schema is always SchemaSummary; ReadSummary rejects anything else.
 	Schema string `json:"schema"`
@@ -96,17 +97,21 @@ type Load struct {
 	AchievedRPS float64 `json:"achieved_rps"`
 	// Decisions is the number of completed decisions (every outcome, errors included).
 	Decisions int64 `json:"decisions"`
-	// Sent is the number of requests started (offered minus dropped).
+	// Sent is the number of requests started (offered minus dropped); in a black-box attack
+	// (scenarios/attack), the number answered.
 	Sent int64 `json:"sent"`
-	// Dropped is the number of requests the generator did not start because MaxInflight requests
-	// were already in flight. They are counted, never silently skipped.
+	// Dropped is the number of requests the generator did not start: MaxInflight requests were
+	// already in flight, or the dispatcher had fallen further behind its schedule than the engine
+	// allows (Note says how many of each). In a black-box attack it is the requests offered but
+	// never answered. They are counted, never silently skipped.
 	Dropped int64 `json:"dropped"`
 	// MaxInflight is the bound on requests in flight.
 	MaxInflight int `json:"max_inflight"`
 	// Concurrency is the number of workers (callers) issuing requests.
 	Concurrency int `json:"concurrency"`
-	// GeneratorLimited is true when the generator, not the limiter, capped the rate
-	// (requests dropped, or achieved clearly below offered).
+	// GeneratorLimited is true when the generator, not the limiter, capped the rate: the
+	// completed decisions fell short of the requests offered by more than the scenario engine
+	// tolerates (1%). A merged run is generator-limited when any input was.
 	GeneratorLimited bool `json:"generator_limited"`
 	// ScheduleLagP99Ms is the 99th percentile of how late the generator dispatched requests
 	// after their intended start, in ms. It is part of every latency (measured from the intended
@@ -172,19 +177,21 @@ type Latency struct {
 	Max float64 `json:"max"`
 }
 
-// Overspend compares the allowed stream of every key with its policy's exact envelope
-// (DESIGN.md "Overspend"): an allowed request the envelope had no tokens for is overspend; a denied
-// request the envelope had tokens for is a false deny.
+// Overspend compares the allowed stream of every key with its policy's exact envelope: an
+// allowed request the envelope had no tokens for is overspend; a denied request the envelope had
+// tokens for is a false deny. Requests let through or denied by a fail policy are judged too.
 type Overspend struct {
 	// Requests is the number of allowed requests beyond the envelope.
 	Requests int64 `json:"requests"`
 	// Tokens is the sum of the costs of those requests, in tokens.
 	Tokens int64 `json:"tokens"`
-	// Ratio is Requests / Outcomes.Allowed (0 when nothing was allowed); see Ratio.
+	// Ratio is Requests / (Outcomes.Allowed + Outcomes.FailedOpen): overspend per request let
+	// through, by the limiter or by fail-open (0 when nothing was let through); see Ratio.
 	Ratio float64 `json:"ratio"`
 	// FalseDenies is the number of denied requests the envelope had tokens for.
 	FalseDenies int64 `json:"false_denies"`
-	// FalseDenyRatio is FalseDenies / Outcomes.Denied (0 when nothing was denied).
+	// FalseDenyRatio is FalseDenies / (Outcomes.Denied + Outcomes.FailedClosed): false denies per
+	// request denied, by the limiter or by fail-closed (0 when nothing was denied).
 	FalseDenyRatio float64 `json:"false_deny_ratio"`
 	// BoundTokens is the theoretical bound on overspend for the run's mode and faults, in tokens
 	// (e.g. the sum of unused leases, or rate x replication gap); 0 when no bound applies.
@@ -211,7 +218,7 @@ type Process struct {
 	// page to the OS (debug.FreeOSMemory): what the process holds, not how far the collector's
 	// cycle had got. Runs whose SLO judges memory (rss_growth, heap_growth) settle; others read
 	// raw RSS and the live heap the last collection marked, so the samples do not stall the load.
-	// Absent (false) in those runs and in summaries written before 2026-12-04, which all settled.
+	// Absent (false) in those runs.
 	Settled bool `json:"settled,omitempty"`
 	// RSSWarmMB and RSSEndMB are the resident set size after warm-up (at WarmS: a tenth of the
 	// run, or the scenario's slo.warmup) and at the end.
@@ -249,7 +256,8 @@ type Process struct {
 	GoroutinesWarm int `json:"goroutines_warm"`
 	GoroutinesEnd  int `json:"goroutines_end"`
 	// Warm and End split the Go runtime's memory at the same two samples, to tell where RSS
-	// growth went when the live heap stayed flat; nil in summaries written before they existed.
+	// growth went when the live heap stayed flat; nil when the run took no such sample (a
+	// black-box attack) or the file does not hold them.
 	Warm *MemSplit `json:"mem_warm,omitempty"`
 	End  *MemSplit `json:"mem_end,omitempty"`
 }
@@ -272,7 +280,7 @@ type NodeStats struct {
 	Addr string `json:"addr"`
 	// Ops counts the commands the node answered (EVALSHA, EVAL, and the client's CLUSTER SLOTS).
 	Ops int64 `json:"ops"`
-	// Share is the node's fraction of all ops, in [0, 1].
+	// Share is Ops / the sum of every node's Ops (central.ops), in [0, 1].
 	Share float64 `json:"share"`
 	// Moved, Ask, NoScript, TryAgain and ClusterDown count those replies from the node; Timeout
 	// and Conn the calls to it that timed out or lost their connection.
@@ -289,7 +297,8 @@ type NodeStats struct {
 type HotKey struct {
 	// Key is the limiter key, e.g. "rl:{t42}:search".
 	Key string `json:"key"`
-	// Share is the key's fraction of all decisions, in [0, 1].
+	// Share is the key's decisions / the decisions of every key, in [0, 1]. Every decision counts
+	// for its key, errors included; in a black-box attack, every answer tied to its tenant.
 	Share float64 `json:"share"`
 	// Node is the address of the primary that served the key's slot, e.g. "127.0.0.1:7001".
 	Node string `json:"node"`
@@ -341,8 +350,9 @@ func NewSummary(scenario string, seed int64, startedAt time.Time) *Summary {
 	return s
 }
 
-// Ratio returns num/den, or 0 when den is 0: the convention for Overspend.Ratio
-// (requests / allowed) and Overspend.FalseDenyRatio (false denies / denied).
+// Ratio returns num/den, or 0 when den is 0: the convention for every ratio and share of a
+// summary, e.g. Overspend.Ratio (requests / (allowed + failed open)) and
+// Overspend.FalseDenyRatio (false denies / (denied + failed closed)).
 func Ratio(num, den int64) float64 {
 	if den == 0 {
 		return 0

@@ -10,7 +10,7 @@ import (
 	"strconv"
 )
 
-// maxLineBytes bounds one timeseries.csv line; a real row is under 200 bytes.
+// maxLineBytes bounds one timeseries.csv line, far above what a row of len(columns) numbers needs.
 const maxLineBytes = 4096
 
 // flusher is implemented by buffered writers (bufio.Writer); Write flushes them after each row.
@@ -85,11 +85,11 @@ func (t *TimeseriesWriter) flush() error {
 	return nil
 }
 
-// ReadTimeseries reads a timeseries.csv. Columns are matched by header name: the 17 columns
-// DESIGN.md requires must be present, later known columns are optional (0 when absent) and
-// unknown columns are ignored. On a corrupt row (ErrCorrupt) or a last line cut short by an
-// interrupted write (ErrTruncated: no end of line) it returns the rows read so far together with
-// an error naming the line and column.
+// ReadTimeseries reads a timeseries.csv. Columns are matched by header name: the first
+// requiredColumns columns of the layout must be present, later known columns are optional (0
+// when absent) and unknown columns are ignored. On a corrupt row (ErrCorrupt) or a last line cut
+// short by an interrupted write (ErrTruncated: no end of line) it returns the rows read so far
+// together with an error naming the line and column.
 func ReadTimeseries(r io.Reader) ([]Interval, error) {
 	br := bufio.NewReaderSize(r, maxLineBytes)
 	hdr, err := readLine(br, 1)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// wantHeader is the column order the brief fixes: DESIGN.md's 17, then the extra ones.
+// wantHeader is the column order readers rely on: the requiredColumns (17), then the optional ones.
 const wantHeader = "t_s,offered,sent,dropped,allowed,denied,errors,timeout,moved,ask,noscript,clusterdown," +
 	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms,faults,policy_version"
 
@@ -202,7 +202,7 @@ func TestReadTimeseriesDamaged(t *testing.T) {
 
 func TestReadTimeseriesLenient(t *testing.T) {
 	t.Parallel()
-	// The 17 DESIGN.md columns only, CRLF line ends, a blank line and an unknown extra column.
+	// The 17 required columns only, CRLF line ends, a blank line and an unknown extra column.
 	have := "t_s,offered,sent,dropped,allowed,denied,errors,timeout,moved,ask,noscript,clusterdown," +
 		"p50_ms,p99_ms,p999_ms,overspend,central_ops,future\r\n" +
 		"1,10,9,1,7,2,0,0,0,0,0,0,0.5,1.5,2.5,1,9,whatever\r\n\r\n"
@@ -217,9 +217,9 @@ func TestReadTimeseriesLenient(t *testing.T) {
 	}
 }
 
-// TestReadTimeseriesBeforePolicyVersion reads a file written before the policy_version column
-// existed: its rows read as they were written, with PolicyVersion 0 (no tariffs).
-func TestReadTimeseriesBeforePolicyVersion(t *testing.T) {
+// TestReadTimeseriesWithoutPolicyVersion reads a file without the optional policy_version
+// column: its rows read as they were written, with PolicyVersion 0 (no tariffs).
+func TestReadTimeseriesWithoutPolicyVersion(t *testing.T) {
 	t.Parallel()
 	rows := seededIntervals(6, 3)
 	var old strings.Builder

@@ -15,8 +15,7 @@ const (
 	MaxTheta = 64.0
 	// MaxZipfN is the largest number of ranks, 2^40 (1.1e12). The sampler works in float64: near
 	// rank k a rank's acceptance interval is about (1-theta)/k of H(k) (theta < 1), so above ~2^44 it shrinks
-	// to a few ulps and rounding biases the draws (measured: with 2e6 draws at n = 2^48 the share of
-	// the top half is off by 13 sigma; at 2^40 it matches TopShare within noise).
+	// to a few ulps and rounding biases the draws; 2^40 keeps a margin below that.
 	MaxZipfN = uint64(1) << 40
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// ciStallP99 are the p99s (ms) one CI run of cmd/ratelab's TestCompareDetectsInjectedDelay
-// measured on a shared VM whose CPU now and then stalls for tens of milliseconds: ten runs of
-// the normal build twice (BASE, SAME) and ten of the build with 2 ms injected (SLOW).
+// ciStallNormal and ciStallSlow are p99s (ms) from one CI run of cmd/ratelab's
+// TestCompareDetectsInjectedDelay on a shared VM whose CPU stalls now and then: ten runs of the
+// normal build twice (BASE, SAME) and ten of the build with 2 ms injected (SLOW).
 var (
 	ciStallNormal = []float64{0.901, 0.950, 1.006, 1.095, 1.299, 5.987, 6.319, 7.879, 9.199, 18.847,
 		0.981, 1.057, 1.076, 3.379, 5.383, 5.483, 7.259, 7.719, 9.927, 10.359}

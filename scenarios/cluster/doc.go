@@ -25,8 +25,8 @@
 //   - Latency (proxy.go, link.go, waiter_*.go): with Options.Proxy every node sits behind an
 //     in-process TCP proxy whose port it announces, so clients, MOVED/ASK redirects and
 //     replication links all cross it. SetLatency delays each forwarded chunk by delay ± jitter
-//     in both directions, in order, with ~0.1 ms precision (a timerfd, not Go timers). Node.Addr
-//     is the proxy, Node.RealAddr the redis-server; every method takes either.
+//     in both directions, in order, with sub-millisecond precision (a timerfd, not Go timers).
+//     Node.Addr is the proxy, Node.RealAddr the redis-server; every method takes either.
 //   - Resharding (reshard.go): MigrateSlots moves slots and their keys between primaries while
 //     the cluster serves (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE, SETSLOT NODE),
 //     so a load sees ASK during a slot's move and MOVED after it.

@@ -122,8 +122,8 @@ func TestExternalTLSACL(t *testing.T) {
 	certs := testCerts(t)
 	logs := syncBuffer{t: t}
 	// NodeTimeout 5 s: it is also how long a node keeps a MEET in handshake, and a TLS
-	// handshake on the bus of a loaded 2-core machine can take over the default 1 s, after which
-	// the MEET is silently dropped and the node never joins.
+	// handshake on the bus of a loaded machine can outlast the default, after which the MEET is
+	// silently dropped and the node never joins.
 	l := clustertest.Start(t, cluster.Options{
 		Primaries: 2, Replicas: 1, RequirePass: true, TLS: certs, NodeTimeout: 5 * time.Second, Logf: logs.logf,
 	})

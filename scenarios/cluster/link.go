@@ -82,8 +82,7 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, proxyChunk); retur
 // blocks on a small buffer of its own (readBuf), not on a pooled chunk, and the writer goroutine
 // and its queue exist only once the direction has delayed a chunk (startWriter): a link that
 // never saw a latency fault is two goroutines and 2 x readBuf. TestProxyIdleLinkFootprint logs
-// the cost: 10-11 KB of heap and stacks and 2 goroutines per idle link, where a blocked read on a
-// pooled 16 KB chunk in each direction, a writer each and their queues took 57 KB and 4.
+// what an idle link costs.
 type pipe struct {
 	l        *link
 	src, dst *net.TCPConn
@@ -97,9 +96,8 @@ type pipe struct {
 	// closed if redis-server has not finished within halfCloseGrace. A half-closing client
 	// still reads its replies; a client that closed its socket (go-redis replacing a
 	// timed-out connection; neither it nor redis-server ever half-closes) looks the same
-	// from here, and without the bound its link, its goroutines and buffers, stayed
-	// until a paused node resumed: hundreds a second during a pause, which doubled the
-	// process's peak memory.
+	// from here, and without the bound its link, its goroutines and buffers would stay
+	// until a paused node resumes: hundreds of links a second during a pause.
 	graceOnEOF bool
 	// readBuf is what the reader blocks on. A read that fills it (bulk data: a full sync, a
 	// big reply) is followed by reads into whole pooled chunks until one comes back short.

@@ -50,13 +50,9 @@ type Local struct {
 // nodes agree on the slot map and the roles. ctx bounds the whole start (DefaultStartTimeout when
 // it has no deadline). On error every process started so far is stopped and its dir removed.
 func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	o := opts.withDefaults()
-	bin, err := exec.LookPath(o.RedisServer)
+	o, bin, err := resolveStart(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: Options.RedisServer = %q: %v: %w", o.RedisServer, err, ErrRedisNotFound)
+		return nil, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -64,11 +60,8 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		defer cancel()
 	}
 	began := time.Now()
-	version, err := redisVersion(ctx, bin)
+	version, err := supportedVersion(ctx, bin)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkVersion(version); err != nil {
 		return nil, err
 	}
 	n := o.nodeCount()
@@ -85,21 +78,9 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 			}
 		}()
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: Options.Dir = %q: %w", o.Dir, err)
-	}
-	for _, d := range sweepStale(o.Dir) {
-		o.Logf("cluster: removed %s, left by a process that was killed", d)
-	}
-	root, err := os.MkdirTemp(o.Dir, rootPrefix)
+	root, err := makeRoot(o)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: Options.Dir = %q: %w", o.Dir, err)
-	}
-	if !o.Detached {
-		if err := writeOwner(root); err != nil {
-			_ = os.RemoveAll(root)
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
+		return nil, err
 	}
 	l := &Local{opts: o, bin: bin, root: root, version: version, owned: !o.Detached, members: make([]*member, n)}
 	defer func() {
@@ -112,17 +93,7 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		return nil, err
 	}
 	o.Logf("cluster: starting %d redis-server %s nodes (%d primaries x %d replicas) in %s", n, version, o.Primaries, o.Replicas, root)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		port := 0
-		if ports != nil {
-			port = ports[i]
-		}
-		wg.Go(func() { errs[i] = l.startMember(ctx, i, port) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := l.startMembers(ctx, ports); err != nil {
 		return nil, err
 	}
 	o.Logf("cluster: %d nodes answer PING after %v; forming the cluster", n, time.Since(began).Round(time.Millisecond))
@@ -131,6 +102,70 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 	}
 	o.Logf("cluster: ready in %v: %s", time.Since(began).Round(time.Millisecond), strings.Join(l.Addrs(), " "))
 	return l, nil
+}
+
+// resolveStart validates opts and returns them defaulted, with the redis-server binary found.
+func resolveStart(opts Options) (Options, string, error) {
+	if err := opts.Validate(); err != nil {
+		return Options{}, "", err
+	}
+	o := opts.withDefaults()
+	bin, err := exec.LookPath(o.RedisServer)
+	if err != nil {
+		return Options{}, "", fmt.Errorf("cluster: Options.RedisServer = %q: %v: %w", o.RedisServer, err, ErrRedisNotFound)
+	}
+	return o, bin, nil
+}
+
+// supportedVersion returns bin's Redis version, or an error when this package does not support it.
+func supportedVersion(ctx context.Context, bin string) (string, error) {
+	version, err := redisVersion(ctx, bin)
+	if err != nil {
+		return "", err
+	}
+	if err := checkVersion(version); err != nil {
+		return "", err
+	}
+	return version, nil
+}
+
+// makeRoot creates the cluster's temp dir under o.Dir, first removing the dirs of clusters whose
+// owner process was killed. An owned (not detached) cluster's dir records this process as its
+// owner, so that a later sweep can tell when it is stale.
+func makeRoot(o Options) (string, error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("cluster: Options.Dir = %q: %w", o.Dir, err)
+	}
+	for _, d := range sweepStale(o.Dir) {
+		o.Logf("cluster: removed %s, left by a process that was killed", d)
+	}
+	root, err := os.MkdirTemp(o.Dir, rootPrefix)
+	if err != nil {
+		return "", fmt.Errorf("cluster: Options.Dir = %q: %w", o.Dir, err)
+	}
+	if !o.Detached {
+		if err := writeOwner(root); err != nil {
+			_ = os.RemoveAll(root)
+			return "", fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return root, nil
+}
+
+// startMembers starts every node at once, node i on ports[i] (a free port when ports is nil),
+// and returns when all answer PING or have failed.
+func (l *Local) startMembers(ctx context.Context, ports []int) error {
+	errs := make([]error, len(l.members))
+	var wg sync.WaitGroup
+	for i := range l.members {
+		port := 0
+		if ports != nil {
+			port = ports[i]
+		}
+		wg.Go(func() { errs[i] = l.startMember(ctx, i, port) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // startMember starts node i on port (0 = a free one), retrying with another free port when the

@@ -13,7 +13,7 @@ const (
 	// DefaultReplicas is the number of replicas per primary.
 	DefaultReplicas = 1
 	// DefaultNodeTimeout is cluster-node-timeout: how long a node may be unreachable before it is
-	// flagged as failing. With 1000 ms a SIGKILLed primary is replaced in about 2-3 s here.
+	// flagged as failing, and so the shortest time a failover of a killed primary takes.
 	DefaultNodeTimeout = 1000 * time.Millisecond
 	// DefaultRedisServer is the redis-server binary looked up on PATH.
 	DefaultRedisServer = "redis-server"

@@ -18,9 +18,10 @@ import (
 //
 // Why a proxy of our own and not Toxiproxy: Toxiproxy is not installable here from the
 // registries this project may use, it would be one more process to start and stop, and its
-// latency toxic sleeps on Go runtime timers, which wake about 1 ms late for sub-millisecond
-// delays. The faults that matter are 1-10 ms on a loopback where Redis answers in ~50 µs, so the
-// proxy runs in-process and waits on a timerfd (waiter_linux.go), ~60 µs late at p50.
+// latency toxic sleeps on Go runtime timers, which can wake up to a millisecond late (see
+// waiter_linux.go). The faults that matter are a few milliseconds on a loopback where Redis
+// answers in a fraction of one, so the proxy runs in-process and waits on a timerfd
+// (waiter_linux.go); BenchmarkProxyRoundTrip measures what it adds beyond the fault.
 
 const (
 	// proxyDialTimeout bounds the proxy's connect to its redis-server. On loopback a dead node

@@ -26,13 +26,12 @@ type itimerspec struct {
 // waiter sleeps with microsecond precision without holding an OS thread.
 //
 // Why not time.Sleep or time.Timer: the Go runtime parks idle threads in epoll_pwait, whose
-// timeout is in whole milliseconds, so a 200 µs timer fires after about 1 ms (measured here:
-// time.Sleep(200µs) overshoots by ~0.96 ms at p50, Sleep(1ms) by ~0.15 ms). Through the proxy,
-// a 0.5 ms fault made a 2.45 ms echo round trip instead of ~1 ms (1.26 ms with this waiter;
-// BenchmarkProxyRoundTrip). A timerfd is an fd: os.NewFile registers the non-blocking fd with the
-// runtime's netpoller, so Read parks the goroutine and epoll wakes it as soon as the kernel's
-// hrtimer fires (measured: p50 overshoot ~60 µs for 50 µs..2 ms, which is the default 50 µs timer
-// slack plus a wake-up). Closing the file wakes a sleeping Read with an error.
+// timeout is in whole milliseconds, so a sub-millisecond timer can fire up to a millisecond
+// late: as much as the faults the proxy injects. A timerfd is an fd: os.NewFile registers
+// the non-blocking fd with the runtime's netpoller, so Read parks the goroutine and epoll wakes it
+// as soon as the kernel's hrtimer fires (late by the timer slack, 50 µs by default, plus a
+// wake-up). BenchmarkProxyRoundTrip measures the round trip through the proxy with this waiter.
+// Closing the file wakes a sleeping Read with an error.
 type waiter struct {
 	f   *os.File
 	rc  syscall.RawConn // arms the timer through the file, so a closed fd is never touched

@@ -147,7 +147,7 @@ func TestImportCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// time 1777636803.25 is 2026-05-01T12:00:03.25Z.
+	// Unix time 1777636803.25 is 3.25 s after the earliest row (bob's, at 12:00:00Z).
 	want := []trace.Record{
 		{At: 0, Tenant: 1, Endpoint: 1, Cost: 1},
 		{At: 1500 * time.Millisecond, Tenant: 0, Endpoint: 0, Cost: 2},

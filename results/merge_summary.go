@@ -1,0 +1,223 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// mergeSummaries builds the merged summary from the shards' (sorted by index): the totals of
+// every input, then what is recomputed from them (latency, ratios, node shares, hot keys), then
+// the shard record and the note that says how the merge was done.
+func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary {
+	sum := mergedBase(runs[0].sum)
+	nodes := nodeTotals{byAddr: map[string]*NodeStats{}}
+	hotNode := map[string]string{}
+	var merged []int
+	var notes []string
+	for i, r := range runs {
+		s := r.sum
+		merged = append(merged, s.Shard.Index)
+		if s.Load.Note != "" {
+			notes = append(notes, fmt.Sprintf("[shard %d] %s", s.Shard.Index, s.Load.Note))
+		}
+		addRunTotals(sum, s)
+		nodes.add(s.Nodes)
+		for _, h := range s.HotKeys {
+			if h.Node != "" {
+				hotNode[h.Key] = h.Node
+			}
+		}
+		maxProcess(&sum.Process, &s.Process, i == 0)
+	}
+	setMergedLatency(sum, hist)
+	sum.Overspend.Ratio = Ratio(sum.Overspend.Requests, sum.Outcomes.Allowed+sum.Outcomes.FailedOpen)
+	sum.Overspend.FalseDenyRatio = Ratio(sum.Overspend.FalseDenies, sum.Outcomes.Denied+sum.Outcomes.FailedClosed)
+	sum.Nodes = nodes.appendTo(sum.Nodes, sum.Central.Ops)
+	sum.HotKeys = TopKeys(keys, MergeHotKeys, func(k string) string { return hotNode[k] })
+
+	count := runs[0].sum.Shard.Count
+	missing := missingIndexes(merged, count)
+	sum.Shard = &Shard{Index: -1, Count: count, Merged: merged, Missing: missing}
+	sum.Load.Note = mergedNote(merged, missing, count, notes)
+	return sum
+}
+
+// mergedBase is the merged summary before any input is added: the first input's identity,
+// environment (its core count reset, as cores add), fault list and SLO verdict.
+func mergedBase(first *Summary) *Summary {
+	sum := NewSummary(first.Scenario, first.Seed, first.StartedAt)
+	sum.Environment = first.Environment
+	sum.Environment.Cores = 0
+	sum.Faults = slices.Clone(first.Faults)
+	sum.SLO = first.SLO
+	return sum
+}
+
+// addRunTotals adds one input's counts and rates to sum. The run starts with the earliest
+// input and lasts as long as the longest; it is interrupted if any input was.
+func addRunTotals(sum, s *Summary) {
+	if s.StartedAt.Before(sum.StartedAt) {
+		sum.StartedAt = s.StartedAt
+	}
+	sum.DurationS = max(sum.DurationS, s.DurationS)
+	sum.Interrupted = sum.Interrupted || s.Interrupted
+	sum.Environment.Cores += s.Environment.Cores
+	addLoad(&sum.Load, &s.Load)
+	addOutcomes(&sum.Outcomes, &s.Outcomes)
+	addErrors(&sum.Errors, &s.Errors)
+	addOverspend(&sum.Overspend, &s.Overspend)
+	sum.Central.Ops += s.Central.Ops
+	sum.Central.OpsPerS += s.Central.OpsPerS
+}
+
+// addLoad adds s to l. Rates and counts add; the schedule lag p99 is the worst input's, as
+// percentiles of different generators do not add.
+func addLoad(l, s *Load) {
+	l.OfferedRPS += s.OfferedRPS
+	l.AchievedRPS += s.AchievedRPS
+	l.Decisions += s.Decisions
+	l.Sent += s.Sent
+	l.Dropped += s.Dropped
+	l.MaxInflight += s.MaxInflight
+	l.Concurrency += s.Concurrency
+	l.GeneratorLimited = l.GeneratorLimited || s.GeneratorLimited
+	l.ScheduleLagP99Ms = max(l.ScheduleLagP99Ms, s.ScheduleLagP99Ms)
+}
+
+func addOutcomes(o, s *Outcomes) {
+	o.Allowed += s.Allowed
+	o.Denied += s.Denied
+	o.FailedOpen += s.FailedOpen
+	o.FailedClosed += s.FailedClosed
+	o.Errors += s.Errors
+}
+
+func addErrors(e, s *Errors) {
+	e.Timeout += s.Timeout
+	e.Moved += s.Moved
+	e.Ask += s.Ask
+	e.TryAgain += s.TryAgain
+	e.ClusterDown += s.ClusterDown
+	e.NoScript += s.NoScript
+	e.Conn += s.Conn
+	e.Other += s.Other
+}
+
+// addOverspend adds the counts of s to ov; the ratios are recomputed from the merged totals.
+func addOverspend(ov, s *Overspend) {
+	ov.Requests += s.Requests
+	ov.Tokens += s.Tokens
+	ov.FalseDenies += s.FalseDenies
+	ov.BoundTokens += s.BoundTokens
+	ov.UnknownOutcomes += s.UnknownOutcomes
+	for c, n := range s.ByCause {
+		ov.ByCause[c] += n
+	}
+}
+
+// nodeTotals adds the inputs' per-node counts, keeping the order in which nodes first appear.
+type nodeTotals struct {
+	byAddr map[string]*NodeStats
+	order  []string
+}
+
+func (t *nodeTotals) add(nodes []NodeStats) {
+	for _, n := range nodes {
+		dst, ok := t.byAddr[n.Addr]
+		if !ok {
+			dst = &NodeStats{Addr: n.Addr}
+			t.byAddr[n.Addr] = dst
+			t.order = append(t.order, n.Addr)
+		}
+		dst.Ops += n.Ops
+		dst.Moved += n.Moved
+		dst.Ask += n.Ask
+		dst.NoScript += n.NoScript
+		dst.TryAgain += n.TryAgain
+		dst.ClusterDown += n.ClusterDown
+		dst.Timeout += n.Timeout
+		dst.Conn += n.Conn
+	}
+}
+
+// appendTo appends the merged nodes to dst, each with its share of ops (all nodes' ops).
+func (t *nodeTotals) appendTo(dst []NodeStats, ops int64) []NodeStats {
+	for _, a := range t.order {
+		n := t.byAddr[a]
+		n.Share = Ratio(n.Ops, ops)
+		dst = append(dst, *n)
+	}
+	return dst
+}
+
+// maxProcess folds one input's footprint into p: every sample takes the larger of the two (the
+// largest generator's footprint). first says s is the first input.
+func maxProcess(p, s *Process, first bool) {
+	// Settled only if every shard's samples were (one unsettled shard makes the maxima raw).
+	p.Settled = s.Settled && (first || p.Settled)
+	p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.RSSWarmMB), max(p.RSSEndMB, s.RSSEndMB)
+	p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.HeapWarmMB), max(p.HeapEndMB, s.HeapEndMB)
+	p.GoroutinesWarm, p.GoroutinesEnd = max(p.GoroutinesWarm, s.GoroutinesWarm), max(p.GoroutinesEnd, s.GoroutinesEnd)
+	p.RSSPeakMB = max(p.RSSPeakMB, s.RSSPeakMB)
+	p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.AnonWarmMB), max(p.AnonEndMB, s.AnonEndMB)
+	p.RSSMidMB, p.AnonMidMB = max(p.RSSMidMB, s.RSSMidMB), max(p.AnonMidMB, s.AnonMidMB)
+	p.RSSEarlyMB, p.AnonEarlyMB = max(p.RSSEarlyMB, s.RSSEarlyMB), max(p.AnonEarlyMB, s.AnonEarlyMB)
+	// The shards run the same spec, so they sample at the same seconds.
+	p.WarmS, p.MidS, p.EarlyS = max(p.WarmS, s.WarmS), max(p.MidS, s.MidS), max(p.EarlyS, s.EarlyS)
+	p.Warm, p.End = maxSplit(p.Warm, s.Warm), maxSplit(p.End, s.End)
+}
+
+// maxSplit is the larger of two memory splits, field by field (nil when both are).
+func maxSplit(a, b *MemSplit) *MemSplit {
+	if a == nil || b == nil {
+		if a == nil {
+			return b
+		}
+		return a
+	}
+	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
+}
+
+// setMergedLatency sets the whole-run latency from the merged histogram (left at zero when it
+// holds nothing).
+func setMergedLatency(sum *Summary, hist *Histogram) {
+	if hist.Count() > 0 {
+		sum.LatencyMs = Latency{
+			P50: hist.QuantileMs(50), P90: hist.QuantileMs(90), P99: hist.QuantileMs(99),
+			P999: hist.QuantileMs(99.9), Max: hist.MaxMs(),
+		}
+	}
+}
+
+// missingIndexes lists the indexes in [0, count) that merged lacks.
+func missingIndexes(merged []int, count int) []int {
+	var missing []int
+	for i := range count {
+		if !slices.Contains(merged, i) {
+			missing = append(missing, i)
+		}
+	}
+	return missing
+}
+
+// mergedNote is the merged summary's load note: a warning naming missing shards, how the merge
+// combined the inputs, then each input's own note.
+func mergedNote(merged, missing []int, count int, notes []string) string {
+	head := fmt.Sprintf("merged from shards %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
+		"hot keys from the merged %s; schedule lag p99 is the worst shard's and the process footprint the largest shard's",
+		joinInts(merged), count, LedgerFile)
+	if len(missing) > 0 {
+		head = fmt.Sprintf("WARNING: shards %s of %d missing: every total covers shards %s only; ", joinInts(missing), count, joinInts(merged)) + head
+	}
+	return strings.Join(append([]string{head}, notes...), "; ")
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
