@@ -341,6 +341,16 @@ func startProfiles(cpu, mem string) (func(), error) {
 // repDir is the directory of repetition i (1-based) inside a repeated run's directory.
 func repDir(out string, i int) string { return filepath.Join(out, fmt.Sprintf("rep-%02d", i)) }
 
+// repeater is one `run --repeat`: where the repetitions go and the cluster they share.
+type repeater struct {
+	cmd       *cobra.Command
+	spec      *scenarios.Spec
+	o         runOptions
+	out       string
+	stateFile string
+	shared    []string // the shared cluster's nodes; nil when every repetition starts its own
+}
+
 // runRepeated runs spec o.repeat times with the same seed, each repetition in OUT/rep-NN with
 // its summary, timeseries, plots and report. A local cluster is started once for all of them
 // unless the scenario's faults change or instrument the cluster.
@@ -354,91 +364,103 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 	defer stopProfiles()
 	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
-	out := o.out
-	if out == "" {
-		out = filepath.Join("out", spec.Name+"-"+time.Now().Format("20060102-150405"))
+	r := &repeater{cmd: cmd, spec: spec, o: o, out: o.out, stateFile: o.stateFile}
+	if r.out == "" {
+		r.out = filepath.Join("out", spec.Name+"-"+time.Now().Format("20060102-150405"))
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", out, err)
+	if err := os.MkdirAll(r.out, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", r.out, err)
 	}
-	stateFile := o.stateFile
-	var sharedAddrs []string
-	shared := spec.NeedsCluster() && spec.Cluster.Provider == "local" && len(spec.Faults) == 0
-	if spec.NeedsCluster() && spec.Cluster.Provider == "local" && !shared {
+	local := spec.NeedsCluster() && spec.Cluster.Provider == scenarios.ProviderLocal
+	if local && len(spec.Faults) > 0 {
 		logf("the scenario has faults: each repetition starts its own cluster, as a single run does")
 	}
-	if shared {
+	if local && len(spec.Faults) == 0 {
 		// One cluster owned by this process (its nodes die with it, even on a second Ctrl-C or a
 		// crash); the repetitions attach to it through a state file, as to `ratelab cluster up`'s.
 		cl, state, serr := startSharedCluster(ctx, spec, logf)
 		if serr != nil {
 			return serr
 		}
-		sharedAddrs = cl.Addrs()
+		r.shared = cl.Addrs()
 		defer func() {
 			if cerr := cl.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("stopping the shared cluster: %w", cerr)
 			}
 			os.RemoveAll(filepath.Dir(state))
 		}()
-		spec.Cluster.Provider, stateFile = "running", state
+		spec.Cluster.Provider, r.stateFile = scenarios.ProviderRunning, state
 	}
 	var sums []*results.Summary
 	var failed []string
-	for i := 1; i <= o.repeat; i++ {
-		if ctx.Err() != nil {
-			break
-		}
-		dir := repDir(out, i)
-		if shared {
-			if ferr := flushCluster(ctx, sharedAddrs); ferr != nil {
-				return fmt.Errorf("repetition %d of %d: emptying the shared cluster: %w", i, o.repeat, ferr)
-			}
-		}
-		logf("repetition %d of %d -> %s", i, o.repeat, dir)
-		live := newLiveProgress(stderr, time.Duration(spec.Duration), o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, o.repeat)))
-		ropts := engine.Options{Out: dir, Version: version, StateFile: stateFile,
-			Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
-		o.clusterOptions(&ropts)
-		res, rerr := runOne(ctx, spec, ropts)
-		live.close()
-		if res == nil {
-			return fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, o.repeat, rerr, out)
-		}
-		if shared {
-			// The repetitions ran on a local cluster; "running" is only how they reached it.
-			res.Summary.Environment.Provider = "local"
-			if werr := results.WriteSummary(filepath.Join(dir, results.SummaryFile), res.Summary); werr != nil && rerr == nil {
-				rerr = werr
-			}
-		}
-		if gerr := report.Generate(dir); gerr != nil && rerr == nil {
-			rerr = fmt.Errorf("writing the report of %s: %w", dir, gerr)
-		}
+	for i := 1; i <= o.repeat && ctx.Err() == nil; i++ {
+		s, rerr := r.repetition(ctx, i)
 		if rerr != nil {
-			return fmt.Errorf("repetition %d of %d: %w (its data is in %s)", i, o.repeat, rerr, dir)
+			return rerr
 		}
-		s := res.Summary
 		sums = append(sums, s)
-		verdict := "SLO pass"
 		if !s.SLO.Pass {
-			verdict = "SLO FAILED: " + failedChecks(s.SLO)
-			failed = append(failed, filepath.Base(dir))
+			failed = append(failed, filepath.Base(repDir(r.out, i)))
 		}
-		if s.Interrupted {
-			verdict = "INTERRUPTED after " + strconv.FormatFloat(s.DurationS, 'f', 1, 64) + " s"
-		}
-		fmt.Fprintf(stdout, "rep %2d/%d  p50 %8.3f ms  p99 %8.3f ms  p99.9 %8.3f ms  achieved %8.0f/s  overspend %.2g  errors %d  %s\n",
-			i, o.repeat, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.P999, s.Load.AchievedRPS, s.Overspend.Ratio, s.Outcomes.Errors, verdict)
+		fmt.Fprintln(stdout, repLine(i, o.repeat, s))
 	}
-	fmt.Fprintf(stdout, "%d of %d repetitions in %s; compare with: ratelab compare BASE %s\n", len(sums), o.repeat, out, out)
+	fmt.Fprintf(stdout, "%d of %d repetitions in %s; compare with: ratelab compare BASE %s\n", len(sums), o.repeat, r.out, r.out)
 	if ctx.Err() != nil || (len(sums) > 0 && sums[len(sums)-1].Interrupted) {
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d of %d repetitions; what ran is in %s", len(sums), o.repeat, out)}
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d of %d repetitions; what ran is in %s", len(sums), o.repeat, r.out)}
 	}
 	if len(failed) > 0 {
 		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed in %s", strings.Join(failed, ", "))}
 	}
 	return nil
+}
+
+// repetition runs repetition i (1-based) into OUT/rep-NN with its report, on the shared cluster
+// (emptied first) when there is one.
+func (r *repeater) repetition(ctx context.Context, i int) (*results.Summary, error) {
+	dir, n := repDir(r.out, i), r.o.repeat
+	stderr := r.cmd.ErrOrStderr()
+	if r.shared != nil {
+		if err := flushCluster(ctx, r.shared); err != nil {
+			return nil, fmt.Errorf("repetition %d of %d: emptying the shared cluster: %w", i, n, err)
+		}
+	}
+	fmt.Fprintf(stderr, "ratelab: repetition %d of %d -> %s\n", i, n, dir)
+	live := newLiveProgress(stderr, time.Duration(r.spec.Duration), r.o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, n)))
+	ropts := engine.Options{Out: dir, Version: version, StateFile: r.stateFile,
+		Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
+	r.o.clusterOptions(&ropts)
+	res, err := runOne(ctx, r.spec, ropts)
+	live.close()
+	if res == nil {
+		return nil, fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, n, err, r.out)
+	}
+	if r.shared != nil {
+		// The repetitions ran on a local cluster; "running" is only how they reached it.
+		res.Summary.Environment.Provider = string(scenarios.ProviderLocal)
+		if werr := results.WriteSummary(filepath.Join(dir, results.SummaryFile), res.Summary); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if gerr := report.Generate(dir); gerr != nil && err == nil {
+		err = fmt.Errorf("writing the report of %s: %w", dir, gerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("repetition %d of %d: %w (its data is in %s)", i, n, err, dir)
+	}
+	return res.Summary, nil
+}
+
+// repLine is one repetition's line of the repeated run's table.
+func repLine(i, n int, s *results.Summary) string {
+	verdict := "SLO pass"
+	if !s.SLO.Pass {
+		verdict = "SLO FAILED: " + failedChecks(s.SLO)
+	}
+	if s.Interrupted {
+		verdict = "INTERRUPTED after " + strconv.FormatFloat(s.DurationS, 'f', 1, 64) + " s"
+	}
+	return fmt.Sprintf("rep %2d/%d  p50 %8.3f ms  p99 %8.3f ms  p99.9 %8.3f ms  achieved %8.0f/s  overspend %.2g  errors %d  %s",
+		i, n, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.P999, s.Load.AchievedRPS, s.Overspend.Ratio, s.Outcomes.Errors, verdict)
 }
 
 // startSharedCluster starts the local cluster spec describes, owned by this process, and records

@@ -42,12 +42,12 @@ func newScenariosCmd() *cobra.Command {
 			return err
 		},
 	})
-	cmd.AddCommand(newCompareAlgorithmsCmd())
+	cmd.AddCommand(newSideBySideCmd())
 	return cmd
 }
 
-// compareAlgorithmsOptions are the flags of `ratelab scenarios compare-algorithms`.
-type compareAlgorithmsOptions struct {
+// sideBySideOptions are the flags of `ratelab scenarios side-by-side`.
+type sideBySideOptions struct {
 	kinds     []string
 	duration  time.Duration
 	out       string
@@ -55,27 +55,27 @@ type compareAlgorithmsOptions struct {
 	stateFile string
 }
 
-func newCompareAlgorithmsCmd() *cobra.Command {
-	var o compareAlgorithmsOptions
+func newSideBySideCmd() *cobra.Command {
+	var o sideBySideOptions
 	cmd := &cobra.Command{
-		Use:   "compare-algorithms NAME|FILE",
+		Use:   "side-by-side NAME|FILE",
 		Short: "Run one scenario once per limiter algorithm on the same trace and tabulate the results",
 		Long: `Run the scenario once per limiter kind with the same seed, load and policy, and print a
 Markdown table per algorithm: allowed, overspend, false denies, Redis operations per decision,
 p99 latency and achieved rate. The policy must be written as {limit: L, window: W} (the window
 kinds read it as a limit per window, the bucket kinds as burst L refilled at L per W); see the
-built-in algorithms-compare. With a local cluster one cluster serves every run and is flushed
+built-in algorithms-side-by-side. With a local cluster one cluster serves every run and is flushed
 between them. Each run's full results go to OUT/<kind>.`,
-		Example: `  ratelab scenarios compare-algorithms algorithms-compare
-  ratelab scenarios compare-algorithms algorithms-compare --kinds token-bucket,gcra --duration 3s`,
+		Example: `  ratelab scenarios side-by-side algorithms-side-by-side
+  ratelab scenarios side-by-side algorithms-side-by-side --kinds token-bucket,gcra --duration 3s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompareAlgorithms(cmd, args[0], o)
+			return runSideBySide(cmd, args[0], o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.kinds, "kinds", nil, "limiter kinds to compare, comma-separated (default: all of "+
-		fmt.Sprint(engine.CompareKinds)+")")
+	f.StringSliceVar(&o.kinds, "kinds", nil, "limiter kinds to run, comma-separated (default: all of "+
+		fmt.Sprint(engine.AlgorithmKinds)+")")
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration of each run (e.g. 3s)")
 	f.StringVar(&o.out, "out", "", "directory of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
@@ -83,7 +83,7 @@ between them. Each run's full results go to OUT/<kind>.`,
 	return cmd
 }
 
-func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOptions) error {
+func runSideBySide(cmd *cobra.Command, name string, o sideBySideOptions) error {
 	spec, err := scenarios.Resolve(name)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func runCompareAlgorithms(cmd *cobra.Command, name string, o compareAlgorithmsOp
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	stderr := cmd.ErrOrStderr()
-	rows, err := engine.CompareAlgorithms(ctx, spec, kindsOf(o.kinds), engine.Options{
+	rows, err := engine.Algorithms(ctx, spec, kindsOf(o.kinds), engine.Options{
 		Out:       o.out,
 		Version:   version,
 		StateFile: o.stateFile,

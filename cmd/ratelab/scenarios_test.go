@@ -29,13 +29,13 @@ limiter: {timeout: 1s}
 // and checks the table, each kind's run directory and that no redis-server outlives the command.
 func TestScenariosCompareAlgorithms(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "compare.yaml")
+	file := filepath.Join(t.TempDir(), "side-by-side.yaml")
 	if err := os.WriteFile(file, []byte(algorithmsScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "cmp")
 	kinds := []string{"token-bucket", "fixed-window"}
-	_, out, done, seen := startRepeat(t, "scenarios", "compare-algorithms", file,
+	_, out, done, seen := startRepeat(t, "scenarios", "side-by-side", file,
 		"--kinds", strings.Join(kinds, ","), "--duration", "2s", "--out", dir)
 	if err := wait(t, done, out); err != nil {
 		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, out.String())
@@ -92,7 +92,7 @@ func TestScenariosCompareAlgorithms(t *testing.T) {
 // TestScenariosCompareAlgorithmsRefuses checks input errors are named before any cluster starts.
 func TestScenariosCompareAlgorithmsRefuses(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "compare.yaml")
+	file := filepath.Join(t.TempDir(), "side-by-side.yaml")
 	if err := os.WriteFile(file, []byte(algorithmsScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestScenariosCompareAlgorithmsRefuses(t *testing.T) {
 		{[]string{file, "--duration", "0s"}, []string{"--duration 0s"}},
 	}
 	for _, tt := range tests {
-		args := append([]string{"scenarios", "compare-algorithms"}, tt.args...)
+		args := append([]string{"scenarios", "side-by-side"}, tt.args...)
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		if code := exitCode(err); code != 1 {
 			t.Errorf("ratelab %v: exit %d, want 1\n%s", args, code, out)

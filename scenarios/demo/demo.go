@@ -114,95 +114,110 @@ func pauseEdit(s *scenarios.Spec, quick bool) {
 
 // plan is the story, in order.
 func plan() []stepPlan {
-	return []stepPlan{
-		{
-			title: "1. The fixed window's boundary burst",
-			narration: []string{
-				"A fixed window counts requests per calendar second and resets at the edge. A client that spends its limit at the end of one window and again at the start of the next gets twice the limit in one second.",
-				"The same trace runs through the fixed window and the token bucket (burst 50, refilled at 50/s). Overspend is measured against \"at most the limit in any window\": the fixed window overspends, the token bucket stays at about zero.",
-			},
-			runs: []runPlan{
-				{"fixed window", "fixed-window-boundary", "1-fixed-window", withKind(6*time.Second, "fixed-window")},
-				{"token bucket", "fixed-window-boundary", "1-token-bucket", withKind(6*time.Second, "token-bucket")},
-			},
-			facts: func(r []StepRun) []Fact {
-				return []Fact{
-					{"fixed window overspend", overspend(r[0].Summary)},
-					{"token bucket overspend", overspend(r[1].Summary)},
-				}
-			},
+	return []stepPlan{boundaryStep(), hotTenantStep(), pauseStep(), leaseStep()}
+}
+
+// boundaryStep is step 1: the fixed window's boundary burst against the token bucket.
+func boundaryStep() stepPlan {
+	return stepPlan{
+		title: "1. The fixed window's boundary burst",
+		narration: []string{
+			"A fixed window counts requests per calendar second and resets at the edge. A client that spends its limit at the end of one window and again at the start of the next gets twice the limit in one second.",
+			"The same trace runs through the fixed window and the token bucket (burst 50, refilled at 50/s). Overspend is measured against \"at most the limit in any window\": the fixed window overspends, the token bucket stays at about zero.",
 		},
-		{
-			title: "2. A hot tenant on one shard",
-			narration: []string{
-				"10,000 tenants with Zipf 0.99 skew: a few tenants make most of the traffic, and every decision for one tenant goes to the one primary that owns its key's slot.",
-				"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries (the load-share chart: its bar against the even share).",
-			},
-			runs:  []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
-			plots: []string{report.ThroughputChart, report.LatencyChart, report.NodesChart},
-			facts: func(r []StepRun) []Fact {
-				s := r[0].Summary
-				f := []Fact{
-					{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
-					{"p99 latency", fmt.Sprintf("%.2f ms", s.LatencyMs.P99)},
-				}
-				if len(s.HotKeys) > 0 {
-					k := s.HotKeys[0]
-					f = append(f, Fact{"hottest key", fmt.Sprintf("%s (%.1f%% of decisions) on %s", k.Key, 100*k.Share, k.Node)})
-					for _, n := range s.Nodes {
-						if n.Addr == k.Node {
-							f = append(f, Fact{"its node's share of Redis ops", fmt.Sprintf("%.1f%%", 100*n.Share)})
-						}
+		runs: []runPlan{
+			{"fixed window", "fixed-window-boundary", "1-fixed-window", withKind(6*time.Second, scenarios.KindFixedWindow)},
+			{"token bucket", "fixed-window-boundary", "1-token-bucket", withKind(6*time.Second, scenarios.KindTokenBucket)},
+		},
+		facts: func(r []StepRun) []Fact {
+			return []Fact{
+				{"fixed window overspend", overspend(r[0].Summary)},
+				{"token bucket overspend", overspend(r[1].Summary)},
+			}
+		},
+	}
+}
+
+// hotTenantStep is step 2: one hot tenant on one shard.
+func hotTenantStep() stepPlan {
+	return stepPlan{
+		title: "2. A hot tenant on one shard",
+		narration: []string{
+			"10,000 tenants with Zipf 0.99 skew: a few tenants make most of the traffic, and every decision for one tenant goes to the one primary that owns its key's slot.",
+			"Adding shards does not spread one hot key. Watch achieved vs offered, the tail latency, and how much of the load the hottest key's node carries (the load-share chart: its bar against the even share).",
+		},
+		runs:  []runPlan{{"token bucket", "hot-tenant", "2-hot-tenant", shorten(6 * time.Second)}},
+		plots: []string{report.ThroughputChart, report.LatencyChart, report.NodesChart},
+		facts: func(r []StepRun) []Fact {
+			s := r[0].Summary
+			f := []Fact{
+				{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
+				{"p99 latency", fmt.Sprintf("%.2f ms", s.LatencyMs.P99)},
+			}
+			if len(s.HotKeys) > 0 {
+				k := s.HotKeys[0]
+				f = append(f, Fact{"hottest key", fmt.Sprintf("%s (%.1f%% of decisions) on %s", k.Key, 100*k.Share, k.Node)})
+				for _, n := range s.Nodes {
+					if n.Addr == k.Node {
+						f = append(f, Fact{"its node's share of Redis ops", fmt.Sprintf("%.1f%%", 100*n.Share)})
 					}
 				}
-				return f
-			},
+			}
+			return f
 		},
-		{
-			title: "3. A paused primary: fail open or fail closed",
-			narration: []string{
-				"The hottest tenant's primary is paused (SIGSTOP): it neither answers nor fails. Decisions for its slots time out within a 5 ms budget, and a circuit breaker stops asking it.",
-				"Failing open keeps serving and lets those tenants overspend; failing closed keeps the limit and denies requests that were within it (false denies). Same seed, same fault: pick which error the product can afford.",
-			},
-			runs: []runPlan{
-				{"fail open", "pause-fail-open", "3-fail-open", pauseEdit},
-				{"fail closed", "pause-fail-closed", "3-fail-closed", pauseEdit},
-			},
-			facts: func(r []StepRun) []Fact {
-				o, c := r[0].Summary, r[1].Summary
-				return []Fact{
-					{"the fault", pauseFact(o)},
-					{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, overspend(o))},
-					{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
-					{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
-					{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
-					{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms", o.LatencyMs.P99, c.LatencyMs.P99)},
-				}
-			},
+	}
+}
+
+// pauseStep is step 3: fail open against fail closed under a paused primary.
+func pauseStep() stepPlan {
+	return stepPlan{
+		title: "3. A paused primary: fail open or fail closed",
+		narration: []string{
+			"The hottest tenant's primary is paused (SIGSTOP): it neither answers nor fails. Decisions for its slots time out within a 5 ms budget, and a circuit breaker stops asking it.",
+			"Failing open keeps serving and lets those tenants overspend; failing closed keeps the limit and denies requests that were within it (false denies). Same seed, same fault: pick which error the product can afford.",
 		},
-		{
-			title: "4. Leases cut Redis load, and what they cost",
-			narration: []string{
-				"Each gateway takes up to 50 tokens at once and spends them locally: Redis sees one call per lease instead of one per request.",
-				"The cost is overspend bounded by the leased tokens nobody used yet, and false denies when one gateway holds tokens another needs. Compare the central operations per second, overspend, false denies and p99 with the plain token bucket on the same load.",
-			},
-			runs: []runPlan{
-				{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
-				{"central token bucket", "lease-vs-central", "4-central", withKind(6*time.Second, "token-bucket")},
-			},
-			facts: func(r []StepRun) []Fact {
-				l, c := r[0].Summary, r[1].Summary
-				red := "n/a"
-				if l.Central.OpsPerS > 0 {
-					red = fmt.Sprintf("%.1fx fewer", c.Central.OpsPerS/l.Central.OpsPerS)
-				}
-				return []Fact{
-					{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
-					{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.BoundTokens)},
-					{"false denies: lease vs central", fmt.Sprintf("%d (%.2g) vs %d (%.2g)", l.Overspend.FalseDenies, l.Overspend.FalseDenyRatio, c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
-					{"p99 latency: lease vs central", fmt.Sprintf("%.2f vs %.2f ms", l.LatencyMs.P99, c.LatencyMs.P99)},
-				}
-			},
+		runs: []runPlan{
+			{"fail open", "pause-fail-open", "3-fail-open", pauseEdit},
+			{"fail closed", "pause-fail-closed", "3-fail-closed", pauseEdit},
+		},
+		facts: func(r []StepRun) []Fact {
+			o, c := r[0].Summary, r[1].Summary
+			return []Fact{
+				{"the fault", pauseFact(o)},
+				{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, overspend(o))},
+				{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
+				{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
+				{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
+				{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms", o.LatencyMs.P99, c.LatencyMs.P99)},
+			}
+		},
+	}
+}
+
+// leaseStep is step 4: leases against the central bucket.
+func leaseStep() stepPlan {
+	return stepPlan{
+		title: "4. Leases cut Redis load, and what they cost",
+		narration: []string{
+			"Each gateway takes up to 50 tokens at once and spends them locally: Redis sees one call per lease instead of one per request.",
+			"The cost is overspend bounded by the leased tokens nobody used yet, and false denies when one gateway holds tokens another needs. Compare the central operations per second, overspend, false denies and p99 with the plain token bucket on the same load.",
+		},
+		runs: []runPlan{
+			{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
+			{"central token bucket", "lease-vs-central", "4-central", withKind(6*time.Second, scenarios.KindTokenBucket)},
+		},
+		facts: func(r []StepRun) []Fact {
+			l, c := r[0].Summary, r[1].Summary
+			red := "n/a"
+			if l.Central.OpsPerS > 0 {
+				red = fmt.Sprintf("%.1fx fewer", c.Central.OpsPerS/l.Central.OpsPerS)
+			}
+			return []Fact{
+				{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
+				{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.BoundTokens)},
+				{"false denies: lease vs central", fmt.Sprintf("%d (%.2g) vs %d (%.2g)", l.Overspend.FalseDenies, l.Overspend.FalseDenyRatio, c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
+				{"p99 latency: lease vs central", fmt.Sprintf("%.2f vs %.2f ms", l.LatencyMs.P99, c.LatencyMs.P99)},
+			}
 		},
 	}
 }

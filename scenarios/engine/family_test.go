@@ -174,7 +174,7 @@ limiter: {kind: lease, lease: {size: 10, gateways: 1, ttl: 5s}}
 		spec.Policy = scenarios.Policy{Limit: 20, Window: scenarios.Duration(time.Second)}
 		spec.Limiter.Timeout = scenarios.Duration(time.Second)
 		spec.Cluster.Provider = "running"
-		rows, err := CompareAlgorithms(context.Background(), spec, []scenarios.LimiterKind{"fixed-window", "token-bucket", "gcra"},
+		rows, err := Algorithms(context.Background(), spec, []scenarios.LimiterKind{"fixed-window", "token-bucket", "gcra"},
 			Options{Out: t.TempDir(), StateFile: state})
 		if err != nil {
 			t.Fatal(err)
