@@ -17,10 +17,10 @@ const (
 	// ScenarioFile holds the resolved scenario spec as YAML.
 	ScenarioFile = "scenario.yaml"
 	// SecondsHistogramFile holds one latency histogram per second (see SecondsHistogramWriter),
-	// written as the run goes: what a merge of shards needs for exact per-second percentiles.
+	// written as the run goes: what a merge of parts needs for exact per-second percentiles.
 	SecondsHistogramFile = "latency-seconds.hdr"
 	// LedgerFile holds the per-key ledger (see KeyCount): decisions and overspend per key, what a
-	// merge of shards needs for exact hot keys.
+	// merge of parts needs for exact hot keys.
 	LedgerFile = "keys.csv"
 )
 

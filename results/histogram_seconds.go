@@ -28,8 +28,8 @@ const maxSecondsLine = 4 << 20
 //
 // where histogram is HdrHistogram's V2 compressed encoding in base64, the form latency.hdr.json
 // carries. Each line goes out in one Write as the run goes, so an interrupted run keeps every
-// second written so far. These are what make a merge of shards exact: the p99 of a second across
-// generators is the p99 of the merged histograms, not any mix of the shards' p99s.
+// second written so far. These are what make a merge of parts exact: the p99 of a second across
+// generators is the p99 of the merged histograms, not any mix of the parts' p99s.
 // Not safe for concurrent use.
 type SecondsHistogramWriter struct {
 	w   io.Writer

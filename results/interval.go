@@ -13,7 +13,7 @@ type Interval struct {
 	// TS is the start of the interval, in seconds since the start of the load (column t_s).
 	TS float64
 	// Offered is the number of this generator's requests whose intended start falls in this
-	// second (with ratelab run --shard, only the tenants this generator runs).
+	// second (with ratelab run --part, only the tenants this generator runs).
 	Offered int64
 	// Sent is the number of those requests started (Offered - Dropped). In a black-box attack
 	// (scenarios/attack) it is the number of them that were answered.

@@ -13,7 +13,7 @@ import (
 
 // KeyCount is one key's line in keys.csv, the run's per-key ledger: how many decisions the key
 // took and how many of its allowed requests overspent. A key's decisions all happen in one
-// generator (see workload.Shard), so merging ledgers of shards is adding them, and the hot keys of
+// generator (see workload.Part), so merging ledgers of parts is adding them, and the hot keys of
 // a merged run are exactly the ones one generator would have seen.
 type KeyCount struct {
 	// Key is the limiter key, e.g. "rl:{tenant-3}:read".

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// ErrMerge: the runs given to Merge are not shards of one load (another scenario, seed or shard
-// count, the same shard twice, a run that is not a shard). The message names the directories.
+// ErrMerge: the runs given to Merge are not parts of one load (another scenario, seed or part
+// count, the same part twice, a run that is not a part). The message names the directories.
 var ErrMerge = errors.New("runs cannot be merged")
 
 // MergeOption configures Merge.
@@ -23,8 +23,8 @@ type mergeConfig struct {
 
 // WithFinish has Merge call f with the merged run's directory (holding scenario.yaml already),
 // summary and rows before it writes the summary: the place to re-evaluate what only the scenario
-// knows (SLO checks, fault recovery from the merged rows). Without it the shards' SLO checks are
-// kept as the first shard recorded them, and the note says they were not re-evaluated.
+// knows (SLO checks, fault recovery from the merged rows). Without it the parts' SLO checks are
+// kept as the first part recorded them, and the note says they were not re-evaluated.
 func WithFinish(f func(dir string, sum *Summary, rows []Interval) error) MergeOption {
 	return func(c *mergeConfig) { c.finish = f }
 }
@@ -32,8 +32,8 @@ func WithFinish(f func(dir string, sum *Summary, rows []Interval) error) MergeOp
 // MergeHotKeys is how many hot keys a merged summary lists (as many as a run's).
 const MergeHotKeys = 10
 
-// shardRun is one input directory of Merge, read in full.
-type shardRun struct {
+// partRun is one input directory of Merge, read in full.
+type partRun struct {
 	dir      string
 	sum      *Summary
 	hist     *Histogram
@@ -43,38 +43,38 @@ type shardRun struct {
 	scenario []byte
 }
 
-// Merge combines the run directories of the shards of one load (ratelab run --shard i/N, same
+// Merge combines the run directories of the parts of one load (ratelab run --part i/N, same
 // scenario and seed) into the run directory out, which then reads like a single run's: counts
 // and rates add; latency percentiles come from the merged whole-run histogram and, per second,
 // from the merged per-second histograms (exact up to HDR precision, never an average of
 // percentiles); overspend, false denies and their causes add and the ratios are recomputed; hot
 // keys are recomputed from the merged per-key ledgers. This is exact because every key's
-// decisions, and the envelope that judged them, were in one shard.
+// decisions, and the envelope that judged them, were in one part.
 //
 // What cannot be merged exactly is said in the summary's load note: the schedule lag p99 is the
-// worst shard's, the process footprint the largest shard's. Faults are the first shard's list
-// (every shard ran the same schedule). Missing shards are allowed and named in the note and in
-// shard.missing; their traffic is absent from every total.
+// worst part's, the process footprint the largest part's. Faults are the first part's list
+// (every part ran the same schedule). Missing parts are allowed and named in the note and in
+// part.missing; their traffic is absent from every total.
 //
 // Merge refuses (ErrMerge) runs of different scenarios (scenario.yaml must be identical), seeds
-// or shard counts, the same shard twice, and runs that are not shards. out must not be one of dirs.
+// or part counts, the same part twice, and runs that are not parts. out must not be one of dirs.
 func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	var cfg mergeConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("merge: no run directories given; pass the shards' directories: %w", ErrMerge)
+		return nil, fmt.Errorf("merge: no run directories given; pass the parts' directories: %w", ErrMerge)
 	}
 	if out == "" {
 		return nil, fmt.Errorf("merge: no output directory; name one (see DefaultMergeDir): %w", ErrMerge)
 	}
-	runs := make([]*shardRun, 0, len(dirs))
+	runs := make([]*partRun, 0, len(dirs))
 	for _, d := range dirs {
 		if same, _ := sameDir(d, out); same {
 			return nil, fmt.Errorf("merge: output directory %s is also an input; write the merge to a new directory (--out): %w", out, ErrMerge)
 		}
-		r, err := readShardRun(d)
+		r, err := readPartRun(d)
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +83,7 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	if err := checkMergeable(runs); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(runs, func(a, b *shardRun) int { return a.sum.Shard.Index - b.sum.Shard.Index })
+	slices.SortFunc(runs, func(a, b *partRun) int { return a.sum.Part.Index - b.sum.Part.Index })
 
 	hist := NewHistogram()
 	for _, r := range runs {
@@ -93,7 +93,7 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	keys := mergeLedgers(runs)
 	sum := mergeSummaries(runs, hist, keys)
 	if cfg.finish == nil {
-		sum.Load.Note += "; SLO checks not re-evaluated (merged without the scenario): they are the first shard's"
+		sum.Load.Note += "; SLO checks not re-evaluated (merged without the scenario): they are the first part's"
 	}
 
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -129,9 +129,9 @@ func sameDir(a, b string) (bool, error) {
 	return filepath.Clean(aa) == filepath.Clean(bb), nil
 }
 
-// readShardRun reads everything Merge needs from one run directory.
-func readShardRun(dir string) (*shardRun, error) {
-	r := &shardRun{dir: dir}
+// readPartRun reads everything Merge needs from one run directory.
+func readPartRun(dir string) (*partRun, error) {
+	r := &partRun{dir: dir}
 	var err error
 	if r.sum, err = ReadSummary(filepath.Join(dir, SummaryFile)); err != nil {
 		return nil, fmt.Errorf("merge %s: %w", dir, err)
@@ -142,7 +142,7 @@ func readShardRun(dir string) (*shardRun, error) {
 	open := func(name string, read func(f *os.File) error) error {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
-			return fmt.Errorf("merge %s: %w (a run of this ratelab version writes it; rerun the shard)", dir, err)
+			return fmt.Errorf("merge %s: %w (a run of this ratelab version writes it; rerun the part)", dir, err)
 		}
 		defer f.Close()
 		if err := read(f); err != nil {
@@ -161,7 +161,7 @@ func readShardRun(dir string) (*shardRun, error) {
 	}
 	for _, s := range steps {
 		if err := open(s.name, s.read); err != nil {
-			// An interrupted shard's last line may be cut short: keep what it wrote, as the
+			// An interrupted part's last line may be cut short: keep what it wrote, as the
 			// report does.
 			if errors.Is(err, ErrTruncated) && s.name != HistogramFile {
 				continue
@@ -172,40 +172,40 @@ func readShardRun(dir string) (*shardRun, error) {
 	return r, nil
 }
 
-// checkMergeable refuses inputs that are not the shards of one load.
-func checkMergeable(runs []*shardRun) error {
+// checkMergeable refuses inputs that are not the parts of one load.
+func checkMergeable(runs []*partRun) error {
 	first := runs[0]
 	byIndex := map[int]string{}
 	for _, r := range runs {
 		s := r.sum
 		switch {
-		case s.Shard == nil:
-			return fmt.Errorf("merge %s: not a shard's run (summary.json has no shard); merge the directories of `ratelab run --shard i/N`: %w", r.dir, ErrMerge)
-		case len(s.Shard.Merged) > 0 || s.Shard.Index < 0:
-			return fmt.Errorf("merge %s: already a merged run (shards %v); merge the shards' own directories instead: %w", r.dir, s.Shard.Merged, ErrMerge)
+		case s.Part == nil:
+			return fmt.Errorf("merge %s: not a part's run (summary.json has no part); merge the directories of `ratelab run --part i/N`: %w", r.dir, ErrMerge)
+		case len(s.Part.Merged) > 0 || s.Part.Index < 0:
+			return fmt.Errorf("merge %s: already a merged run (parts %v); merge the parts' own directories instead: %w", r.dir, s.Part.Merged, ErrMerge)
 		case s.Scenario != first.sum.Scenario:
-			return fmt.Errorf("merge: %s ran scenario %q, %s ran %q; merge shards of one scenario: %w", r.dir, s.Scenario, first.dir, first.sum.Scenario, ErrMerge)
+			return fmt.Errorf("merge: %s ran scenario %q, %s ran %q; merge parts of one scenario: %w", r.dir, s.Scenario, first.dir, first.sum.Scenario, ErrMerge)
 		case s.Seed != first.sum.Seed:
-			return fmt.Errorf("merge: %s ran seed %d, %s seed %d; shards must share the seed (they split one schedule): %w", r.dir, s.Seed, first.dir, first.sum.Seed, ErrMerge)
-		case s.Shard.Count != first.sum.Shard.Count:
-			return fmt.Errorf("merge: %s is shard %d/%d, %s is %d/%d; shards must have the same count: %w",
-				r.dir, s.Shard.Index, s.Shard.Count, first.dir, first.sum.Shard.Index, first.sum.Shard.Count, ErrMerge)
+			return fmt.Errorf("merge: %s ran seed %d, %s seed %d; parts must share the seed (they split one schedule): %w", r.dir, s.Seed, first.dir, first.sum.Seed, ErrMerge)
+		case s.Part.Count != first.sum.Part.Count:
+			return fmt.Errorf("merge: %s is part %d/%d, %s is %d/%d; parts must have the same count: %w",
+				r.dir, s.Part.Index, s.Part.Count, first.dir, first.sum.Part.Index, first.sum.Part.Count, ErrMerge)
 		case !bytes.Equal(r.scenario, first.scenario):
-			return fmt.Errorf("merge: %s and %s have different %s (another rate, duration, policy or limiter?); shards must run the same resolved scenario: %w",
+			return fmt.Errorf("merge: %s and %s have different %s (another rate, duration, policy or limiter?); parts must run the same resolved scenario: %w",
 				r.dir, first.dir, ScenarioFile, ErrMerge)
 		}
-		if other, dup := byIndex[s.Shard.Index]; dup {
-			return fmt.Errorf("merge: %s and %s are both shard %d/%d: overlapping shards would count their tenants twice; pass each shard once: %w",
-				other, r.dir, s.Shard.Index, s.Shard.Count, ErrMerge)
+		if other, dup := byIndex[s.Part.Index]; dup {
+			return fmt.Errorf("merge: %s and %s are both part %d/%d: overlapping parts would count their tenants twice; pass each part once: %w",
+				other, r.dir, s.Part.Index, s.Part.Count, ErrMerge)
 		}
-		byIndex[s.Shard.Index] = r.dir
+		byIndex[s.Part.Index] = r.dir
 	}
 	return nil
 }
 
-// mergeRows sums the shards' rows second by second; per-second latencies come from the merged
+// mergeRows sums the parts' rows second by second; per-second latencies come from the merged
 // per-second histograms.
-func mergeRows(runs []*shardRun) ([]Interval, map[int]*Histogram) {
+func mergeRows(runs []*partRun) ([]Interval, map[int]*Histogram) {
 	bySec := map[int]*Interval{}
 	seconds := map[int]*Histogram{}
 	last := -1
@@ -244,7 +244,7 @@ func mergeRows(runs []*shardRun) ([]Interval, map[int]*Histogram) {
 }
 
 // addInterval adds row's counts to dst. Faults and the policy version are the same in every
-// shard (one schedule, one tariff file): they take the largest, not the sum.
+// part (one schedule, one tariff file): they take the largest, not the sum.
 func addInterval(dst, row *Interval) {
 	for i := range columns {
 		c := &columns[i]
@@ -260,9 +260,9 @@ func addInterval(dst, row *Interval) {
 	}
 }
 
-// mergeLedgers adds the shards' per-key counts. A key in two shards cannot happen with disjoint
+// mergeLedgers adds the parts' per-key counts. A key in two parts cannot happen with disjoint
 // tenants; if it does (a hand-edited input) its counts still add.
-func mergeLedgers(runs []*shardRun) []KeyCount {
+func mergeLedgers(runs []*partRun) []KeyCount {
 	idx := map[string]int{}
 	var out []KeyCount
 	for _, r := range runs {

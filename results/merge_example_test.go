@@ -9,9 +9,9 @@ import (
 	"ratelab/results"
 )
 
-// writeShard lays out the run directory shard i of 2 leaves: summary, whole-run and per-second
+// writePart lays out the run directory part i of 2 leaves: summary, whole-run and per-second
 // histograms, timeseries and per-key ledger (here one second with one latency per decision).
-func writeShard(dir string, i int, lat []time.Duration, keys []results.KeyCount) {
+func writePart(dir string, i int, lat []time.Duration, keys []results.KeyCount) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, results.ScenarioFile), []byte("name: hot-tenant\n"), 0o644)
 	h := results.NewHistogram()
@@ -31,7 +31,7 @@ func writeShard(dir string, i int, lat []time.Duration, keys []results.KeyCount)
 	results.WriteLedger(lf, keys)
 	lf.Close()
 	sum := results.NewSummary("hot-tenant", 1, time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	sum.Shard = &results.Shard{Index: i, Count: 2}
+	sum.Part = &results.Part{Index: i, Count: 2}
 	sum.DurationS = 1
 	sum.Load = results.Load{OfferedRPS: float64(n), AchievedRPS: float64(n), Decisions: n, Sent: n}
 	sum.Outcomes.Allowed = n
@@ -48,21 +48,21 @@ func ExampleMerge() {
 		}
 		return out
 	}
-	writeShard(filepath.Join(root, "shard-0"), 0, ms(1, 1, 2, 2, 3, 9),
+	writePart(filepath.Join(root, "part-0"), 0, ms(1, 1, 2, 2, 3, 9),
 		[]results.KeyCount{{Key: "rl:{tenant-0}:read", Decisions: 6}})
-	writeShard(filepath.Join(root, "shard-1"), 1, ms(1, 2, 40, 50),
+	writePart(filepath.Join(root, "part-1"), 1, ms(1, 2, 40, 50),
 		[]results.KeyCount{{Key: "rl:{tenant-1}:read", Decisions: 4}})
 
 	sum, err := results.Merge(filepath.Join(root, "merged"),
-		[]string{filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")})
+		[]string{filepath.Join(root, "part-0"), filepath.Join(root, "part-1")})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("shards %v of %d: %d decisions at %.0f/s\n", sum.Shard.Merged, sum.Shard.Count, sum.Load.Decisions, sum.Load.AchievedRPS)
+	fmt.Printf("parts %v of %d: %d decisions at %.0f/s\n", sum.Part.Merged, sum.Part.Count, sum.Load.Decisions, sum.Load.AchievedRPS)
 	fmt.Printf("p50 %.0f ms, p90 %.0f ms (from the merged histogram)\n", sum.LatencyMs.P50, sum.LatencyMs.P90)
 	fmt.Printf("hottest %s with %.0f%% of decisions\n", sum.HotKeys[0].Key, 100*sum.HotKeys[0].Share)
 	// Output:
-	// shards [0 1] of 2: 10 decisions at 10/s
+	// parts [0 1] of 2: 10 decisions at 10/s
 	// p50 2 ms, p90 40 ms (from the merged histogram)
 	// hottest rl:{tenant-0}:read with 60% of decisions
 }

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// mergeSummaries builds the merged summary from the shards' (sorted by index): the totals of
+// mergeSummaries builds the merged summary from the parts' (sorted by index): the totals of
 // every input, then what is recomputed from them (latency, ratios, node shares, hot keys), then
-// the shard record and the note that says how the merge was done.
-func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary {
+// the part record and the note that says how the merge was done.
+func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary {
 	sum := mergedBase(runs[0].sum)
 	nodes := nodeTotals{byAddr: map[string]*NodeStats{}}
 	hotNode := map[string]string{}
@@ -18,9 +18,9 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 	var notes []string
 	for i, r := range runs {
 		s := r.sum
-		merged = append(merged, s.Shard.Index)
+		merged = append(merged, s.Part.Index)
 		if s.Load.Note != "" {
-			notes = append(notes, fmt.Sprintf("[shard %d] %s", s.Shard.Index, s.Load.Note))
+			notes = append(notes, fmt.Sprintf("[part %d] %s", s.Part.Index, s.Load.Note))
 		}
 		addRunTotals(sum, s)
 		nodes.add(s.Nodes)
@@ -37,9 +37,9 @@ func mergeSummaries(runs []*shardRun, hist *Histogram, keys []KeyCount) *Summary
 	sum.Nodes = nodes.appendTo(sum.Nodes, sum.Central.Ops)
 	sum.HotKeys = TopKeys(keys, MergeHotKeys, func(k string) string { return hotNode[k] })
 
-	count := runs[0].sum.Shard.Count
+	count := runs[0].sum.Part.Count
 	missing := missingIndexes(merged, count)
-	sum.Shard = &Shard{Index: -1, Count: count, Merged: merged, Missing: missing}
+	sum.Part = &Part{Index: -1, Count: count, Merged: merged, Missing: missing}
 	sum.Load.Note = mergedNote(merged, missing, count, notes)
 	return sum
 }
@@ -155,7 +155,7 @@ func (t *nodeTotals) appendTo(dst []NodeStats, ops int64) []NodeStats {
 // maxProcess folds one input's footprint into p: every sample takes the larger of the two (the
 // largest generator's footprint). first says s is the first input.
 func maxProcess(p, s *Process, first bool) {
-	// Settled only if every shard's samples were (one unsettled shard makes the maxima raw).
+	// Settled only if every part's samples were (one unsettled part makes the maxima raw).
 	p.Settled = s.Settled && (first || p.Settled)
 	p.RSSWarmMB, p.RSSEndMB = max(p.RSSWarmMB, s.RSSWarmMB), max(p.RSSEndMB, s.RSSEndMB)
 	p.HeapWarmMB, p.HeapEndMB = max(p.HeapWarmMB, s.HeapWarmMB), max(p.HeapEndMB, s.HeapEndMB)
@@ -164,7 +164,7 @@ func maxProcess(p, s *Process, first bool) {
 	p.AnonWarmMB, p.AnonEndMB = max(p.AnonWarmMB, s.AnonWarmMB), max(p.AnonEndMB, s.AnonEndMB)
 	p.RSSMidMB, p.AnonMidMB = max(p.RSSMidMB, s.RSSMidMB), max(p.AnonMidMB, s.AnonMidMB)
 	p.RSSEarlyMB, p.AnonEarlyMB = max(p.RSSEarlyMB, s.RSSEarlyMB), max(p.AnonEarlyMB, s.AnonEarlyMB)
-	// The shards run the same spec, so they sample at the same seconds.
+	// The parts run the same spec, so they sample at the same seconds.
 	p.WarmS, p.MidS, p.EarlyS = max(p.WarmS, s.WarmS), max(p.MidS, s.MidS), max(p.EarlyS, s.EarlyS)
 	p.Warm, p.End = maxSplit(p.Warm, s.Warm), maxSplit(p.End, s.End)
 }
@@ -202,14 +202,14 @@ func missingIndexes(merged []int, count int) []int {
 	return missing
 }
 
-// mergedNote is the merged summary's load note: a warning naming missing shards, how the merge
+// mergedNote is the merged summary's load note: a warning naming missing parts, how the merge
 // combined the inputs, then each input's own note.
 func mergedNote(merged, missing []int, count int, notes []string) string {
-	head := fmt.Sprintf("merged from shards %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
-		"hot keys from the merged %s; schedule lag p99 is the worst shard's and the process footprint the largest shard's",
+	head := fmt.Sprintf("merged from parts %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
+		"hot keys from the merged %s; schedule lag p99 is the worst part's and the process footprint the largest part's",
 		joinInts(merged), count, LedgerFile)
 	if len(missing) > 0 {
-		head = fmt.Sprintf("WARNING: shards %s of %d missing: every total covers shards %s only; ", joinInts(missing), count, joinInts(merged)) + head
+		head = fmt.Sprintf("WARNING: parts %s of %d missing: every total covers parts %s only; ", joinInts(missing), count, joinInts(merged)) + head
 	}
 	return strings.Join(append([]string{head}, notes...), "; ")
 }

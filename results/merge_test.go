@@ -13,26 +13,26 @@ import (
 	"time"
 )
 
-// fakeShard is what a test shard recorded: latencies per second and decisions per key.
-type fakeShard struct {
+// fakePart is what a test part recorded: latencies per second and decisions per key.
+type fakePart struct {
 	index, count int
 	seed         int64
 	scenario     string
 	yaml         string
 	lat          [][]time.Duration // per second
 	keys         []KeyCount
-	shardless    bool // write no shard record (an unsharded run)
+	partless    bool // write no part record (an whole run)
 }
 
-// write lays out dir as `ratelab run --shard` does: summary, histograms, timeseries, ledger.
-func (f fakeShard) write(t testing.TB, dir string) {
+// write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, ledger.
+func (f fakePart) write(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := NewSummary(cmpOr(f.scenario, "hot"), cmpOr(f.seed, 1), time.Date(2025, 6, 1, 12, 0, f.index, 0, time.UTC))
-	if !f.shardless {
-		sum.Shard = &Shard{Index: f.index, Count: f.count}
+	if !f.partless {
+		sum.Part = &Part{Index: f.index, Count: f.count}
 	}
 	sum.Environment = Environment{Cores: 2, Provider: "none", Mode: "local"}
 	total := NewHistogram()
@@ -91,7 +91,7 @@ func cmpOr[T comparable](v, def T) T {
 }
 
 // seededLatencies draws n latencies per second for secs seconds: an exponential body with a
-// lognormal tail, different per seed so the shards' distributions differ.
+// lognormal tail, different per seed so the parts' distributions differ.
 func seededLatencies(seed uint64, secs, n int, mean time.Duration) [][]time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	out := make([][]time.Duration, secs)
@@ -114,19 +114,19 @@ func exactQuantileMs(vals []time.Duration, q float64) float64 {
 	return float64(s[max(i, 0)]) / float64(time.Millisecond)
 }
 
-// Merged percentiles are the percentiles of the union of the shards' values: exactly those of one
-// histogram that recorded both shards, and within HDR precision (0.1%) of the exact quantile.
+// Merged percentiles are the percentiles of the union of the parts' values: exactly those of one
+// histogram that recorded both parts, and within HDR precision (0.1%) of the exact quantile.
 func TestMergePercentilesAreTheUnions(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	a := fakeShard{index: 0, count: 2, lat: seededLatencies(1, 3, 20000, time.Millisecond),
+	a := fakePart{index: 0, count: 2, lat: seededLatencies(1, 3, 20000, time.Millisecond),
 		keys: []KeyCount{{"rl:{tenant-0}:read", 500, 2, 2}, {"rl:{tenant-2}:read", 100, 0, 0}}}
-	b := fakeShard{index: 1, count: 2, lat: seededLatencies(2, 3, 5000, 4*time.Millisecond),
+	b := fakePart{index: 1, count: 2, lat: seededLatencies(2, 3, 5000, 4*time.Millisecond),
 		keys: []KeyCount{{"rl:{tenant-1}:read", 300, 1, 1}, {"rl:{tenant-3}:read", 100, 0, 0}}}
 	a.write(t, filepath.Join(root, "s0"))
 	b.write(t, filepath.Join(root, "s1"))
 	out := filepath.Join(root, "merged")
-	// Inputs in reverse order: the merge sorts by shard index.
+	// Inputs in reverse order: the merge sorts by part index.
 	sum, err := Merge(out, []string{filepath.Join(root, "s1"), filepath.Join(root, "s0")})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 			t.Errorf("second %d: sent %d offered %d overspend %d; want %d, %d, 2", sec, r.Sent, r.Offered, r.Overspend, len(vals), len(vals)+2)
 		}
 		if r.Faults != int64(sec%2) {
-			t.Errorf("second %d: faults %d; want %d (every shard ran the same schedule: not summed)", sec, r.Faults, sec%2)
+			t.Errorf("second %d: faults %d; want %d (every part ran the same schedule: not summed)", sec, r.Faults, sec%2)
 		}
 	}
 
@@ -185,8 +185,8 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 		sum.Overspend.Ratio != Ratio(6, sum.Outcomes.Allowed) {
 		t.Errorf("overspend %+v; want 6 requests, ratio recomputed over %d allowed", sum.Overspend, sum.Outcomes.Allowed)
 	}
-	if sum.Environment.Cores != 4 || sum.Shard == nil || !slices.Equal(sum.Shard.Merged, []int{0, 1}) || len(sum.Shard.Missing) != 0 {
-		t.Errorf("environment cores %d, shard %+v; want 4 cores, merged [0 1], nothing missing", sum.Environment.Cores, sum.Shard)
+	if sum.Environment.Cores != 4 || sum.Part == nil || !slices.Equal(sum.Part.Merged, []int{0, 1}) || len(sum.Part.Missing) != 0 {
+		t.Errorf("environment cores %d, part %+v; want 4 cores, merged [0 1], nothing missing", sum.Environment.Cores, sum.Part)
 	}
 	// Hot keys come from the merged ledger: tenant-0 (500 of 1000), then tenant-1 (300).
 	if len(sum.HotKeys) != 4 || sum.HotKeys[0].Key != "rl:{tenant-0}:read" || sum.HotKeys[0].Share != 0.5 ||
@@ -210,17 +210,17 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 	}
 }
 
-func TestMergeWarnsOnMissingShard(t *testing.T) {
+func TestMergeWarnsOnMissingPart(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	fakeShard{index: 0, count: 3, lat: seededLatencies(1, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s0"))
-	fakeShard{index: 2, count: 3, lat: seededLatencies(2, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s2"))
+	fakePart{index: 0, count: 3, lat: seededLatencies(1, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s0"))
+	fakePart{index: 2, count: 3, lat: seededLatencies(2, 2, 100, time.Millisecond)}.write(t, filepath.Join(root, "s2"))
 	sum, err := Merge(filepath.Join(root, "m"), []string{filepath.Join(root, "s0"), filepath.Join(root, "s2")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(sum.Shard.Missing, []int{1}) || !strings.Contains(sum.Load.Note, "WARNING: shards 1 of 3 missing") {
-		t.Errorf("missing %v, note %q; want shard 1 named missing", sum.Shard.Missing, sum.Load.Note)
+	if !slices.Equal(sum.Part.Missing, []int{1}) || !strings.Contains(sum.Load.Note, "WARNING: parts 1 of 3 missing") {
+		t.Errorf("missing %v, note %q; want part 1 named missing", sum.Part.Missing, sum.Load.Note)
 	}
 }
 
@@ -229,25 +229,25 @@ func TestMergeRefuses(t *testing.T) {
 	lat := seededLatencies(3, 1, 10, time.Millisecond)
 	tests := []struct {
 		name     string
-		shards   []fakeShard
+		parts   []fakePart
 		out      string // "" = a fresh directory; "s0" = the first input
 		wantText string
 	}{
 		{"no directories", nil, "", "no run directories"},
-		{"not a shard", []fakeShard{{shardless: true, lat: lat}}, "", "not a shard's run"},
-		{"other scenario", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, scenario: "cold", lat: lat}}, "", `scenario "cold"`},
-		{"other seed", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, seed: 7, lat: lat}}, "", "seed 7"},
-		{"other count", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 3, lat: lat}}, "", "the same count"},
-		{"other scenario.yaml", []fakeShard{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, yaml: "name: hot\nduration: 9s\n", lat: lat}}, "", "different scenario.yaml"},
-		{"overlapping shards", []fakeShard{{index: 1, count: 2, lat: lat}, {index: 1, count: 2, lat: lat}}, "", "both shard 1/2"},
-		{"output is an input", []fakeShard{{index: 0, count: 2, lat: lat}}, "s0", "is also an input"},
+		{"not a part", []fakePart{{partless: true, lat: lat}}, "", "not a part's run"},
+		{"other scenario", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, scenario: "cold", lat: lat}}, "", `scenario "cold"`},
+		{"other seed", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, seed: 7, lat: lat}}, "", "seed 7"},
+		{"other count", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 3, lat: lat}}, "", "the same count"},
+		{"other scenario.yaml", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, yaml: "name: hot\nduration: 9s\n", lat: lat}}, "", "different scenario.yaml"},
+		{"overlapping parts", []fakePart{{index: 1, count: 2, lat: lat}, {index: 1, count: 2, lat: lat}}, "", "both part 1/2"},
+		{"output is an input", []fakePart{{index: 0, count: 2, lat: lat}}, "s0", "is also an input"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
 			var dirs []string
-			for i, s := range tt.shards {
+			for i, s := range tt.parts {
 				d := filepath.Join(root, "s"+string(rune('0'+i)))
 				s.write(t, d)
 				dirs = append(dirs, d)
@@ -270,15 +270,15 @@ func TestMergeRefuses(t *testing.T) {
 	}
 }
 
-// A refused input file is named: a shard without the per-second histograms of this version.
+// A refused input file is named: a part without the per-second histograms of this version.
 func TestMergeNamesMissingFile(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	d := filepath.Join(root, "s0")
-	fakeShard{index: 0, count: 1, lat: seededLatencies(1, 1, 10, time.Millisecond)}.write(t, d)
+	fakePart{index: 0, count: 1, lat: seededLatencies(1, 1, 10, time.Millisecond)}.write(t, d)
 	os.Remove(filepath.Join(d, SecondsHistogramFile))
 	_, err := Merge(filepath.Join(root, "m"), []string{d})
-	if err == nil || !strings.Contains(err.Error(), SecondsHistogramFile) || !strings.Contains(err.Error(), "rerun the shard") {
+	if err == nil || !strings.Contains(err.Error(), SecondsHistogramFile) || !strings.Contains(err.Error(), "rerun the part") {
 		t.Errorf("Merge = %v; want an error naming %s and the fix", err, SecondsHistogramFile)
 	}
 }

@@ -46,20 +46,20 @@ type Summary struct {
 	Faults []Fault `json:"faults"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.
 	SLO SLO `json:"slo"`
-	// Shard is set when the run is one of several generators (ratelab run --shard i/N) or a
+	// Part is set when the run is one of several generators (ratelab run --part i/N) or a
 	// merge of them (ratelab merge); absent for a single generator.
-	Shard *Shard `json:"shard,omitempty"`
+	Part *Part `json:"part,omitempty"`
 }
 
-// Shard says which part of a sharded load a run holds (see docs/distributed.md).
-type Shard struct {
-	// Index is the generator's shard, 0 <= Index < Count; -1 in a merged run.
+// Part says which part of a split load a run holds (see docs/distributed.md).
+type Part struct {
+	// Index is the generator's part, 0 <= Index < Count; -1 in a merged run.
 	Index int `json:"index"`
 	// Count is the number of generators the tenants were split between.
 	Count int `json:"count"`
-	// Merged lists the shards a merged run combines; empty in one generator's run.
+	// Merged lists the parts a merged run combines; empty in one generator's run.
 	Merged []int `json:"merged,omitempty"`
-	// Missing lists the shards of Count a merged run lacks: its totals cover Merged only.
+	// Missing lists the parts of Count a merged run lacks: its totals cover Merged only.
 	Missing []int `json:"missing,omitempty"`
 }
 

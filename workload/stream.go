@@ -5,9 +5,9 @@ import "math/rand/v2"
 // Stream is a seeded, reproducible request stream: each Next draws a tenant rank from a KeyDist
 // and an endpoint index from a Mix. The same seed, KeyDist and Mix always give the same sequence.
 //
-// A Stream owns its generator and is not safe for concurrent use: give each goroutine, shard or
+// A Stream owns its generator and is not safe for concurrent use: give each goroutine, part or
 // remote generator its own sub-stream with Split. Sub-streams are deterministic functions of
-// (seed, i) alone, so shard i of a distributed run replays exactly whoever runs it.
+// (seed, i) alone, so part i of a distributed run replays exactly whoever runs it.
 type Stream struct {
 	seed uint64
 	keys KeyDist
@@ -59,7 +59,7 @@ func (s *Stream) Rand() *rand.Rand { return s.rng }
 // (Steele, Lea, Flood 2014) applied to seed + (i+1)*golden and then to the result xor seed.
 // The finalizer is a bijection with full avalanche, so children of one parent never collide, and
 // neighbouring seeds or indices give unrelated children. Use it to seed pacers, sub-streams and
-// per-shard generators from the single run seed.
+// per-part generators from the single run seed.
 func DeriveSeed(seed, i uint64) uint64 {
 	const golden = 0x9e3779b97f4a7c15
 	return splitmix64(splitmix64(seed+(i+1)*golden) ^ seed)

@@ -146,23 +146,23 @@ func parseArgs(t *testing.T, job string, args []string) *cobra.Command {
 	return cmd
 }
 
-// The Kubernetes manifests cannot rot: every flag they pass exists and parses, the shard count
-// agrees with the Indexed Job, the merge lists exactly the shards' directories, both jobs mount
+// The Kubernetes manifests cannot rot: every flag they pass exists and parses, the part count
+// agrees with the Indexed Job, the merge lists exactly the parts' directories, both jobs mount
 // the same volume, and the password comes from a Secret, never from argv.
 func TestManifests(t *testing.T) {
 	t.Parallel()
 	jobs := readJobs(t)
-	shards, ok1 := jobs["ratelab-shards"]
+	parts, ok1 := jobs["ratelab-parts"]
 	merge, ok2 := jobs["ratelab-merge"]
 	if !ok1 || !ok2 {
-		t.Fatalf("want Jobs ratelab-shards and ratelab-merge in %s, have %v", deployDir, slices.Collect(maps.Keys(jobs)))
+		t.Fatalf("want Jobs ratelab-parts and ratelab-merge in %s, have %v", deployDir, slices.Collect(maps.Keys(jobs)))
 	}
-	if shards.Spec.CompletionMode != "Indexed" || shards.Spec.Completions < 1 || shards.Spec.Parallelism != shards.Spec.Completions {
-		t.Errorf("ratelab-shards: completionMode %q completions %d parallelism %d; want Indexed, N, N (all shards run together)",
-			shards.Spec.CompletionMode, shards.Spec.Completions, shards.Spec.Parallelism)
+	if parts.Spec.CompletionMode != "Indexed" || parts.Spec.Completions < 1 || parts.Spec.Parallelism != parts.Spec.Completions {
+		t.Errorf("ratelab-parts: completionMode %q completions %d parallelism %d; want Indexed, N, N (all parts run together)",
+			parts.Spec.CompletionMode, parts.Spec.Completions, parts.Spec.Parallelism)
 	}
-	n := shards.Spec.Completions
-	sc := shards.Spec.Template.Spec.Containers
+	n := parts.Spec.Completions
+	sc := parts.Spec.Template.Spec.Containers
 	mc := merge.Spec.Template.Spec.Containers
 	if len(sc) != 1 || len(mc) != 1 || !slices.Equal(sc[0].Command, []string{"ratelab"}) || !slices.Equal(mc[0].Command, []string{"ratelab"}) {
 		t.Fatalf("want one container running ratelab in each job")
@@ -177,24 +177,24 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	if !idxFromJob || !pwFromSecret {
-		t.Errorf("shard env: index from the job-completion-index annotation %v, RATELAB_REDIS_PASSWORD from a Secret %v; want both", idxFromJob, pwFromSecret)
+		t.Errorf("part env: index from the job-completion-index annotation %v, RATELAB_REDIS_PASSWORD from a Secret %v; want both", idxFromJob, pwFromSecret)
 	}
 	var outs []string
 	for k := range n {
 		args := expand(t, sc[0], strconv.Itoa(k))
-		cmd := parseArgs(t, "ratelab-shards", args)
+		cmd := parseArgs(t, "ratelab-parts", args)
 		if cmd.Name() != "run" {
-			t.Fatalf("ratelab-shards runs %q, want run", cmd.Name())
+			t.Fatalf("ratelab-parts runs %q, want run", cmd.Name())
 		}
 		f := cmd.Flags()
-		if have, want := f.Lookup("shard").Value.String(), strconv.Itoa(k)+"/"+strconv.Itoa(n); have != want {
-			t.Errorf("pod %d: --shard %s, want %s (completions %d)", k, have, want, n)
+		if have, want := f.Lookup("part").Value.String(), strconv.Itoa(k)+"/"+strconv.Itoa(n); have != want {
+			t.Errorf("pod %d: --part %s, want %s (completions %d)", k, have, want, n)
 		}
 		if c := f.Lookup("cluster").Value.String(); !strings.HasPrefix(c, "redis://") && !strings.HasPrefix(c, "rediss://") {
 			t.Errorf("pod %d: --cluster %q; want an existing cluster's redis:// URL", k, c)
 		}
 		if !f.Changed("seed") || !f.Changed("out") {
-			t.Errorf("pod %d: want an explicit --seed (one schedule for all shards) and --out on the shared volume", k)
+			t.Errorf("pod %d: want an explicit --seed (one schedule for all parts) and --out on the shared volume", k)
 		}
 		for _, a := range args {
 			if strings.Contains(strings.ToLower(a), "password") && !strings.HasPrefix(a, "--password-file") {
@@ -209,7 +209,7 @@ func TestManifests(t *testing.T) {
 		t.Fatalf("ratelab-merge runs %q, want merge", cmd.Name())
 	}
 	if have := cmd.Flags().Args(); !slices.Equal(have, outs) {
-		t.Errorf("merge reads %v; the shards write %v", have, outs)
+		t.Errorf("merge reads %v; the parts write %v", have, outs)
 	}
 	if out := cmd.Flags().Lookup("out").Value.String(); out == "" || slices.Contains(outs, out) {
 		t.Errorf("merge --out %q: want a directory of its own", out)
@@ -220,7 +220,7 @@ func TestManifests(t *testing.T) {
 		}
 		return ""
 	}
-	if a, b := claim(shards), claim(merge); a == "" || a != b {
-		t.Errorf("volumes: shards mount claim %q, merge %q; want the same shared claim", a, b)
+	if a, b := claim(parts), claim(merge); a == "" || a != b {
+		t.Errorf("volumes: parts mount claim %q, merge %q; want the same shared claim", a, b)
 	}
 }

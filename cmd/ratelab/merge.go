@@ -9,32 +9,32 @@ import (
 	"ratelab/workload"
 )
 
-// shardFlag is --shard i/N, parsed (and refused with its fix) when the flag is read.
-type shardFlag struct{ workload.Shard }
+// partFlag is --part i/N, parsed (and refused with its fix) when the flag is read.
+type partFlag struct{ workload.Part }
 
-func (f *shardFlag) String() string {
-	if f.Shard == (workload.Shard{}) {
+func (f *partFlag) String() string {
+	if f.Part == (workload.Part{}) {
 		return ""
 	}
-	return f.Shard.String()
+	return f.Part.String()
 }
 
-func (f *shardFlag) Set(s string) error {
-	sh, err := workload.ParseShard(s)
+func (f *partFlag) Set(s string) error {
+	sh, err := workload.ParsePart(s)
 	if err != nil {
 		return err
 	}
-	f.Shard = sh
+	f.Part = sh
 	return nil
 }
 
-func (f *shardFlag) Type() string { return "INDEX/COUNT" }
+func (f *partFlag) Type() string { return "INDEX/COUNT" }
 
 // mergeOptions are the flags and arguments of `ratelab merge`.
 type mergeOptions struct {
 	// out is the merged run's directory (default out/<scenario>-merged-<time>).
 	out string
-	// dirs are the shards' run directories.
+	// dirs are the parts' run directories.
 	dirs []string
 }
 
@@ -42,15 +42,15 @@ func newMergeCmd() *cobra.Command {
 	var o mergeOptions
 	cmd := &cobra.Command{
 		Use:   "merge [--out DIR] DIR...",
-		Short: "Merge the run directories of `ratelab run --shard i/N` into one run with its report",
-		Long: `Merge the directories of the shards of one load (same scenario, same seed, ratelab run
---shard 0/N ... N-1/N) into one run directory whose summary, timeseries, plots and report read
+		Short: "Merge the run directories of `ratelab run --part i/N` into one run with its report",
+		Long: `Merge the directories of the parts of one load (same scenario, same seed, ratelab run
+--part 0/N ... N-1/N) into one run directory whose summary, timeseries, plots and report read
 like a single run: counts and rates add, latency percentiles come from the merged HDR histograms
 (whole run and per second), overspend and false denies add, hot keys come from the merged per-key
 ledgers, fault recovery and the SLO are re-evaluated on the merged data.
 
-Refused: runs of different scenarios, seeds or shard counts, the same shard twice, runs that are
-not shards. A missing shard is allowed; the summary's note and shard.missing name it. See
+Refused: runs of different scenarios, seeds or part counts, the same part twice, runs that are
+not parts. A missing part is allowed; the summary's note and part.missing name it. See
 docs/distributed.md. Exit code 3 if the merged run fails its SLO.`,
 		Example: "  ratelab merge --out out/hot-merged out/hot-0 out/hot-1 out/hot-2",
 		Args:    cobra.MinimumNArgs(1),

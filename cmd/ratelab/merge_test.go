@@ -27,7 +27,7 @@ func runBinary(t *testing.T, dir string, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func TestRunShardFlagRejects(t *testing.T) {
+func TestRunPartFlagRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ have, wantText string }{
 		{"2/2", "want 0 <= index < 2"},
@@ -37,30 +37,30 @@ func TestRunShardFlagRejects(t *testing.T) {
 		{"0/5000", "1000 tenants"}, // smoke has 1,000 tenants
 	}
 	for _, tt := range tests {
-		code, _, stderr := runBinary(t, t.TempDir(), "run", "smoke", "--limiter", "memory", "--shard", tt.have)
-		if code != 1 || !strings.Contains(stderr, "--shard") || !strings.Contains(stderr, tt.have) || !strings.Contains(stderr, tt.wantText) {
-			t.Errorf("run --shard %s: exit %d, stderr %q; want exit 1 naming --shard, %s and %q", tt.have, code, stderr, tt.have, tt.wantText)
+		code, _, stderr := runBinary(t, t.TempDir(), "run", "smoke", "--limiter", "memory", "--part", tt.have)
+		if code != 1 || !strings.Contains(stderr, "--part") || !strings.Contains(stderr, tt.have) || !strings.Contains(stderr, tt.wantText) {
+			t.Errorf("run --part %s: exit %d, stderr %q; want exit 1 naming --part, %s and %q", tt.have, code, stderr, tt.have, tt.wantText)
 		}
 	}
 }
 
-// Two shards through the CLI, merged: one run directory with its report; a shard passed twice is
+// Two parts through the CLI, merged: one run directory with its report; a part passed twice is
 // refused.
-func TestShardAndMergeCommands(t *testing.T) {
+func TestPartAndMergeCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, sh := range []string{"0/2", "1/2"} {
 		out := "s" + sh[:1]
 		if code, _, stderr := runBinary(t, dir, "run", "smoke", "--limiter", "memory", "--duration", "2s", "--rate", "1000",
-			"--shard", sh, "--out", out, "-q"); code != 0 {
-			t.Fatalf("run --shard %s: exit %d: %s", sh, code, stderr)
+			"--part", sh, "--out", out, "-q"); code != 0 {
+			t.Fatalf("run --part %s: exit %d: %s", sh, code, stderr)
 		}
 	}
 	code, stdout, stderr := runBinary(t, dir, "merge", "--out", "merged", "s0", "s1")
 	if code != 0 {
 		t.Fatalf("merge: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from shards 0,1 of 2") {
+	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from parts 0,1 of 2") {
 		t.Errorf("merge stdout does not read like a run's summary with its report:\n%s", stdout)
 	}
 	for _, f := range []string{"report.html", "report.md", "latency.png", results.TimeseriesFile, results.LedgerFile, results.SecondsHistogramFile} {
@@ -74,11 +74,11 @@ func TestShardAndMergeCommands(t *testing.T) {
 	}
 	s0, _ := results.ReadSummary(filepath.Join(dir, "s0", results.SummaryFile))
 	s1, _ := results.ReadSummary(filepath.Join(dir, "s1", results.SummaryFile))
-	if s0 == nil || s1 == nil || sum.Load.Decisions != s0.Load.Decisions+s1.Load.Decisions || sum.Shard == nil || len(sum.Shard.Merged) != 2 {
-		t.Errorf("merged decisions %d shard %+v; want the sum of the shards'", sum.Load.Decisions, sum.Shard)
+	if s0 == nil || s1 == nil || sum.Load.Decisions != s0.Load.Decisions+s1.Load.Decisions || sum.Part == nil || len(sum.Part.Merged) != 2 {
+		t.Errorf("merged decisions %d part %+v; want the sum of the parts'", sum.Load.Decisions, sum.Part)
 	}
 	code, _, stderr = runBinary(t, dir, "merge", "--out", "twice", "s0", "s0")
-	if code != 1 || !strings.Contains(stderr, "both shard 0/2") {
-		t.Errorf("merge s0 s0: exit %d, %q; want exit 1 refusing overlapping shards", code, stderr)
+	if code != 1 || !strings.Contains(stderr, "both part 0/2") {
+		t.Errorf("merge s0 s0: exit %d, %q; want exit 1 refusing overlapping parts", code, stderr)
 	}
 }

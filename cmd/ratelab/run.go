@@ -66,8 +66,8 @@ type runOptions struct {
 	tlsKey       string
 	allowFaults  bool
 	dockerImage  string
-	// shard is --shard i/N (see docs/distributed.md).
-	shard shardFlag
+	// part is --part i/N (see docs/distributed.md).
+	part partFlag
 	// Traces and the decision clock (see docs/scenarios.md).
 	recordTrace string
 	trace       string
@@ -76,10 +76,10 @@ type runOptions struct {
 	via         string
 }
 
-// clusterOptions copies the flags of external clusters, and --shard, into run options. The
+// clusterOptions copies the flags of external clusters, and --part, into run options. The
 // password is read from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
 func (o runOptions) clusterOptions(r *engine.Options) {
-	r.Shard = o.shard.Shard
+	r.Part = o.part.Part
 	r.PasswordFile = o.passwordFile
 	r.AllowFaults = o.allowFaults
 	if o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
@@ -137,7 +137,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value (p99_ms, p999_ms, overspend_ratio, false_deny_ratio, error_ratio, achieved_ratio, recovered_s); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
-	f.Var(&o.shard, "shard", "run shard INDEX/COUNT of a load split between COUNT generators (tenant i goes to shard i mod COUNT); merge the shards' directories with `ratelab merge`")
+	f.Var(&o.part, "part", "run part INDEX/COUNT of a load split between COUNT generators (tenant i goes to part i mod COUNT); merge the parts' directories with `ratelab merge`")
 	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for `ratelab compare`")
 	f.StringVar(&o.recordTrace, "record-trace", "", "write the run's schedule (every offered request: offset, tenant, endpoint, cost) to FILE as a trace")
 	f.StringVar(&o.trace, "trace", "", "replay this trace file instead of the scenario's seeded schedule (sets duration, rate and tenants)")

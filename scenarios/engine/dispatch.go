@@ -49,9 +49,9 @@ func (d *driver) dispatch(ctx context.Context, pacer workload.Pacer, stream keyS
 			p.cur = sec
 		}
 		// Draw for every scheduled request, sent or not, so the key sequence depends only on the
-		// seed; with --shard every generator draws the whole schedule and keeps its tenants' part.
+		// seed; with --part every generator draws the whole schedule and keeps its tenants' part.
 		t, ep, cost := stream.next()
-		if !d.s.opts.Shard.Owns(t) {
+		if !d.s.opts.Part.Owns(t) {
 			continue
 		}
 		if off > p.now && !p.wait(off, done) {

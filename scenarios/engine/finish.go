@@ -26,7 +26,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	sum := m.Summary
 	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
 	sum.Environment = s.env
-	sum.Shard = shardSummary(s.opts.Shard)
+	sum.Part = partSummary(s.opts.Part)
 	s.marks.fillSummary(sum)
 	if s.store != nil {
 		s.store.fillSummary(ctx, sum, m.Ran)
@@ -57,7 +57,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 }
 
 // notes are the summary's notes on what the session knows: the two-tier quota, the tariff
-// versions, the replay, the external cluster's keys and the shard.
+// versions, the replay, the external cluster's keys and the part.
 func (s *Session) notes() string {
 	var n string
 	if tc, ok := s.checker.(*check.TwoTier); ok {
@@ -74,7 +74,7 @@ func (s *Session) notes() string {
 	if s.store != nil && s.store.note != "" {
 		n += "; " + s.store.note
 	}
-	return n + shardNote(s.opts.Shard)
+	return n + partNote(s.opts.Part)
 }
 
 // fillLeases reports what the lease layer did: the overspend bound is the tokens leased out and

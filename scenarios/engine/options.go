@@ -39,9 +39,9 @@ type Options struct {
 	// AllowFaults lets a scenario's cluster faults run against an external cluster
 	// (--allow-faults); without it such a run is refused before it starts.
 	AllowFaults bool
-	// Shard makes this run one of Count generators of one load (--shard i/N): it offers only
-	// the requests of the tenants it owns (see workload.Shard). Zero: the whole load.
-	Shard workload.Shard
+	// Part makes this run one of Count generators of one load (--part i/N): it offers only
+	// the requests of the tenants it owns (see workload.Part). Zero: the whole load.
+	Part workload.Part
 	// Wrap, when set, wraps every gateway's limiter before the run starts (a test's slowed or
 	// instrumented limiter); the run measures what the wrapper does too.
 	Wrap func(limiter.Limiter) limiter.Limiter

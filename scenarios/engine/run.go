@@ -83,7 +83,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 }
 
 // rowWriter writes timeseries.csv and, beside each row, the second's latency histogram: what
-// a merge of shards needs for its percentiles. It keeps the first error and goes on.
+// a merge of parts needs for its percentiles. It keeps the first error and goes on.
 type rowWriter struct {
 	ts, hs *os.File
 	tsw    *results.TimeseriesWriter

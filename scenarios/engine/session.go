@@ -99,7 +99,7 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 }
 
 // resolve fixes the spec the run follows (a trace replay's duration, rate and tenants) and
-// refuses a shard the spec cannot be split by.
+// refuses a part the spec cannot be split by.
 func (s *Session) resolve(spec *scenarios.Spec) error {
 	s.Spec = spec
 	if spec.Trace != nil {
@@ -108,7 +108,7 @@ func (s *Session) resolve(spec *scenarios.Spec) error {
 			return err
 		}
 	}
-	if err := checkShard(s.Spec, s.opts); err != nil {
+	if err := checkPart(s.Spec, s.opts); err != nil {
 		return err
 	}
 	s.secs = int((time.Duration(s.Spec.Duration) + time.Second - 1) / time.Second)

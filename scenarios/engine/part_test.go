@@ -13,15 +13,15 @@ import (
 	"ratelab/workload"
 )
 
-// shardSpec is the equivalence test's scenario: a Poisson schedule over Zipf tenants against the
+// partSpec is the equivalence test's scenario: a Poisson schedule over Zipf tenants against the
 // in-memory token bucket with a policy whose decisions do not depend on time. The bucket refills
 // 0.001 tokens/s: over a 3 s run a key gains 0.003 tokens, so every key allows exactly its first 5
 // requests (its burst) and denies the rest, whenever they arrive. So allowed and denied per key,
-// not only decisions, must match exactly between one run and its merged shards.
-func shardSpec(t *testing.T) *scenarios.Spec {
+// not only decisions, must match exactly between one run and its merged parts.
+func partSpec(t *testing.T) *scenarios.Spec {
 	t.Helper()
-	s, err := scenarios.Parse("shard-test", []byte(`
-name: shard-test
+	s, err := scenarios.Parse("part-test", []byte(`
+name: part-test
 duration: 3s
 seed: 42
 load: {rate: 3000, pacer: poisson, concurrency: 8, max_inflight: 4096}
@@ -54,19 +54,19 @@ func readLedgerFile(t *testing.T, dir string) map[string]int64 {
 	return out
 }
 
-// Two shards of one seed, merged, give what one unsharded run of that seed gives.
-func TestShardsMergeToTheUnshardedRun(t *testing.T) {
+// Two parts of one seed, merged, give what one whole run of that seed gives.
+func TestPartsMergeToTheWholeRun(t *testing.T) {
 	root := t.TempDir()
-	run := func(name string, sh workload.Shard) *Result {
-		res, err := Run(context.Background(), shardSpec(t), Options{Out: filepath.Join(root, name), Shard: sh})
+	run := func(name string, sh workload.Part) *Result {
+		res, err := Run(context.Background(), partSpec(t), Options{Out: filepath.Join(root, name), Part: sh})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		return res
 	}
-	full := run("full", workload.Shard{})
-	s0 := run("shard-0", workload.Shard{Index: 0, Count: 2})
-	s1 := run("shard-1", workload.Shard{Index: 1, Count: 2})
+	full := run("full", workload.Part{})
+	s0 := run("part-0", workload.Part{Index: 0, Count: 2})
+	s1 := run("part-1", workload.Part{Index: 1, Count: 2})
 	merged, err := MergeRuns(filepath.Join(root, "merged"), s1.Dir, s0.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +90,11 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		t.Fatalf("full run offered %d requests in 3 s at 3000/s: the schedule is wrong", offered)
 	}
 	if s0.Summary.Load.Decisions == 0 || s1.Summary.Load.Decisions == 0 {
-		t.Fatalf("shard decisions %d and %d: a shard ran nothing", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
+		t.Fatalf("part decisions %d and %d: a part ran nothing", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
 	}
-	// Shard 0 owns tenant 0, the hottest: it must carry more than half of the load.
+	// Part 0 owns tenant 0, the hottest: it must carry more than half of the load.
 	if s0.Summary.Load.Decisions <= s1.Summary.Load.Decisions {
-		t.Errorf("shard 0 decided %d, shard 1 %d: tenant 0 (the Zipf hottest) is shard 0's", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
+		t.Errorf("part 0 decided %d, part 1 %d: tenant 0 (the Zipf hottest) is part 0's", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
 	}
 
 	drops := f.Load.Dropped + s0.Summary.Load.Dropped + s1.Summary.Load.Dropped
@@ -109,7 +109,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		}
 		return
 	}
-	t.Logf("offered %d; full: decisions %d allowed %d denied %d p99 %.3f ms; merged: decisions %d allowed %d denied %d p99 %.3f ms; shards %d + %d",
+	t.Logf("offered %d; full: decisions %d allowed %d denied %d p99 %.3f ms; merged: decisions %d allowed %d denied %d p99 %.3f ms; parts %d + %d",
 		offered, f.Load.Decisions, f.Outcomes.Allowed, f.Outcomes.Denied, f.LatencyMs.P99,
 		m.Load.Decisions, m.Outcomes.Allowed, m.Outcomes.Denied, m.LatencyMs.P99, s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
 	if f.Load.Decisions != offered || m.Load.Decisions != offered || m.Load.Sent != f.Load.Sent {
@@ -140,7 +140,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 	}
 
 	// Latency is the machine's, not the seed's: the merged percentiles are those of the union
-	// of the two shards' recorded values.
+	// of the two parts' recorded values.
 	union := results.NewHistogram()
 	for _, d := range []string{s0.Dir, s1.Dir} {
 		fh, err := os.Open(filepath.Join(d, results.HistogramFile))
@@ -155,47 +155,47 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		union.Merge(h)
 	}
 	if union.Count() != m.Load.Decisions || m.LatencyMs.P99 != union.QuantileMs(99) || m.LatencyMs.P999 != union.QuantileMs(99.9) {
-		t.Errorf("merged p99 %v p999 %v over %d; union of the shards %v %v over %d",
+		t.Errorf("merged p99 %v p999 %v over %d; union of the parts %v %v over %d",
 			m.LatencyMs.P99, m.LatencyMs.P999, m.Load.Decisions, union.QuantileMs(99), union.QuantileMs(99.9), union.Count())
 	}
-	if m.Shard == nil || m.Shard.Count != 2 || len(m.Shard.Merged) != 2 || !m.SLO.Pass {
-		t.Errorf("merged shard record %+v, scenarios.SLO %+v", m.Shard, m.SLO)
+	if m.Part == nil || m.Part.Count != 2 || len(m.Part.Merged) != 2 || !m.SLO.Pass {
+		t.Errorf("merged part record %+v, scenarios.SLO %+v", m.Part, m.SLO)
 	}
 }
 
-func TestCheckShardRefuses(t *testing.T) {
+func TestCheckPartRefuses(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		shard    workload.Shard
+		part    workload.Part
 		edit     func(*scenarios.Spec)
 		wantText string
 	}{
-		{"index out of range", workload.Shard{Index: 2, Count: 2}, nil, "want 0 <= index < 2"},
-		{"more shards than tenants", workload.Shard{Index: 0, Count: 301}, nil, "300 tenants"},
-		{"cluster fault on a shared cluster", workload.Shard{Index: 0, Count: 2}, func(s *scenarios.Spec) {
+		{"index out of range", workload.Part{Index: 2, Count: 2}, nil, "want 0 <= index < 2"},
+		{"more parts than tenants", workload.Part{Index: 0, Count: 301}, nil, "300 tenants"},
+		{"cluster fault on a shared cluster", workload.Part{Index: 0, Count: 2}, func(s *scenarios.Spec) {
 			s.Cluster.Provider, s.Cluster.URL = "external", "redis://127.0.0.1:7000"
 			s.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultFailover}}
-		}, "once per shard"},
+		}, "once per part"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := shardSpec(t)
+			s := partSpec(t)
 			if tt.edit != nil {
 				tt.edit(s)
 			}
-			err := checkShard(s, Options{Shard: tt.shard})
-			if err == nil || !strings.Contains(err.Error(), "--shard "+tt.shard.String()) || !strings.Contains(err.Error(), tt.wantText) {
-				t.Errorf("checkShard = %v; want an error naming --shard %s and %q", err, tt.shard, tt.wantText)
+			err := checkPart(s, Options{Part: tt.part})
+			if err == nil || !strings.Contains(err.Error(), "--part "+tt.part.String()) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("checkPart = %v; want an error naming --part %s and %q", err, tt.part, tt.wantText)
 			}
 		})
 	}
-	// Gateway faults run in every shard's own gateways: allowed.
-	s := shardSpec(t)
+	// Gateway faults run in every part's own gateways: allowed.
+	s := partSpec(t)
 	s.Cluster.Provider = "external"
 	s.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultClockSkew}}
-	if err := checkShard(s, Options{Shard: workload.Shard{Index: 1, Count: 2}}); err != nil {
-		t.Errorf("a gateway fault in a sharded run: %v", err)
+	if err := checkPart(s, Options{Part: workload.Part{Index: 1, Count: 2}}); err != nil {
+		t.Errorf("a gateway fault in a split run: %v", err)
 	}
 }

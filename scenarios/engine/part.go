@@ -13,20 +13,20 @@ import (
 	"ratelab/workload"
 )
 
-// checkShard refuses a --shard the scenario cannot be split by: a bad index or count, more
-// shards than tenants (a shard would own nothing), or cluster faults against a cluster the
-// shards share (each shard would inject them once more).
-func checkShard(spec *scenarios.Spec, opts Options) error {
-	sh := opts.Shard
+// checkPart refuses a --part the scenario cannot be split by: a bad index or count, more
+// parts than tenants (a part would own nothing), or cluster faults against a cluster the
+// parts share (each part would inject them once more).
+func checkPart(spec *scenarios.Spec, opts Options) error {
+	sh := opts.Part
 	if err := sh.Validate(); err != nil {
-		return fmt.Errorf("--shard %s: %w", sh, err)
+		return fmt.Errorf("--part %s: %w", sh, err)
 	}
-	if !sh.Sharded() {
+	if !sh.Split() {
 		return nil
 	}
 	if spec.Tenants.Count < sh.Count {
-		return fmt.Errorf("--shard %s: the scenario has %d tenants (tenants.count) and shard i owns tenants i, i+%d, ...: "+
-			"use at most %d shards or more tenants", sh, spec.Tenants.Count, sh.Count, spec.Tenants.Count)
+		return fmt.Errorf("--part %s: the scenario has %d tenants (tenants.count) and part i owns tenants i, i+%d, ...: "+
+			"use at most %d parts or more tenants", sh, spec.Tenants.Count, sh.Count, spec.Tenants.Count)
 	}
 	if p := spec.Cluster.Provider; p == "external" || p == "running" {
 		var kinds []string
@@ -36,34 +36,34 @@ func checkShard(spec *scenarios.Spec, opts Options) error {
 			}
 		}
 		if len(kinds) > 0 {
-			return fmt.Errorf("--shard %s: faults %s would be injected once per shard into the cluster the shards share (%s); "+
-				"run cluster faults unsharded, or shard on local clusters (--cluster local)", sh, strings.Join(kinds, ", "), p)
+			return fmt.Errorf("--part %s: faults %s would be injected once per part into the cluster the parts share (%s); "+
+				"run cluster faults whole, or part on local clusters (--cluster local)", sh, strings.Join(kinds, ", "), p)
 		}
 	}
 	return nil
 }
 
-// shardSummary is the summary's record of opts.Shard; nil when the run is not a shard.
-func shardSummary(sh workload.Shard) *results.Shard {
-	if sh == (workload.Shard{}) {
+// partSummary is the summary's record of opts.Part; nil when the run is not a part.
+func partSummary(sh workload.Part) *results.Part {
+	if sh == (workload.Part{}) {
 		return nil
 	}
-	return &results.Shard{Index: sh.Index, Count: sh.Count}
+	return &results.Part{Index: sh.Index, Count: sh.Count}
 }
 
-// shardNote says in the summary what a shard's numbers are a part of.
-func shardNote(sh workload.Shard) string {
-	if !sh.Sharded() {
+// partNote says in the summary what a part's numbers are a part of.
+func partNote(sh workload.Part) string {
+	if !sh.Split() {
 		return ""
 	}
-	return fmt.Sprintf("; shard %s: this generator ran tenants i with i mod %d == %d and their share of the schedule only; "+
-		"`ratelab merge` combines the shards into the whole run", sh, sh.Count, sh.Index)
+	return fmt.Sprintf("; part %s: this generator ran tenants i with i mod %d == %d and their share of the schedule only; "+
+		"`ratelab merge` combines the parts into the whole run", sh, sh.Count, sh.Index)
 }
 
-// MergeRuns merges the run directories of the shards of one load (ratelab run --shard i/N) into
+// MergeRuns merges the run directories of the parts of one load (ratelab run --part i/N) into
 // out — default out/<scenario>-merged-<time> — with results.Merge, then re-evaluates what only
 // the scenario knows: fault detection and recovery from the merged rows, and the SLO checks of
-// the scenario.yaml the shards ran. The caller writes the report (report.Generate), as after a run.
+// the scenario.yaml the parts ran. The caller writes the report (report.Generate), as after a run.
 func MergeRuns(out string, dirs ...string) (*Result, error) {
 	if out == "" && len(dirs) > 0 {
 		s, err := results.ReadSummary(filepath.Join(dirs[0], results.SummaryFile))
@@ -86,7 +86,7 @@ func MergeRuns(out string, dirs ...string) (*Result, error) {
 			}
 		}
 		// The data is merged either way; say what could not be judged.
-		sum.Load.Note += fmt.Sprintf("; scenarios.SLO checks and fault recovery not re-evaluated (%v): they are the first shard's", err)
+		sum.Load.Note += fmt.Sprintf("; scenarios.SLO checks and fault recovery not re-evaluated (%v): they are the first part's", err)
 		return nil
 	}))
 	if err != nil {
