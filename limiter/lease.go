@@ -76,17 +76,17 @@ type LeaseLimiter struct {
 	refreshing   sync.WaitGroup // refresh fetches running
 	onWait       func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
 	batch        *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
-	shards       [numShards]leaseShard
+	stripes      [numStripes]leaseStripe
 }
 
-// leaseShard is one lock and its keys' leases, padded to a cache line as bucketShard.
-type leaseShard struct {
+// leaseStripe is one lock and its keys' leases, padded to a cache line as bucketStripe.
+type leaseStripe struct {
 	mu sync.Mutex
 	m  map[string]*leaseEntry
 	_  [64 - 16]byte
 }
 
-// leaseEntry is one key's lease. Guarded by its shard's lock.
+// leaseEntry is one key's lease. Guarded by its stripe's lock.
 type leaseEntry struct {
 	tokens    int64      // unspent leased tokens
 	expiresAt int64      // Unix ms; the tokens are lost at or after it
@@ -214,8 +214,8 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		l.refreshMs = int64(math.Ceil(cfg.refresh * float64(l.ttlMs)))
 		l.drainGraceMs = max(1, int64(math.Ceil(1/p.PerMs())))
 	}
-	for i := range l.shards {
-		l.shards[i].m = make(map[string]*leaseEntry)
+	for i := range l.stripes {
+		l.stripes[i].m = make(map[string]*leaseEntry)
 	}
 	if cfg.batching {
 		pc, ok := c.(PipelineScripter)
@@ -272,21 +272,21 @@ func (l *LeaseLimiter) RefreshErrors() int64 { return l.refreshErrs.Load() }
 func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
 
 // Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
-// time seen: this gateway's share of the overspend bound. It locks every shard in turn.
+// time seen: this gateway's share of the overspend bound. It locks every stripe in turn.
 func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
 
 // OutstandingAt is Outstanding at nowMs (Unix ms).
 func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
 	var n int64
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
+	for i := range l.stripes {
+		stripe := &l.stripes[i]
+		stripe.mu.Lock()
+		for _, e := range stripe.m {
 			if nowMs < e.expiresAt {
 				n += e.tokens
 			}
 		}
-		sh.mu.Unlock()
+		stripe.mu.Unlock()
 	}
 	return n
 }
@@ -294,20 +294,20 @@ func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
 // Drop simulates the death of the gateway: every lease is lost (counted in LostTokens), and a
 // fetch in flight loses its grant too. The central bucket gets nothing back.
 func (l *LeaseLimiter) Drop() {
-	for i := range l.shards {
-		l.shards[i].mu.Lock()
+	for i := range l.stripes {
+		l.stripes[i].mu.Lock()
 	}
 	l.gen.Add(1)
 	var n int64
-	for i := range l.shards {
-		for _, e := range l.shards[i].m {
+	for i := range l.stripes {
+		for _, e := range l.stripes[i].m {
 			n += e.tokens
 			e.tokens, e.expiresAt = 0, 0
 		}
 	}
 	l.lost.Add(n)
-	for i := range l.shards {
-		l.shards[i].mu.Unlock()
+	for i := range l.stripes {
+		l.stripes[i].mu.Unlock()
 	}
 }
 
@@ -331,12 +331,12 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
-	sh := &l.shards[maphash.Bytes(l.seed, key)&(numShards-1)]
-	sh.mu.Lock()
-	e := sh.m[string(key)] // no allocation: the compiler looks up without a string copy
+	stripe := &l.stripes[maphash.Bytes(l.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	e := stripe.m[string(key)] // no allocation: the compiler looks up without a string copy
 	if e == nil {
 		e = new(leaseEntry)
-		sh.m[string(key)] = e
+		stripe.m[string(key)] = e
 	}
 	src := Lease
 	waited := false
@@ -352,12 +352,12 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
 				l.startRefresh(e, string(key), nowMs)
 			}
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			return d, nil
 		}
 		if nowMs < e.refusedUntil && r.Cost >= e.refusedCost && e.fetch == nil {
 			d := Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			return d, nil
 		}
 		if l.refresh && (nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
@@ -373,11 +373,11 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 				l.startRefresh(e, string(key), nowMs).drained = true
 			}
 			d := Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			return d, nil
 		}
 		if f := e.fetch; f != nil {
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			if !waited {
 				waited = true // counted once per decision, however many rounds it waits
 				l.waited.Add(1)
@@ -398,7 +398,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 				d.Source = Lease
 				return d, nil
 			}
-			sh.mu.Lock()
+			stripe.mu.Lock()
 			continue
 		}
 		// This request fetches. need >= 1: the lease lacks need tokens for this request.
@@ -410,16 +410,16 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		f := &leaseCall{done: make(chan struct{})}
 		e.fetch = f
 		gen := l.gen.Load()
-		sh.mu.Unlock()
+		stripe.mu.Unlock()
 		granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
-		sh.mu.Lock()
+		stripe.mu.Lock()
 		granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
 		if err != nil {
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			return Decision{}, err
 		}
 		if granted == 0 {
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			denial.Source = Central
 			return denial, nil
 		}
@@ -431,7 +431,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 
 // settle books the result of fetch f (started at generation gen by a request at nowMs that
 // lacked need tokens) into e and wakes f's waiters. It returns the grant and the denial as the
-// fetching request sees them: a grant that Drop overtook is lost. Called with e's shard locked.
+// fetching request sees them: a grant that Drop overtook is lost. Called with e's stripe locked.
 func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
 	e.fetch = nil
 	f.granted, f.denial, f.err = granted, denial, err
@@ -465,7 +465,7 @@ func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, gra
 // markDrained keeps e drained (refresh-ahead only) until one token's refill time after the
 // later of refusedUntil and the latest request time seen: a fetch answers after its requests'
 // clock has moved on, and the key's requests meanwhile must find it still drained. Called with
-// e's shard locked, after refusedUntil is set.
+// e's stripe locked, after refusedUntil is set.
 func (l *LeaseLimiter) markDrained(e *leaseEntry) {
 	if l.refresh {
 		e.drainedUntil = max(e.refusedUntil, l.lastMs.Load()) + l.drainGraceMs
@@ -475,14 +475,14 @@ func (l *LeaseLimiter) markDrained(e *leaseEntry) {
 // startRefresh starts a top-up fetch of key's lease e in the background (refresh-ahead), dated
 // nowMs: size - e.tokens tokens wanted, at least 1. Requests that the lease cannot pay
 // meanwhile wait for it as for any fetch in flight. The fetch runs under the lease timeout
-// only: no request's context owns it. Called with e's shard locked.
+// only: no request's context owns it. Called with e's stripe locked.
 func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *leaseCall {
 	f := &leaseCall{done: make(chan struct{})}
 	e.fetch = f
 	gen := l.gen.Load()
 	want := l.size - e.tokens
 	l.refreshes.Add(1)
-	sh := &l.shards[maphash.String(l.seed, key)&(numShards-1)]
+	stripe := &l.stripes[maphash.String(l.seed, key)&(numStripes-1)]
 	l.refreshing.Add(1)
 	go func() {
 		defer l.refreshing.Done()
@@ -497,9 +497,9 @@ func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *lea
 		if err != nil {
 			l.refreshErrs.Add(1)
 		}
-		sh.mu.Lock()
+		stripe.mu.Lock()
 		l.settle(e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
-		sh.mu.Unlock()
+		stripe.mu.Unlock()
 	}()
 	return f
 }
