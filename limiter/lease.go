@@ -267,12 +267,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	for {
-		last := l.lastMs.Load()
-		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
-			break
-		}
-	}
+	l.observe(nowMs)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
 	stripe := &l.stripes[maphash.Bytes(l.seed, key)&(numStripes-1)]
@@ -289,6 +284,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			l.lost.Add(e.tokens)
 			e.tokens = 0
 		}
+		// The hot path, kept in line: the lease pays.
 		if e.tokens >= r.Cost {
 			e.tokens -= r.Cost
 			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
@@ -299,76 +295,111 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			stripe.mu.Unlock()
 			return d, nil
 		}
-		if nowMs < e.refusedUntil && r.Cost >= e.refusedCost && e.fetch == nil {
-			d := Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}
+		if d, ok := l.denyLocally(e, key, nowMs, r.Cost); ok {
 			stripe.mu.Unlock()
 			return d, nil
 		}
-		if l.refresh && (nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
-			// The last answer found the central bucket with less than one token: deny at once
-			// and let one refresh collect what refilled for the requests after it, instead of
-			// every request waiting a round trip for a token or two that only one of them can
-			// have. However long that refresh takes (a loaded Redis, a failover), nobody waits.
-			retry := time.Millisecond
-			switch {
-			case nowMs < e.refusedUntil:
-				retry = time.Duration(e.refusedUntil-nowMs) * time.Millisecond
-			case e.fetch == nil:
-				l.startRefresh(e, string(key), nowMs).drained = true
-			}
-			d := Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}
-			stripe.mu.Unlock()
-			return d, nil
+		if !waited {
+			waited = true // counted once per decision, however many rounds it waits
+			l.waited.Add(1)
 		}
 		if f := e.fetch; f != nil {
 			stripe.mu.Unlock()
-			if !waited {
-				waited = true // counted once per decision, however many rounds it waits
-				l.waited.Add(1)
-			}
-			if l.onWait != nil {
-				l.onWait()
-			}
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return Decision{}, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(key), ctx.Err())
-			}
-			if f.err != nil {
-				return Decision{}, f.err
-			}
-			if f.granted == 0 {
-				d := f.denial
-				d.Source = Lease
-				return d, nil
+			if d, done, err := l.await(ctx, f, key); done {
+				return d, err
 			}
 			stripe.mu.Lock()
 			continue
 		}
-		// This request fetches. need >= 1: the lease lacks need tokens for this request.
-		if !waited {
-			waited = true
-			l.waited.Add(1)
-		}
-		need := r.Cost - e.tokens
-		f := &leaseCall{done: make(chan struct{})}
-		e.fetch = f
-		gen := l.gen.Load()
-		stripe.mu.Unlock()
-		granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
-		stripe.mu.Lock()
-		granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
-		if err != nil {
+		d, done, err := l.fetchFor(ctx, stripe, e, key, nowMs, r.Cost)
+		if done {
 			stripe.mu.Unlock()
-			return Decision{}, err
-		}
-		if granted == 0 {
-			stripe.mu.Unlock()
-			denial.Source = Central
-			return denial, nil
+			return d, err
 		}
 		// Requests spending from the lease meanwhile may have left it short again; then loop
 		// and fetch again (each round spends or is refused, so the loop ends).
 		src = Central
 	}
+}
+
+// observe advances the latest request time seen (the clock of Outstanding) to nowMs.
+func (l *LeaseLimiter) observe(nowMs int64) {
+	for {
+		last := l.lastMs.Load()
+		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
+			return
+		}
+	}
+}
+
+// denyLocally denies, without a round trip, a request for cost tokens on key at nowMs that
+// lease e cannot pay, when the central bucket is known not to pay it either: it refused as many
+// tokens until refusedUntil, or it is drained (refresh-ahead). ok is false when the request must
+// wait for a fetch or start one. Called with e's stripe locked.
+func (l *LeaseLimiter) denyLocally(e *leaseEntry, key []byte, nowMs, cost int64) (d Decision, ok bool) {
+	if nowMs < e.refusedUntil && cost >= e.refusedCost && e.fetch == nil {
+		return Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}, true
+	}
+	if !l.refresh || !(nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
+		return Decision{}, false
+	}
+	// The last answer found the central bucket with less than one token: deny at once and let
+	// one refresh collect what refilled for the requests after it, instead of every request
+	// waiting a round trip for a token or two that only one of them can have. However long that
+	// refresh takes (a loaded Redis, a failover), nobody waits.
+	retry := time.Millisecond
+	switch {
+	case nowMs < e.refusedUntil:
+		retry = time.Duration(e.refusedUntil-nowMs) * time.Millisecond
+	case e.fetch == nil:
+		l.startRefresh(e, string(key), nowMs).drained = true
+	}
+	return Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}, true
+}
+
+// await waits, with key's stripe unlocked, for fetch f in flight on key. done is true when f's
+// outcome decides the request: f's error, f's denial (Source Lease), or ctx's end; otherwise f
+// brought tokens and the request tries the lease again.
+func (l *LeaseLimiter) await(ctx context.Context, f *leaseCall, key []byte) (d Decision, done bool, err error) {
+	if l.onWait != nil {
+		l.onWait()
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return Decision{}, true, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(key), ctx.Err())
+	}
+	if f.err != nil {
+		return Decision{}, true, f.err
+	}
+	if f.granted == 0 {
+		d := f.denial
+		d.Source = Lease
+		return d, true, nil
+	}
+	return Decision{}, false, nil
+}
+
+// fetchFor runs the fetch of a request for cost tokens on key at nowMs that lease e cannot pay:
+// it lacks need = cost - e.tokens >= 1 tokens, so max(size, need) are wanted and at least need
+// must be granted. Meanwhile the fetch is e's fetch in flight and stripe is unlocked; it is
+// locked again when fetchFor returns. done is true when the fetch decides the request: its error
+// or the central denial (Source Central); otherwise the grant joined the lease.
+func (l *LeaseLimiter) fetchFor(ctx context.Context, stripe *leaseStripe, e *leaseEntry, key []byte, nowMs, cost int64) (d Decision, done bool, err error) {
+	need := cost - e.tokens
+	f := &leaseCall{done: make(chan struct{})}
+	e.fetch = f
+	gen := l.gen.Load()
+	stripe.mu.Unlock()
+	granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
+	stripe.mu.Lock()
+	granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
+	if err != nil {
+		return Decision{}, true, err
+	}
+	if granted == 0 {
+		denial.Source = Central
+		return denial, true, nil
+	}
+	return Decision{}, false, nil
 }
