@@ -45,8 +45,8 @@ const DefaultLeaseTTL = time.Second
 // how long the bucket stays empty at least; requests the lease cannot pay meanwhile are denied
 // locally, without a refused round trip each.
 //
-// A decision from the lease allocates nothing; a key's entry (about 100 bytes with the key) is
-// kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
+// A decision from the lease allocates nothing; a key's entry (48 bytes plus the key and map
+// overhead) is kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
 // not usable: use NewLeaseLimiter.
 type LeaseLimiter struct {
 	c        redis.Scripter
@@ -166,8 +166,8 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		if !ok {
 			return nil, fmt.Errorf("%w: lease batching: client %T has no Pipeline(): pass a *redis.ClusterClient or *redis.Client, or WithLeaseBatching(false)", ErrBadConfig, c)
 		}
-		// No linger by default: it was measured for CoalescingBucket only, and a lease fetch
-		// holds every request on its key that the lease cannot pay.
+		// No linger by default: a lease fetch holds every request on its key that the lease
+		// cannot pay, so waiting to fill its pipeline would hold them all.
 		cc := coalesceConfig{batchSize: DefaultBatchSize, window: DefaultBatchWindow, flushers: DefaultFlushers}
 		for _, o := range cfg.batch {
 			o(&cc)

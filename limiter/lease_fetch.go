@@ -129,8 +129,8 @@ func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least
 // left the bucket with less than one whole token (remaining 0), the next fetch would be refused
 // until one token has refilled; it returns a lower bound on that time in ms (0 if none is known:
 // the bucket is drained all the same), so that the requests meanwhile are denied locally instead
-// of each paying a refused round trip. On a saturated key that halves the fetches. It returns -1
-// when the bucket kept a whole token.
+// of each paying a refused round trip. On a saturated key that saves the refused fetch between
+// two grants. It returns -1 when the bucket kept a whole token.
 //
 // The bound: reset = ceil((burst - t) / r) for the tokens t left, so t < burst - (reset-1)*r and
 // one token takes (1 - t) / r > reset - 1 - (burst-1)/r ms. One more ms is taken off for the

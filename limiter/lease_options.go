@@ -50,10 +50,10 @@ func WithLeaseTimeout(d time.Duration) LeaseOption { return func(c *leaseConfig)
 // WithLeaseBatching sets whether fetches travel in pipelines, one queue per primary, as
 // CoalescingBucket sends its decisions (opts: WithBatchSize, WithBatchWindow, WithFlushers;
 // defaults DefaultBatchSize, no window, DefaultFlushers). It is on by default when the client can
-// pipeline (a *redis.ClusterClient or *redis.Client): at 100,000 decisions/s over tens of
-// thousands of keys a gateway makes tens of thousands of fetches per second, and one round trip
-// and one system call per fetch is what limited lease mode. Each fetch keeps its own deadline;
-// results, NOSCRIPT->EVAL and errors are those of a plain call.
+// pipeline (a *redis.ClusterClient or *redis.Client): a busy gateway over many keys makes many
+// fetches at once, and a pipeline pays one round trip and one system call for all of them
+// instead of one each. Each fetch keeps its own deadline; results, NOSCRIPT->EVAL and errors
+// are those of a plain call.
 func WithLeaseBatching(on bool, opts ...CoalesceOption) LeaseOption {
 	return func(c *leaseConfig) { c.batching, c.batch = on, append(c.batch, opts...) }
 }
