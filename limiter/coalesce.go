@@ -22,14 +22,9 @@ const (
 	DefaultFlushers = 4
 	// DefaultBatchLinger is how long a flusher waits for its batch to fill while another of
 	// the node's pipelines is in flight (WithBatchLinger). Without it a flusher whose pipeline
-	// just came back sent whatever had queued meanwhile, before the callers it had just
-	// answered could ask again: 43 decisions per 64-deep pipeline in `ratelab bench`, 48-50 with
-	// 100 µs. What that buys is small next to the noise: `ratelab bench --linger 0` and the
-	// default, alternated three times each (2026-12-04 20:00-20:05 UTC), gave 108,490 / 112,082
-	// / 109,089 and 115,898 / 110,982 / 108,417 decisions/s (ratio to the redis-benchmark
-	// ceiling 0.89 / 0.92 / 0.89 and 0.93 / 0.91 / 0.89); an earlier A/B on the same host
-	// (19:20-19:25 UTC) had the linger ahead in all three pairs (+4-8%). An idle limiter (at most
-	// one pipeline per node) never waits.
+	// just came back sends whatever queued meanwhile, before the callers it just answered can
+	// ask again, and its pipeline leaves part empty. `ratelab bench --linger` measures what the
+	// wait buys. An idle limiter (at most one pipeline per node) never waits.
 	DefaultBatchLinger = 100 * time.Microsecond
 )
 

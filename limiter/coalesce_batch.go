@@ -70,8 +70,8 @@ type batchCall struct {
 // each coalesced decision, and the garbage the collector would sweep.
 var calls = sync.Pool{New: func() any { return &batchCall{done: make(chan struct{}, 1)} }}
 
-// timers are reused by waiting callers: a per-call context.WithTimeout (a context, a timer
-// and a cancel func) was a tenth of a coalesced decision's CPU time.
+// timers are reused by waiting callers: a per-call context.WithTimeout would cost every
+// coalesced decision a context, a timer and a cancel func.
 var timers = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
@@ -108,7 +108,7 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 		t := timers.Get().(*time.Timer)
 		t.Reset(time.Until(deadline))
 		defer func() {
-			t.Stop() // since Go 1.23 no stale tick can be left in t.C after Stop
+			t.Stop() // Go's timers (1.23 on) leave no stale tick in t.C after Stop
 			timers.Put(t)
 		}()
 		expired = t.C

@@ -5,7 +5,7 @@
 // The reference token bucket comes in two implementations that return the same Decision for the
 // same sequence of requests: RedisTokenBucket runs lua/token_bucket.lua (EVALSHA, one EVAL on
 // NOSCRIPT, no other retry, a deadline per decision), and TokenBucket is its in-memory twin
-// (sharded maps, no allocation per decision). Both use Decide, whose arithmetic is
+// (striped maps, no allocation per decision). Both use Decide, whose arithmetic is
 // BucketPolicy.Refill; both store the refilled state on denied requests too; both clamp the
 // gateway clock so a key's stored time never goes backwards. Keys are KeyFor(tenant, endpoint) =
 // "rl:{tenant}:endpoint". ClassifyError is the one place that maps Redis and network errors to

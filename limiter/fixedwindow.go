@@ -118,7 +118,7 @@ func decideFixedWindow(p FixedWindowPolicy, st *fixedWindowState, nowMs, cost in
 // nothing. The zero value is not usable: use NewFixedWindow.
 type FixedWindow struct {
 	policy FixedWindowPolicy
-	states stateShards[fixedWindowState]
+	states stateStripes[fixedWindowState]
 }
 
 var _ Limiter = (*FixedWindow)(nil)
@@ -144,9 +144,9 @@ func (f *FixedWindow) Allow(_ context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	var buf [maxStackKey]byte
-	sh, st := f.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
+	stripe, st := f.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideFixedWindow(f.policy, st, nowMs, r.Cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, nil
 }
@@ -154,9 +154,9 @@ func (f *FixedWindow) Allow(_ context.Context, r Request) (Decision, error) {
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
 // window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow.
 func (f *FixedWindow) AllowAt(key string, nowMs, cost int64) Decision {
-	sh, st := f.states.lockString(key)
+	stripe, st := f.states.lockString(key)
 	d := decideFixedWindow(f.policy, st, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d
 }

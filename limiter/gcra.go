@@ -103,7 +103,7 @@ func decideGCRA(p GCRAPolicy, st *GCRAState, nowMs, cost int64) Decision {
 // NewGCRA.
 type GCRA struct {
 	policy GCRAPolicy
-	states stateShards[GCRAState]
+	states stateStripes[GCRAState]
 }
 
 var _ Limiter = (*GCRA)(nil)
@@ -129,9 +129,9 @@ func (g *GCRA) Allow(_ context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	var buf [maxStackKey]byte
-	sh, st := g.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
+	stripe, st := g.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideGCRA(g.policy, st, nowMs, r.Cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, nil
 }
@@ -139,9 +139,9 @@ func (g *GCRA) Allow(_ context.Context, r Request) (Decision, error) {
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint)) at nowMs
 // (Unix ms, > 0): the pure, clock-free form of Allow.
 func (g *GCRA) AllowAt(key string, nowMs, cost int64) Decision {
-	sh, st := g.states.lockString(key)
+	stripe, st := g.states.lockString(key)
 	d := decideGCRA(g.policy, st, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d
 }

@@ -45,8 +45,8 @@ const DefaultLeaseTTL = time.Second
 // how long the bucket stays empty at least; requests the lease cannot pay meanwhile are denied
 // locally, without a refused round trip each.
 //
-// A decision from the lease allocates nothing; a key's entry (about 100 bytes with the key) is
-// kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
+// A decision from the lease allocates nothing; a key's entry (48 bytes plus the key and map
+// overhead) is kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
 // not usable: use NewLeaseLimiter.
 type LeaseLimiter struct {
 	c        redis.Scripter
@@ -76,17 +76,17 @@ type LeaseLimiter struct {
 	refreshing   sync.WaitGroup // refresh fetches running
 	onWait       func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
 	batch        *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
-	shards       [numShards]leaseShard
+	stripes      [numStripes]leaseStripe
 }
 
-// leaseShard is one lock and its keys' leases, padded to a cache line as bucketShard.
-type leaseShard struct {
+// leaseStripe is one lock and its keys' leases, padded to a cache line as bucketStripe.
+type leaseStripe struct {
 	mu sync.Mutex
 	m  map[string]*leaseEntry
 	_  [64 - 16]byte
 }
 
-// leaseEntry is one key's lease. Guarded by its shard's lock.
+// leaseEntry is one key's lease. Guarded by its stripe's lock.
 type leaseEntry struct {
 	tokens    int64      // unspent leased tokens
 	expiresAt int64      // Unix ms; the tokens are lost at or after it
@@ -111,62 +111,6 @@ type leaseCall struct {
 	granted int64
 	denial  Decision // the central answer when granted == 0
 	err     error
-}
-
-// LeaseOption configures NewLeaseLimiter.
-type LeaseOption func(*leaseConfig)
-
-type leaseConfig struct {
-	ttl, timeout time.Duration
-	batching     bool
-	batch        []CoalesceOption
-	refresh      float64
-}
-
-// WithLeaseRefresh turns on refresh-ahead with fraction f (0 < f < 1; 0, the default, is off):
-// a request spent from the lease that leaves at most f*size tokens in it, or that comes within
-// f*TTL of the lease's expiry, starts a top-up fetch in the background of size - tokens left
-// (at least 1 of them), so that the key's next requests find a fresh lease instead of waiting
-// for Redis. The request itself returns at once, from the lease.
-//
-// The overspend bound is unchanged: a top-up never lets the key's lease hold more than size
-// tokens, so the unused leases (Outstanding) stay at most size per key and gateway, and every
-// grant is taken from the central bucket as before. What changes: a key requested at least
-// once per (1-f)*TTL keeps a lease (a top-up dates the whole lease, leftovers included, from
-// its own fetch, as every fetch does), so fewer tokens expire and idle leases live longer; and
-// a lease runs about 1/(1-f) fetches where it ran one. A refresh that fails is counted in
-// RefreshErrors; requests waiting for it get its error, as with any shared fetch.
-//
-// A drained key (a hot one whose central bucket the last answer found with less than one token)
-// is refreshed the same way and never makes a request wait: until the central bucket could pay
-// again the requests the lease cannot pay are denied locally, as without refresh; then, for the
-// time one token takes to refill (counted from the later of that moment and when the answer
-// came) and for as long as the refresh it starts is in flight, they are denied at once
-// (RetryAfter 1 ms) while that one refresh collects the refill, instead of each waiting a round
-// trip for a token or two that only one of them can have. A slow Redis therefore delays a hot
-// key's tokens, never its requests. The tokens go to the requests after it; none is lost, and the
-// bucket's tokens are still taken only by grants. The price is availability, counted as false
-// denies: a request in that window that a waiting one would have won is denied, and a later
-// one spends its token.
-func WithLeaseRefresh(f float64) LeaseOption { return func(c *leaseConfig) { c.refresh = f } }
-
-// WithLeaseTTL sets how long leased tokens stay spendable after their fetch, on the requests'
-// clock (default DefaultLeaseTTL); must be >= 1 ms.
-func WithLeaseTTL(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.ttl = d } }
-
-// WithLeaseTimeout sets the deadline of one fetch, NOSCRIPT->EVAL included (default
-// DefaultTimeout); 0 leaves only the caller's context deadline.
-func WithLeaseTimeout(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.timeout = d } }
-
-// WithLeaseBatching sets whether fetches travel in pipelines, one queue per primary, as
-// CoalescingBucket sends its decisions (opts: WithBatchSize, WithBatchWindow, WithFlushers;
-// defaults DefaultBatchSize, no window, DefaultFlushers). It is on by default when the client can
-// pipeline (a *redis.ClusterClient or *redis.Client): at 100,000 decisions/s over tens of
-// thousands of keys a gateway makes tens of thousands of fetches per second, and one round trip
-// and one system call per fetch is what limited lease mode. Each fetch keeps its own deadline;
-// results, NOSCRIPT->EVAL and errors are those of a plain call.
-func WithLeaseBatching(on bool, opts ...CoalesceOption) LeaseOption {
-	return func(c *leaseConfig) { c.batching, c.batch = on, append(c.batch, opts...) }
 }
 
 var _ Limiter = (*LeaseLimiter)(nil)
@@ -214,16 +158,16 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		l.refreshMs = int64(math.Ceil(cfg.refresh * float64(l.ttlMs)))
 		l.drainGraceMs = max(1, int64(math.Ceil(1/p.PerMs())))
 	}
-	for i := range l.shards {
-		l.shards[i].m = make(map[string]*leaseEntry)
+	for i := range l.stripes {
+		l.stripes[i].m = make(map[string]*leaseEntry)
 	}
 	if cfg.batching {
 		pc, ok := c.(PipelineScripter)
 		if !ok {
 			return nil, fmt.Errorf("%w: lease batching: client %T has no Pipeline(): pass a *redis.ClusterClient or *redis.Client, or WithLeaseBatching(false)", ErrBadConfig, c)
 		}
-		// No linger by default: it was measured for CoalescingBucket only, and a lease fetch
-		// holds every request on its key that the lease cannot pay.
+		// No linger by default: a lease fetch holds every request on its key that the lease
+		// cannot pay, so waiting to fill its pipeline would hold them all.
 		cc := coalesceConfig{batchSize: DefaultBatchSize, window: DefaultBatchWindow, flushers: DefaultFlushers}
 		for _, o := range cfg.batch {
 			o(&cc)
@@ -272,21 +216,21 @@ func (l *LeaseLimiter) RefreshErrors() int64 { return l.refreshErrs.Load() }
 func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
 
 // Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
-// time seen: this gateway's share of the overspend bound. It locks every shard in turn.
+// time seen: this gateway's share of the overspend bound. It locks every stripe in turn.
 func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
 
 // OutstandingAt is Outstanding at nowMs (Unix ms).
 func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
 	var n int64
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
+	for i := range l.stripes {
+		stripe := &l.stripes[i]
+		stripe.mu.Lock()
+		for _, e := range stripe.m {
 			if nowMs < e.expiresAt {
 				n += e.tokens
 			}
 		}
-		sh.mu.Unlock()
+		stripe.mu.Unlock()
 	}
 	return n
 }
@@ -294,20 +238,20 @@ func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
 // Drop simulates the death of the gateway: every lease is lost (counted in LostTokens), and a
 // fetch in flight loses its grant too. The central bucket gets nothing back.
 func (l *LeaseLimiter) Drop() {
-	for i := range l.shards {
-		l.shards[i].mu.Lock()
+	for i := range l.stripes {
+		l.stripes[i].mu.Lock()
 	}
 	l.gen.Add(1)
 	var n int64
-	for i := range l.shards {
-		for _, e := range l.shards[i].m {
+	for i := range l.stripes {
+		for _, e := range l.stripes[i].m {
 			n += e.tokens
 			e.tokens, e.expiresAt = 0, 0
 		}
 	}
 	l.lost.Add(n)
-	for i := range l.shards {
-		l.shards[i].mu.Unlock()
+	for i := range l.stripes {
+		l.stripes[i].mu.Unlock()
 	}
 }
 
@@ -323,20 +267,15 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	for {
-		last := l.lastMs.Load()
-		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
-			break
-		}
-	}
+	l.observe(nowMs)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
-	sh := &l.shards[maphash.Bytes(l.seed, key)&(numShards-1)]
-	sh.mu.Lock()
-	e := sh.m[string(key)] // no allocation: the compiler looks up without a string copy
+	stripe := &l.stripes[maphash.Bytes(l.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	e := stripe.m[string(key)] // no allocation: the compiler looks up without a string copy
 	if e == nil {
 		e = new(leaseEntry)
-		sh.m[string(key)] = e
+		stripe.m[string(key)] = e
 	}
 	src := Lease
 	waited := false
@@ -345,6 +284,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			l.lost.Add(e.tokens)
 			e.tokens = 0
 		}
+		// The hot path, kept in line: the lease pays.
 		if e.tokens >= r.Cost {
 			e.tokens -= r.Cost
 			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
@@ -352,76 +292,29 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
 				l.startRefresh(e, string(key), nowMs)
 			}
-			sh.mu.Unlock()
+			stripe.mu.Unlock()
 			return d, nil
 		}
-		if nowMs < e.refusedUntil && r.Cost >= e.refusedCost && e.fetch == nil {
-			d := Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}
-			sh.mu.Unlock()
+		if d, ok := l.denyLocally(e, key, nowMs, r.Cost); ok {
+			stripe.mu.Unlock()
 			return d, nil
 		}
-		if l.refresh && (nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
-			// The last answer found the central bucket with less than one token: deny at once
-			// and let one refresh collect what refilled for the requests after it, instead of
-			// every request waiting a round trip for a token or two that only one of them can
-			// have. However long that refresh takes (a loaded Redis, a failover), nobody waits.
-			retry := time.Millisecond
-			switch {
-			case nowMs < e.refusedUntil:
-				retry = time.Duration(e.refusedUntil-nowMs) * time.Millisecond
-			case e.fetch == nil:
-				l.startRefresh(e, string(key), nowMs).drained = true
-			}
-			d := Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}
-			sh.mu.Unlock()
-			return d, nil
-		}
-		if f := e.fetch; f != nil {
-			sh.mu.Unlock()
-			if !waited {
-				waited = true // counted once per decision, however many rounds it waits
-				l.waited.Add(1)
-			}
-			if l.onWait != nil {
-				l.onWait()
-			}
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return Decision{}, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(key), ctx.Err())
-			}
-			if f.err != nil {
-				return Decision{}, f.err
-			}
-			if f.granted == 0 {
-				d := f.denial
-				d.Source = Lease
-				return d, nil
-			}
-			sh.mu.Lock()
-			continue
-		}
-		// This request fetches. need >= 1: the lease lacks need tokens for this request.
 		if !waited {
-			waited = true
+			waited = true // counted once per decision, however many rounds it waits
 			l.waited.Add(1)
 		}
-		need := r.Cost - e.tokens
-		f := &leaseCall{done: make(chan struct{})}
-		e.fetch = f
-		gen := l.gen.Load()
-		sh.mu.Unlock()
-		granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
-		sh.mu.Lock()
-		granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
-		if err != nil {
-			sh.mu.Unlock()
-			return Decision{}, err
+		if f := e.fetch; f != nil {
+			stripe.mu.Unlock()
+			if d, done, err := l.await(ctx, f, key); done {
+				return d, err
+			}
+			stripe.mu.Lock()
+			continue
 		}
-		if granted == 0 {
-			sh.mu.Unlock()
-			denial.Source = Central
-			return denial, nil
+		d, done, err := l.fetchFor(ctx, stripe, e, key, nowMs, r.Cost)
+		if done {
+			stripe.mu.Unlock()
+			return d, err
 		}
 		// Requests spending from the lease meanwhile may have left it short again; then loop
 		// and fetch again (each round spends or is refused, so the loop ends).
@@ -429,174 +322,84 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 }
 
-// settle books the result of fetch f (started at generation gen by a request at nowMs that
-// lacked need tokens) into e and wakes f's waiters. It returns the grant and the denial as the
-// fetching request sees them: a grant that Drop overtook is lost. Called with e's shard locked.
-func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
-	e.fetch = nil
-	f.granted, f.denial, f.err = granted, denial, err
-	if granted > 0 {
-		if l.gen.Load() != gen {
-			l.lost.Add(granted) // dropped while fetching: the grant is lost with the gateway
-			granted, denial = 0, Decision{RetryAfter: time.Millisecond}
-			f.granted, f.denial = granted, denial
-		} else {
-			// Leftover tokens join the new lease and live as long as it does.
-			e.tokens += granted
-			e.expiresAt = nowMs + l.ttlMs
-			e.drainedUntil = 0
-			if emptyMs >= 0 {
-				// The central bucket is drained: once this lease is spent, deny locally
-				// until it can hold a token again (RetryAfter says when).
-				e.refusedUntil, e.refusedCost = nowMs+emptyMs, 1
-				l.markDrained(e)
-			}
+// observe advances the latest request time seen (the clock of Outstanding) to nowMs.
+func (l *LeaseLimiter) observe(nowMs int64) {
+	for {
+		last := l.lastMs.Load()
+		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
+			return
 		}
-	} else if err == nil && denial.RetryAfter > 0 && denial.RetryAfter != RetryNever {
-		e.refusedUntil, e.refusedCost = nowMs+denial.RetryAfter.Milliseconds(), need
-		if need == 1 {
-			l.markDrained(e) // less than one token: drained, as after a draining grant
-		}
-	}
-	close(f.done)
-	return granted, denial
-}
-
-// markDrained keeps e drained (refresh-ahead only) until one token's refill time after the
-// later of refusedUntil and the latest request time seen: a fetch answers after its requests'
-// clock has moved on, and the key's requests meanwhile must find it still drained. Called with
-// e's shard locked, after refusedUntil is set.
-func (l *LeaseLimiter) markDrained(e *leaseEntry) {
-	if l.refresh {
-		e.drainedUntil = max(e.refusedUntil, l.lastMs.Load()) + l.drainGraceMs
 	}
 }
 
-// startRefresh starts a top-up fetch of key's lease e in the background (refresh-ahead), dated
-// nowMs: size - e.tokens tokens wanted, at least 1. Requests that the lease cannot pay
-// meanwhile wait for it as for any fetch in flight. The fetch runs under the lease timeout
-// only: no request's context owns it. Called with e's shard locked.
-func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *leaseCall {
+// denyLocally denies, without a round trip, a request for cost tokens on key at nowMs that
+// lease e cannot pay, when the central bucket is known not to pay it either: it refused as many
+// tokens until refusedUntil, or it is drained (refresh-ahead). ok is false when the request must
+// wait for a fetch or start one. Called with e's stripe locked.
+func (l *LeaseLimiter) denyLocally(e *leaseEntry, key []byte, nowMs, cost int64) (d Decision, ok bool) {
+	if nowMs < e.refusedUntil && cost >= e.refusedCost && e.fetch == nil {
+		return Decision{RetryAfter: time.Duration(e.refusedUntil-nowMs) * time.Millisecond, Remaining: e.tokens, Source: Lease}, true
+	}
+	if !l.refresh || !(nowMs < e.drainedUntil || (e.fetch != nil && e.fetch.drained)) {
+		return Decision{}, false
+	}
+	// The last answer found the central bucket with less than one token: deny at once and let
+	// one refresh collect what refilled for the requests after it, instead of every request
+	// waiting a round trip for a token or two that only one of them can have. However long that
+	// refresh takes (a loaded Redis, a failover), nobody waits.
+	retry := time.Millisecond
+	switch {
+	case nowMs < e.refusedUntil:
+		retry = time.Duration(e.refusedUntil-nowMs) * time.Millisecond
+	case e.fetch == nil:
+		l.startRefresh(e, string(key), nowMs).drained = true
+	}
+	return Decision{RetryAfter: retry, Remaining: e.tokens, Source: Lease}, true
+}
+
+// await waits, with key's stripe unlocked, for fetch f in flight on key. done is true when f's
+// outcome decides the request: f's error, f's denial (Source Lease), or ctx's end; otherwise f
+// brought tokens and the request tries the lease again.
+func (l *LeaseLimiter) await(ctx context.Context, f *leaseCall, key []byte) (d Decision, done bool, err error) {
+	if l.onWait != nil {
+		l.onWait()
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return Decision{}, true, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(key), ctx.Err())
+	}
+	if f.err != nil {
+		return Decision{}, true, f.err
+	}
+	if f.granted == 0 {
+		d := f.denial
+		d.Source = Lease
+		return d, true, nil
+	}
+	return Decision{}, false, nil
+}
+
+// fetchFor runs the fetch of a request for cost tokens on key at nowMs that lease e cannot pay:
+// it lacks need = cost - e.tokens >= 1 tokens, so max(size, need) are wanted and at least need
+// must be granted. Meanwhile the fetch is e's fetch in flight and stripe is unlocked; it is
+// locked again when fetchFor returns. done is true when the fetch decides the request: its error
+// or the central denial (Source Central); otherwise the grant joined the lease.
+func (l *LeaseLimiter) fetchFor(ctx context.Context, stripe *leaseStripe, e *leaseEntry, key []byte, nowMs, cost int64) (d Decision, done bool, err error) {
+	need := cost - e.tokens
 	f := &leaseCall{done: make(chan struct{})}
 	e.fetch = f
 	gen := l.gen.Load()
-	want := l.size - e.tokens
-	l.refreshes.Add(1)
-	sh := &l.shards[maphash.String(l.seed, key)&(numShards-1)]
-	l.refreshing.Add(1)
-	go func() {
-		defer l.refreshing.Done()
-		ctx := context.Background()
-		if l.timeout == 0 {
-			// No request owns this fetch, so no caller's deadline bounds it.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-			defer cancel()
-		}
-		granted, denial, emptyMs, err := l.fetch(ctx, key, nowMs, want, 1)
-		if err != nil {
-			l.refreshErrs.Add(1)
-		}
-		sh.mu.Lock()
-		l.settle(e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
-		sh.mu.Unlock()
-	}()
-	return f
-}
-
-// fetch runs lease.lua once for want tokens (at least least of them). It returns the grant, or 0
-// and the central denial (Source unset). After a grant that drained the central bucket, emptyMs
-// >= 0 is a lower bound on how long it stays without one whole token (see drainedForMs); it is
-// -1 otherwise.
-func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least int64) (granted int64, d Decision, emptyMs int64, err error) {
-	l.calls.Add(1)
-	args := [...]any{nowMs, l.args.ratePerMs, l.args.capacity, want, least, l.args.ttlMs}
-	var reply any
-	if l.batch != nil {
-		// The batcher applies the timeout itself; NOSCRIPT->EVAL happens inside the batch,
-		// counted through its hook.
-		reply, err = l.batch.run(ctx, l.timeout, l.sha, lua.Lease, key, args[:])
-	} else {
-		if l.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, l.timeout)
-			defer cancel()
-		}
-		keys := []string{key}
-		reply, err = l.c.EvalSha(ctx, l.sha, keys, args[:]...).Result()
-		if err != nil && ClassifyError(err) == KindNoScript {
-			// The one retry: EVAL runs the script and caches it on that node.
-			l.noScript.Add(1)
-			reply, err = l.c.Eval(ctx, lua.Lease, keys, args[:]...).Result()
-		}
-	}
+	stripe.mu.Unlock()
+	granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
+	stripe.mu.Lock()
+	granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
 	if err != nil {
-		return 0, Decision{}, 0, fmt.Errorf("limiter: lease %s: %w", key, err)
+		return Decision{}, true, err
 	}
-	granted, d, err = decodeLeaseReply(reply, want, least)
-	if err != nil {
-		return 0, Decision{}, 0, fmt.Errorf("limiter: lease %s: %w", key, err)
+	if granted == 0 {
+		denial.Source = Central
+		return denial, true, nil
 	}
-	emptyMs = -1
-	if granted > 0 {
-		emptyMs = l.drainedForMs(reply)
-	}
-	return granted, d, emptyMs, nil
-}
-
-// drainedForMs reads a checked grant reply {granted, remaining, 0, reset_after_ms}. When the grant
-// left the bucket with less than one whole token (remaining 0), the next fetch would be refused
-// until one token has refilled; it returns a lower bound on that time in ms (0 if none is known:
-// the bucket is drained all the same), so that the requests meanwhile are denied locally instead
-// of each paying a refused round trip. On a saturated key that halves the fetches. It returns -1
-// when the bucket kept a whole token.
-//
-// The bound: reset = ceil((burst - t) / r) for the tokens t left, so t < burst - (reset-1)*r and
-// one token takes (1 - t) / r > reset - 1 - (burst-1)/r ms. One more ms is taken off for the
-// rounding of the division. Other gateways only lower the bucket, so the bound holds for them too.
-func (l *LeaseLimiter) drainedForMs(reply any) int64 {
-	arr := reply.([]any) // decodeLeaseReply checked the shape
-	remaining, reset := arr[1].(int64), arr[3].(int64)
-	if remaining != 0 {
-		return -1
-	}
-	lb := math.Floor(float64(reset) - 2 - float64(l.policy.Burst-1)/l.policy.PerMs())
-	if !(lb >= 1) {
-		return 0
-	}
-	return int64(lb)
-}
-
-// decodeLeaseReply checks lease.lua's reply {granted, remaining, retry_after_ms, reset_after_ms}
-// for a call with want and least (ARGV min). It returns the grant and, when it is 0, the denial.
-func decodeLeaseReply(v any, want, least int64) (int64, Decision, error) {
-	arr, ok := v.([]any)
-	if !ok || len(arr) != 4 {
-		return 0, Decision{}, fmt.Errorf("%w: lease.lua replied %T %v, want an array of 4 integers", ErrBadReply, v, v)
-	}
-	var n [4]int64
-	for i, e := range arr {
-		x, ok := e.(int64)
-		if !ok {
-			return 0, Decision{}, fmt.Errorf("%w: lease.lua reply element %d is %T %v, want an integer", ErrBadReply, i, e, e)
-		}
-		n[i] = x
-	}
-	granted, remaining, retry, reset := n[0], n[1], n[2], n[3]
-	switch {
-	case granted != 0 && (granted < least || granted > want):
-		return 0, Decision{}, fmt.Errorf("%w: granted = %d, want 0 or %d..%d", ErrBadReply, granted, least, want)
-	case remaining < 0:
-		return 0, Decision{}, fmt.Errorf("%w: remaining = %d, want >= 0", ErrBadReply, remaining)
-	case granted > 0 && retry != 0:
-		return 0, Decision{}, fmt.Errorf("%w: retry_after_ms = %d with a grant, want 0", ErrBadReply, retry)
-	case granted == 0 && retry != -1 && (retry < 1 || retry > maxExactMs):
-		return 0, Decision{}, fmt.Errorf("%w: retry_after_ms = %d without a grant, want -1 or 1..%d", ErrBadReply, retry, maxExactMs)
-	case reset < 0 || reset > maxExactMs:
-		return 0, Decision{}, fmt.Errorf("%w: reset_after_ms = %d, want 0..%d", ErrBadReply, reset, maxExactMs)
-	}
-	if granted > 0 {
-		return granted, Decision{}, nil
-	}
-	return 0, Decision{Remaining: remaining, RetryAfter: msDuration(retry), ResetAfter: msDuration(reset)}, nil
+	return Decision{}, false, nil
 }

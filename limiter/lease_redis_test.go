@@ -118,7 +118,7 @@ func TestLeaseCentralCalls(t *testing.T) {
 // TestLeaseEnvelope drives G gateways on one key with a seeded random stream and checks at every
 // step that every token ever granted conforms to the central bucket:
 // allowed + sum(Outstanding) + sum(LostTokens) <= burst + rate*elapsed. It also replays the
-// allowed stream through a virtual exact bucket (the overspend checker of DESIGN.md) and logs
+// allowed stream through a virtual exact bucket (as the runs' overspend checker does) and logs
 // the overspend that lease timing causes.
 func TestLeaseEnvelope(t *testing.T) {
 	t.Parallel()
@@ -182,7 +182,7 @@ func TestLeaseEnvelope(t *testing.T) {
 	}
 }
 
-// TestLeaseOverspend is the seed's price, by hand: a lease that sits idle while the central
+// TestLeaseOverspend is the lease's price, by hand: a lease that sits idle while the central
 // bucket refills is spent on top of what another gateway took meanwhile. Policy 0.1 token/ms,
 // burst 10, leases of 10.
 func TestLeaseOverspend(t *testing.T) {

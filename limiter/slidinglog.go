@@ -108,7 +108,7 @@ func decideSlidingLog(p SlidingLogPolicy, st *slidingLogState, nowMs, cost int64
 // zero value is not usable: use NewSlidingLog.
 type SlidingLog struct {
 	policy SlidingLogPolicy
-	states stateShards[slidingLogState]
+	states stateStripes[slidingLogState]
 }
 
 var _ Limiter = (*SlidingLog)(nil)
@@ -134,9 +134,9 @@ func (s *SlidingLog) Allow(_ context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	var buf [maxStackKey]byte
-	sh, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
+	stripe, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideSlidingLog(s.policy, st, nowMs, r.Cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, nil
 }
@@ -144,9 +144,9 @@ func (s *SlidingLog) Allow(_ context.Context, r Request) (Decision, error) {
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint)) at nowMs
 // (Unix ms, > 0): the pure, clock-free form of Allow.
 func (s *SlidingLog) AllowAt(key string, nowMs, cost int64) Decision {
-	sh, st := s.states.lockString(key)
+	stripe, st := s.states.lockString(key)
 	d := decideSlidingLog(s.policy, st, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d
 }
@@ -154,8 +154,8 @@ func (s *SlidingLog) AllowAt(key string, nowMs, cost int64) Decision {
 // Count returns the number of entries the twin's log of key (KeyFor form) holds, as of the last
 // decision on it.
 func (s *SlidingLog) Count(key string) int64 {
-	sh, st := s.states.lockString(key)
-	defer sh.mu.Unlock()
+	stripe, st := s.states.lockString(key)
+	defer stripe.mu.Unlock()
 	return st.count
 }
 

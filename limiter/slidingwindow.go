@@ -128,7 +128,7 @@ func decideSlidingWindow(p SlidingWindowPolicy, c *windowCounts, nowMs, cost int
 // on an existing key allocates nothing. The zero value is not usable: use NewSlidingWindow.
 type SlidingWindow struct {
 	policy SlidingWindowPolicy
-	states stateShards[windowCounts]
+	states stateStripes[windowCounts]
 }
 
 var _ Limiter = (*SlidingWindow)(nil)
@@ -154,9 +154,9 @@ func (s *SlidingWindow) Allow(_ context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	var buf [maxStackKey]byte
-	sh, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
+	stripe, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideSlidingWindow(s.policy, st, nowMs, r.Cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, nil
 }
@@ -164,9 +164,9 @@ func (s *SlidingWindow) Allow(_ context.Context, r Request) (Decision, error) {
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
 // window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow.
 func (s *SlidingWindow) AllowAt(key string, nowMs, cost int64) Decision {
-	sh, st := s.states.lockString(key)
+	stripe, st := s.states.lockString(key)
 	d := decideSlidingWindow(s.policy, st, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d
 }

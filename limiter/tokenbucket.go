@@ -7,9 +7,10 @@ import (
 	"sync"
 )
 
-// numShards is the number of independently locked key maps of a TokenBucket (a power of two).
-// 64 keeps lock contention negligible on machines with far fewer cores than shards.
-const numShards = 64
+// numStripes is the number of lock stripes of the in-memory limiters: independently locked key
+// maps (a power of two). 64 keeps lock contention negligible on machines with far fewer cores
+// than stripes.
+const numStripes = 64
 
 // maxStackKey is the key length up to which Allow builds the key on the stack.
 const maxStackKey = 128
@@ -25,18 +26,18 @@ const maxStackKey = 128
 // bit of a refill that ends exactly at the burst). With simulated or skewed time they can differ:
 // a key Redis expired starts full there, and keeps its old state in the twin.
 //
-// It is safe for concurrent use; keys are spread over numShards mutex-guarded maps, and a
+// It is safe for concurrent use; keys are spread over numStripes mutex-guarded maps, and a
 // decision on an existing key allocates nothing. The zero value is not usable: use NewTokenBucket.
 type TokenBucket struct {
 	policy    BucketPolicy
 	policyFor PolicyFunc
 	seed      maphash.Seed
-	shards    [numShards]bucketShard
+	stripes   [numStripes]bucketStripe
 }
 
-// bucketShard is one lock and its keys, padded to a 64-byte cache line so that neighbouring
-// shards' locks do not bounce one line between cores.
-type bucketShard struct {
+// bucketStripe is one lock and its keys, padded to a 64-byte cache line so that neighbouring
+// stripes' locks do not bounce one line between cores.
+type bucketStripe struct {
 	mu sync.Mutex
 	m  map[string]*BucketState
 	_  [64 - 16]byte
@@ -56,14 +57,14 @@ func NewTokenBucket(p BucketPolicy, opts ...Option) (*TokenBucket, error) {
 		return nil, err
 	}
 	b := &TokenBucket{policy: p, policyFor: cfg.policyFor, seed: maphash.MakeSeed()}
-	for i := range b.shards {
-		b.shards[i].m = make(map[string]*BucketState)
+	for i := range b.stripes {
+		b.stripes[i].m = make(map[string]*BucketState)
 	}
 	return b, nil
 }
 
 // Allow decides r at r.Now (time.Now when zero) with the request's policy. ctx is not used: the
-// twin never blocks on anything but a shard lock.
+// twin never blocks on anything but a stripe lock.
 func (b *TokenBucket) Allow(_ context.Context, r Request) (Decision, error) {
 	nowMs, err := requestMs(r)
 	if err != nil {
@@ -75,16 +76,16 @@ func (b *TokenBucket) Allow(_ context.Context, r Request) (Decision, error) {
 	}
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
-	sh := &b.shards[maphash.Bytes(b.seed, key)&(numShards-1)]
-	sh.mu.Lock()
-	st := sh.m[string(key)] // no allocation: the compiler looks up without a string copy
+	stripe := &b.stripes[maphash.Bytes(b.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	st := stripe.m[string(key)] // no allocation: the compiler looks up without a string copy
 	if st == nil {
 		st = new(BucketState)
-		sh.m[string(key)] = st
+		stripe.m[string(key)] = st
 	}
 	var d Decision
 	*st, d = Decide(p, *st, nowMs, r.Cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, nil
 }
@@ -98,26 +99,26 @@ func (b *TokenBucket) AllowAt(key string, nowMs, cost int64) Decision {
 
 // AllowPolicyAt is AllowAt with an explicit policy p, which must pass BucketPolicy.Validate.
 func (b *TokenBucket) AllowPolicyAt(key string, p BucketPolicy, nowMs, cost int64) Decision {
-	sh := &b.shards[maphash.String(b.seed, key)&(numShards-1)]
-	sh.mu.Lock()
-	st := sh.m[key]
+	stripe := &b.stripes[maphash.String(b.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	st := stripe.m[key]
 	if st == nil {
 		st = new(BucketState)
-		sh.m[key] = st
+		stripe.m[key] = st
 	}
 	var d Decision
 	*st, d = Decide(p, *st, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d
 }
 
 // State returns the stored state of key and whether the key exists.
 func (b *TokenBucket) State(key string) (BucketState, bool) {
-	sh := &b.shards[maphash.String(b.seed, key)&(numShards-1)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if st := sh.m[key]; st != nil {
+	stripe := &b.stripes[maphash.String(b.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	defer stripe.mu.Unlock()
+	if st := stripe.m[key]; st != nil {
 		return *st, true
 	}
 	return BucketState{}, false
@@ -126,11 +127,11 @@ func (b *TokenBucket) State(key string) (BucketState, bool) {
 // Len returns the number of keys the bucket holds.
 func (b *TokenBucket) Len() int {
 	n := 0
-	for i := range b.shards {
-		sh := &b.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
+	for i := range b.stripes {
+		stripe := &b.stripes[i]
+		stripe.mu.Lock()
+		n += len(stripe.m)
+		stripe.mu.Unlock()
 	}
 	return n
 }

@@ -184,7 +184,7 @@ type tenantTiers struct {
 // existing tenant endpoint allocates nothing. The zero value is not usable: use NewTwoTier.
 type TwoTier struct {
 	policy  TwoTierPolicy
-	tenants stateShards[tenantTiers]
+	tenants stateStripes[tenantTiers]
 }
 
 var _ Limiter = (*TwoTier)(nil)
@@ -234,7 +234,7 @@ func (t *TwoTier) AllowAt(tenant, endpoint string, nowMs, cost int64) Decision {
 
 // AllowTierAt is AllowAt that also returns the tier that denied the request (TierNone if allowed).
 func (t *TwoTier) AllowTierAt(tenant, endpoint string, nowMs, cost int64) (Decision, Tier) {
-	sh, st := t.tenants.lockString(tenant)
+	stripe, st := t.tenants.lockString(tenant)
 	if st.buckets == nil {
 		st.buckets = make(map[string]*BucketState)
 	}
@@ -246,7 +246,7 @@ func (t *TwoTier) AllowTierAt(tenant, endpoint string, nowMs, cost int64) (Decis
 	var d Decision
 	var tier Tier
 	*b, d, tier = decideTwoTier(t.policy, *b, &st.quota, nowMs, cost)
-	sh.mu.Unlock()
+	stripe.mu.Unlock()
 	d.Source = Local
 	return d, tier
 }
@@ -254,8 +254,8 @@ func (t *TwoTier) AllowTierAt(tenant, endpoint string, nowMs, cost int64) (Decis
 // BucketState returns the stored bucket of tenant's endpoint and whether it exists. Like
 // QuotaCount it is a probe for tests and reports; it may leave an empty entry for an unknown tenant.
 func (t *TwoTier) BucketState(tenant, endpoint string) (BucketState, bool) {
-	sh, st := t.tenants.lockString(tenant)
-	defer sh.mu.Unlock()
+	stripe, st := t.tenants.lockString(tenant)
+	defer stripe.mu.Unlock()
 	if b := st.buckets[endpoint]; b != nil {
 		return *b, true
 	}
@@ -265,8 +265,8 @@ func (t *TwoTier) BucketState(tenant, endpoint string) (BucketState, bool) {
 // QuotaCount returns tenant's count in quota window index: 0 when the twin does not hold that
 // window (never counted into, or older than the two newest).
 func (t *TwoTier) QuotaCount(tenant string, index int64) int64 {
-	sh, st := t.tenants.lockString(tenant)
-	defer sh.mu.Unlock()
+	stripe, st := t.tenants.lockString(tenant)
+	defer stripe.mu.Unlock()
 	switch q := st.quota; index {
 	case q.curIdx:
 		return q.cur

@@ -10,7 +10,7 @@ import (
 	"ratelab/limiter"
 )
 
-// benchTierPolicy: 100/s burst 200 per endpoint and 10,000 per day per tenant (the seed's example).
+// benchTierPolicy: 100/s burst 200 per endpoint and 10,000 per day per tenant.
 var benchTierPolicy = limiter.TwoTierPolicy{Bucket: limiter.BucketPolicy{Rate: 100, Burst: 200}, Quota: 10_000, QuotaWindow: 24 * time.Hour}
 
 // BenchmarkTwoTierAllowAt measures the in-memory twin on 1024 existing tenants: it must not

@@ -69,3 +69,24 @@ func TestGatewayServesAndStops(t *testing.T) {
 	}
 	waitGone(t, pids, 5*time.Second)
 }
+
+// TestGatewayRefusesUnknownCluster: a --cluster other than local or running fails before any
+// redis-server starts, naming both choices.
+func TestGatewayRefusesUnknownCluster(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary, "gateway", "--cluster", "docker", "-q").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), `"local"`) || !strings.Contains(string(out), `"running"`) {
+		t.Errorf("gateway --cluster docker: exit %d output %q, want exit 1 naming local and running", code, out)
+	}
+}
+
+// TestGatewayRunningNeedsACluster: --cluster running with no recorded cluster fails and says
+// how to start one.
+func TestGatewayRunningNeedsACluster(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir() + "/none.json"
+	out, err := exec.Command(binary, "gateway", "--cluster", "running", "--state", state, "-q").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "ratelab cluster up") {
+		t.Errorf("gateway --cluster running --state %s: exit %d output %q, want exit 1 naming `ratelab cluster up`", state, code, out)
+	}
+}

@@ -17,15 +17,16 @@ const DefaultHotKeys = 64
 // HotKeysPath is the route of a Server that reports its HotKeys as JSON.
 const HotKeysPath = "/debug/hotkeys"
 
-// HotKeys is a Space-Saving top-K sketch (Metwally, Agrawal, El Abbadi, 2005) of the keys
-// (tenant, endpoint) a gateway decides: at most K counters, so its memory does not grow with the
-// number of tenants. Every key seen more than N/K times in N requests holds a counter, and a
-// counter overestimates its key's true count by at most its Error (the count of the key it
-// replaced). One gateway sees its own traffic; the hottest key of the fleet is the one hot in
-// most of them, and the hottest shard is the one that owns it.
+// HotKeys is a Space-Saving top-K sketch (Metwally, Agrawal and El Abbadi, "Efficient
+// Computation of Frequent and Top-k Elements in Data Streams") of the keys (tenant, endpoint) a
+// gateway decides: at most K counters, so its memory does not grow with the number of tenants.
+// Every key seen more than N/K times in N requests holds a counter, and a counter overestimates
+// its key's true count by at most its Error (the count of the key it replaced). One gateway sees
+// its own traffic; the hottest key of the fleet is the one hot in most of them, and the hottest
+// Redis Cluster shard is the one whose slots hold it.
 //
 // It is written here rather than taken from a library: the heavy-hitter sketches in Go's
-// ecosystem are either unmaintained or count bytes, not requests, and the algorithm is twenty
+// ecosystem are either unmaintained or count bytes, not requests, and the algorithm is a few
 // lines. The lock is per sketch; a decision costs one map lookup under it (a full table also
 // scans K counters when a new key displaces the smallest, which is the rare case for a skewed
 // stream).

@@ -31,8 +31,8 @@ const (
 var outcomeNames = [numOutcomes]string{"allowed", "denied", "error"}
 
 // decisionBuckets are the decision-latency histogram's upper bounds in seconds: 50 us to 1 s,
-// about x2.5 apart. A central decision on loopback takes ~0.1-1 ms; a timeout sits at the
-// limiter's deadline (50 ms by default in `ratelab gateway`).
+// about x2.5 apart: from a central decision on loopback up to a timeout, which sits at the
+// limiter's deadline (DefaultTimeout in `ratelab gateway`).
 var decisionBuckets = []float64{
 	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 }

@@ -3,8 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -15,19 +15,12 @@ import (
 	"ratelab/scenarios/cluster/clustertest"
 )
 
-// newClusterClient returns a client built as Run builds it: no retries, deadlines honoured.
-func newClusterClient(l *cluster.Local) *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: l.Addrs(), MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
-	})
-}
-
 func TestRedisGateway(t *testing.T) {
 	t.Parallel()
 	l := clustertest.Start(t, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas})
 
 	t.Run("suite", func(t *testing.T) {
-		c := newClusterClient(l)
+		c := newClusterClient(l.ClientOptions())
 		t.Cleanup(func() { _ = c.Close() })
 		lim, err := limiter.NewRedisTokenBucket(c, testPolicy, limiter.WithTimeout(time.Second))
 		if err != nil {
@@ -37,7 +30,7 @@ func TestRedisGateway(t *testing.T) {
 	})
 
 	t.Run("closed client is 503", func(t *testing.T) {
-		c := newClusterClient(l)
+		c := newClusterClient(l.ClientOptions())
 		lim, err := limiter.NewRedisTokenBucket(c, testPolicy, limiter.WithTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -64,19 +57,18 @@ func TestRedisGateway(t *testing.T) {
 	})
 }
 
-// TestRun runs the `ratelab gateway` body end to end: its own local cluster, a real listener,
-// a burst and a 429, then a graceful stop that removes the cluster.
-func TestRun(t *testing.T) {
+// TestServe runs the `ratelab gateway` body end to end on a cluster the test owns: a real
+// listener, a burst and a 429, then a graceful stop on ctx's end.
+func TestServe(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	l := clustertest.Start(t, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, RunOptions{
+		done <- Serve(ctx, l.ClientOptions(), ServeOptions{
 			Listen: "127.0.0.1:0", Rate: 0.1, Burst: 2, Timeout: time.Second,
-			Local: cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas, Dir: dir},
 			Logf:  t.Logf,
 			Ready: func(addr string) { ready <- addr },
 		})
@@ -85,11 +77,11 @@ func TestRun(t *testing.T) {
 	select {
 	case addr = <-ready:
 	case err := <-done:
-		t.Fatalf("Run returned before serving: %v", err)
+		t.Fatalf("Serve returned before serving: %v", err)
 	}
 	url := "http://" + addr
 	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
-		resp, body := get(t, url+"/search", "Authorization", "Bearer run-tenant")
+		resp, body := get(t, url+"/search", "Authorization", "Bearer serve-tenant")
 		if resp.StatusCode != want {
 			t.Fatalf("request %d: status %d body %q, want %d", i+1, resp.StatusCode, body, want)
 		}
@@ -102,33 +94,51 @@ func TestRun(t *testing.T) {
 	}
 	cancel()
 	if err := <-done; err != nil {
-		t.Fatalf("Run after cancel: %v, want nil", err)
+		t.Fatalf("Serve after cancel: %v, want nil", err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("the local cluster's dir is left after Run: %v", entries)
+	if _, err := net.Dial("tcp", addr); err == nil {
+		t.Errorf("%s still accepts connections after Serve returned", addr)
 	}
 }
 
-func TestRunRefusesBadOptions(t *testing.T) {
+func TestServeRefusesBadOptions(t *testing.T) {
 	t.Parallel()
+	// Addresses nothing listens on: every case fails before Serve dials anything.
+	redisOpts := &redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}
 	for _, tc := range []struct {
-		name string
-		have RunOptions
-		is   error
+		name      string
+		redisOpts *redis.ClusterOptions
+		have      ServeOptions
+		is        error
 	}{
-		{"remote listen", RunOptions{Listen: "0.0.0.0:8080"}, ErrNotLoopback},
-		{"all interfaces", RunOptions{Listen: ":8080"}, ErrNotLoopback},
-		{"bad burst", RunOptions{Burst: -1}, nil},
-		{"bad cluster", RunOptions{Cluster: "docker"}, nil},
-		{"bad upstream", RunOptions{Upstream: "127.0.0.1:9000"}, nil},
+		{"remote listen", redisOpts, ServeOptions{Listen: "0.0.0.0:8080"}, ErrNotLoopback},
+		{"all interfaces", redisOpts, ServeOptions{Listen: ":8080"}, ErrNotLoopback},
+		{"bad burst", redisOpts, ServeOptions{Burst: -1}, nil},
+		{"bad timeout", redisOpts, ServeOptions{Timeout: -time.Second}, nil},
+		{"bad upstream", redisOpts, ServeOptions{Upstream: "127.0.0.1:9000"}, nil},
+		{"no redis options", nil, ServeOptions{}, nil},
+		{"no redis address", &redis.ClusterOptions{}, ServeOptions{}, nil},
 	} {
-		err := Run(t.Context(), tc.have) // fails in Validate: starts nothing
+		err := Serve(t.Context(), tc.redisOpts, tc.have)
 		if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
-			t.Errorf("%s: Run = %v, want an error (is %v)", tc.name, err, tc.is)
+			t.Errorf("%s: Serve = %v, want an error (is %v)", tc.name, err, tc.is)
 		}
+	}
+}
+
+// TestNewClusterClientFailsFast: the client Serve decides through never retries, dials once
+// and honours deadlines, and the caller's options are left as they were.
+func TestNewClusterClientFailsFast(t *testing.T) {
+	t.Parallel()
+	have := &redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, Password: "pw"}
+	c := newClusterClient(have)
+	defer c.Close()
+	o := c.Options()
+	if o.MaxRetries != -1 || o.DialerRetries != 1 || !o.ContextTimeoutEnabled || o.Password != "pw" {
+		t.Errorf("client options MaxRetries %d DialerRetries %d ContextTimeoutEnabled %v Password %q, want -1, 1, true, pw",
+			o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled, o.Password)
+	}
+	if have.MaxRetries != 0 || have.DialerRetries != 0 || have.ContextTimeoutEnabled {
+		t.Errorf("the caller's options changed: %+v", have)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -12,25 +11,22 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
-	"ratelab/scenarios/cluster"
 )
 
-// Defaults of `ratelab gateway` (RunOptions' zero fields).
+// Defaults of `ratelab gateway` (ServeOptions' zero fields).
 const (
 	DefaultListen       = "127.0.0.1:8080"
 	DefaultRate         = 100.0 // tokens per second per (tenant, endpoint)
 	DefaultBurst        = 200   // tokens
 	DefaultTimeout      = 50 * time.Millisecond
 	DefaultShutdownWait = 5 * time.Second
-	ClusterLocal        = "local"   // start redis-server nodes for the run, stop them after
-	ClusterRunning      = "running" // attach to the cluster of `ratelab cluster up`
 )
 
 // ErrNotLoopback reports a listen address off 127.0.0.0/8 or ::1 without AllowRemote.
 var ErrNotLoopback = errors.New("gateway: listen address is not loopback")
 
-// RunOptions configure Run. Zero fields take the defaults above.
-type RunOptions struct {
+// ServeOptions configure Serve. Zero fields take the defaults above.
+type ServeOptions struct {
 	// Listen is the host:port to serve on; default DefaultListen. Must be loopback unless
 	// AllowRemote: this tool sends and takes traffic on 127.0.0.1 only.
 	Listen      string
@@ -40,13 +36,6 @@ type RunOptions struct {
 	// Rate (tokens/s) and Burst (tokens) are every (tenant, endpoint)'s bucket policy.
 	Rate  float64
 	Burst int64
-	// Cluster is ClusterLocal (default) or ClusterRunning; StateFile locates the running one
-	// (default cluster.DefaultStateFile()).
-	Cluster   string
-	StateFile string
-	// Local configures the cluster ClusterLocal starts; the zero value is 3 primaries x 1
-	// replica on free loopback ports. Its Logf defaults to Logf.
-	Local cluster.Options
 	// Timeout bounds one decision by Redis (limiter.WithTimeout); default DefaultTimeout.
 	Timeout time.Duration
 	// Logf receives progress lines; nil is silent.
@@ -55,7 +44,7 @@ type RunOptions struct {
 	Ready func(addr string)
 }
 
-func (o RunOptions) withDefaults() RunOptions {
+func (o ServeOptions) withDefaults() ServeOptions {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
@@ -64,12 +53,6 @@ func (o RunOptions) withDefaults() RunOptions {
 	}
 	if o.Burst == 0 {
 		o.Burst = DefaultBurst
-	}
-	if o.Cluster == "" {
-		o.Cluster = ClusterLocal
-	}
-	if o.StateFile == "" {
-		o.StateFile = cluster.DefaultStateFile()
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
@@ -81,7 +64,7 @@ func (o RunOptions) withDefaults() RunOptions {
 }
 
 // Validate reports every problem of o (after defaults) at once, naming the field and the fix.
-func (o RunOptions) Validate() error {
+func (o ServeOptions) Validate() error {
 	o = o.withDefaults()
 	var errs []error
 	if err := CheckListen(o.Listen, o.AllowRemote); err != nil {
@@ -89,12 +72,6 @@ func (o RunOptions) Validate() error {
 	}
 	if err := (limiter.BucketPolicy{Rate: o.Rate, Burst: o.Burst}).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("gateway: rate/burst: %w", err))
-	}
-	if o.Cluster != ClusterLocal && o.Cluster != ClusterRunning {
-		errs = append(errs, fmt.Errorf("gateway: cluster %q: want %q (start nodes) or %q (the one from `ratelab cluster up`)", o.Cluster, ClusterLocal, ClusterRunning))
-	}
-	if err := o.Local.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("gateway: local cluster: %w", err))
 	}
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("gateway: timeout %v: must be > 0, e.g. 50ms", o.Timeout))
@@ -123,42 +100,26 @@ func CheckListen(addr string, allowRemote bool) error {
 	return fmt.Errorf("%w: listen %q: this machine is loopback-only; use 127.0.0.1:PORT, or pass --allow-remote to listen there anyway", ErrNotLoopback, addr)
 }
 
-// Run serves `ratelab gateway` until ctx ends: it starts a local Redis Cluster (or attaches to
-// the running one), builds a ClusterClient that neither retries nor stalls, a
-// limiter.RedisTokenBucket with the options' policy and timeout, and a Server; then it shuts
-// the server down gracefully (DefaultShutdownWait), closes the client and stops the cluster it
-// started. It returns nil after a clean shutdown on ctx's end.
-func Run(ctx context.Context, o RunOptions) (err error) {
+// Serve is the body of `ratelab gateway`: it serves on o.Listen until ctx ends, deciding with a
+// limiter.RedisTokenBucket of o's policy and timeout over a ClusterClient built from redisOpts
+// (addresses and credentials; Serve makes the client neither retry nor stall), then shuts the
+// server down gracefully (DefaultShutdownWait) and closes the client. The caller owns the
+// Redis Cluster redisOpts reaches. Serve returns nil after a clean shutdown on ctx's end.
+func Serve(ctx context.Context, redisOpts *redis.ClusterOptions, o ServeOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if redisOpts == nil || len(redisOpts.Addrs) == 0 {
+		return errors.New("gateway: no Redis Cluster address: pass the cluster's client options")
+	}
 	o = o.withDefaults()
-	cl, err := openCluster(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, closeCluster(cl, o)) }()
-
-	client := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 cl.Addrs(),
-		MaxRetries:            -1,   // no hidden retries: a failure is a 503, not a stall
-		DialerRetries:         1,    // the pool re-dials 5 times, 100 ms apart, by default
-		ContextTimeoutEnabled: true, // without it go-redis ignores the per-decision deadline
-	})
-	defer closeQuietly(client)
-
+	client := newClusterClient(redisOpts)
+	defer func() { _ = client.Close() }()
 	policy := limiter.BucketPolicy{Rate: o.Rate, Burst: o.Burst}
-	lim, err := limiter.NewRedisTokenBucket(client, policy, limiter.WithTimeout(o.Timeout))
+	lim, err := loadTokenBucket(ctx, client, policy, o.Timeout)
 	if err != nil {
 		return err
 	}
-	loadCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = lim.Load(loadCtx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("gateway: loading the token-bucket script: %w", err)
-	}
-
 	var upstream http.Handler
 	if o.Upstream != "" {
 		if upstream, err = ProxyUpstream(o.Upstream); err != nil {
@@ -174,7 +135,7 @@ func Run(ctx context.Context, o RunOptions) (err error) {
 		return fmt.Errorf("gateway: listen %s: %w", o.Listen, err)
 	}
 	o.Logf("gateway on http://%s (rate %g/s burst %d per tenant and endpoint, Redis %s, decision timeout %v)",
-		ln.Addr(), o.Rate, o.Burst, cl.Addrs(), o.Timeout)
+		ln.Addr(), o.Rate, o.Burst, redisOpts.Addrs, o.Timeout)
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
@@ -194,28 +155,27 @@ func Run(ctx context.Context, o RunOptions) (err error) {
 	return <-served
 }
 
-func openCluster(ctx context.Context, o RunOptions) (*cluster.Local, error) {
-	if o.Cluster == ClusterRunning {
-		cl, err := cluster.Attach(ctx, o.StateFile)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: --cluster running: %w (start one with `ratelab cluster up`)", err)
-		}
-		return cl, nil
-	}
-	opts := o.Local
-	if opts.Logf == nil {
-		opts.Logf = o.Logf
-	}
-	o.Logf("starting a local Redis Cluster")
-	return cluster.StartLocal(ctx, opts)
+// newClusterClient returns a client of the cluster redisOpts reaches that fails fast: a
+// failure is a 503, not a stall behind hidden retries. redisOpts itself is not changed.
+func newClusterClient(redisOpts *redis.ClusterOptions) *redis.ClusterClient {
+	ro := *redisOpts
+	ro.MaxRetries = -1              // no hidden retries
+	ro.DialerRetries = 1            // the pool re-dials 5 times, 100 ms apart, by default
+	ro.ContextTimeoutEnabled = true // without it go-redis ignores the per-decision deadline
+	return redis.NewClusterClient(&ro)
 }
 
-// closeCluster stops a cluster Run started; for an attached one Close releases only clients.
-func closeCluster(cl *cluster.Local, o RunOptions) error {
-	if o.Cluster == ClusterLocal {
-		o.Logf("stopping the local Redis Cluster")
+// loadTokenBucket returns the Redis token bucket Serve decides with, its script already loaded
+// on every primary so that the first requests do not pay for NOSCRIPT.
+func loadTokenBucket(ctx context.Context, c *redis.ClusterClient, p limiter.BucketPolicy, timeout time.Duration) (*limiter.RedisTokenBucket, error) {
+	lim, err := limiter.NewRedisTokenBucket(c, p, limiter.WithTimeout(timeout))
+	if err != nil {
+		return nil, err
 	}
-	return cl.Close()
+	loadCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := lim.Load(loadCtx); err != nil {
+		return nil, fmt.Errorf("gateway: loading the token-bucket script: %w", err)
+	}
+	return lim, nil
 }
-
-func closeQuietly(c io.Closer) { _ = c.Close() }
