@@ -27,15 +27,14 @@ type footprint struct {
 //
 // Without that step RSS depends on when the sample lands in the collector's cycle: with GOGC=100
 // the heap may grow to twice the live heap before a collection, and the runtime's background
-// scavenger returns freed pages to the OS over minutes, not at once. A soak that sampled raw RSS
-// after a fault (a pause fills every in-flight slot, a latency fault adds proxy buffers) read
-// 70 -> 81 MB while the live heap went 25.7 -> 24.7 MB: retained free pages, not a leak.
+// scavenger returns freed pages to the OS over minutes, not at once: raw RSS after a fault (a
+// pause fills every in-flight slot, a latency fault adds proxy buffers) grows by retained free
+// pages while the live heap does not (docs/architecture.md has the soak's figures).
 //
 // Settling is not free under load: the forced collection and the scavenge (which holds the heap
-// lock while allocating workers wait) stalled a 100,000/s lease run: in 7 alternated 12 s runs of
-// hot-tenant-lease on one cluster the second of the warm sample dropped 2,586-9,569 requests
-// (median 7,820) when settled and 0-2,821 (median 736) when not. So the engine settles only for a spec that
-// judges memory (an rss_growth or heap_growth SLO). Otherwise the sample disturbs nothing: RSS
+// lock while allocating workers wait) stall a high-rate run for part of a second, dropping
+// requests. So the engine settles only for a spec that judges memory (an rss_growth or
+// heap_growth SLO). Otherwise the sample disturbs nothing: RSS
 // as it is, and the live heap the last collection marked (runtime/metrics /gc/heap/live:bytes).
 //
 // anonMB is the anonymous part of RSS (RssAnon): memory the process allocated and wrote. The

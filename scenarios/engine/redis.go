@@ -149,19 +149,19 @@ func newClusterClient(base *redis.ClusterOptions, timeout time.Duration, workers
 	o.MaxRedirects = 3
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = time.Second
-	// go-redis re-dials 5 times, 100 ms apart, by default, even with MaxRetries -1: a dead
-	// node would show up as a 500 ms stall and a timeout instead of a connection error.
+	// go-redis re-dials several times, 100 ms apart, by default, even with MaxRetries -1: a
+	// dead node would show up as a stall and a timeout instead of a connection error.
 	o.DialerRetries = 1
 	o.ReadTimeout = max(timeout, 10*time.Millisecond)
 	o.WriteTimeout = max(timeout, 10*time.Millisecond)
 	o.PoolSize = perNode
 	o.MinIdleConns = 0
 	o.PoolTimeout = timeout
-	// go-redis gives every connection 32 KiB read and write buffers, and every pipeline
-	// connection 128 KiB ones. An EVALSHA here is ~150 bytes and its reply ~40; a pipeline of 64
-	// is ~10 KB out and ~3 KB back (longer replies still parse: go-redis reads past a full
-	// buffer). With a pool per node the defaults were 12 MB of a 27 MB heap in the soak, and the
-	// process's RSS grew for half an hour as traffic touched those buffers' pages one by one.
+	// go-redis's default buffers (32 KiB per connection, 128 KiB per pipeline connection) are
+	// far larger than an EVALSHA (about 150 bytes, reply about 40) or a pipeline of 64 of them
+	// (about 10 KB out, 3 KB back; longer replies still parse: go-redis reads past a full
+	// buffer). With a pool per node they dominate the heap, and RSS creeps up for as long as
+	// traffic keeps touching their pages for the first time, which a soak reads as a leak.
 	o.ReadBufferSize, o.WriteBufferSize = clientBufferSize, clientBufferSize
 	o.PipelineReadBufferSize, o.PipelineWriteBufferSize = pipelineBufferSize, pipelineBufferSize
 	c := redis.NewClusterClient(&o)
