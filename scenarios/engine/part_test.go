@@ -167,7 +167,7 @@ func TestCheckPartRefuses(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		part    workload.Part
+		part     workload.Part
 		edit     func(*scenarios.Spec)
 		wantText string
 	}{
