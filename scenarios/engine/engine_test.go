@@ -346,6 +346,20 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			t.Errorf("overspend %+v: more than a reordering residue", o)
 		}
 	})
+	t.Run("a kind changed after parsing gets its defaults", func(t *testing.T) {
+		// ratelab run NAME --limiter lease changes the kind of a parsed spec: the run must use
+		// the lease defaults, not dereference the missing lease block.
+		spec := testSpec(t, "token-bucket", 200, time.Second)
+		spec.Cluster.Provider = "running"
+		spec.Limiter.Kind = scenarios.KindLease
+		res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Environment.Mode != "lease" || res.Summary.Load.Decisions == 0 {
+			t.Errorf("mode %q, %d decisions: want a lease run", res.Summary.Environment.Mode, res.Summary.Load.Decisions)
+		}
+	})
 	t.Run("leases cut central calls and stay near the envelope", func(t *testing.T) {
 		spec := testSpec(t, "lease", 2000, 3*time.Second)
 		spec.Load.Concurrency = 8

@@ -98,13 +98,19 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 	return s, nil
 }
 
-// resolve fixes the spec the run follows (a trace replay's duration, rate and tenants) and
-// refuses a part the spec cannot be split by.
-func (s *Session) resolve(spec *scenarios.Spec) error {
-	s.Spec = spec
+// resolve fixes the spec the run follows — a copy of spec with its defaults (a caller may have
+// changed its kind after parsing), validated, with a trace replay's duration, rate and tenants —
+// and refuses a part the spec cannot be split by.
+func (s *Session) resolve(orig *scenarios.Spec) error {
+	spec := *orig
+	spec.ApplyDefaults()
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	s.Spec = &spec
 	if spec.Trace != nil {
 		var err error
-		if s.Spec, s.replay, err = loadReplay(spec); err != nil {
+		if s.Spec, s.replay, err = loadReplay(&spec); err != nil {
 			return err
 		}
 	}
