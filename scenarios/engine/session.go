@@ -142,16 +142,8 @@ func (s *Session) makeDir() error {
 // limiter.lease.gateways in lease mode).
 func (s *Session) Gateways() []limiter.Limiter { return s.gateways }
 
-// KeyPolicy is the bucket policy key is judged by: its tenant's tariff, or the scenario's policy.
-func (s *Session) KeyPolicy(key int) limiter.BucketPolicy {
-	if s.tariffs == nil {
-		return s.policy
-	}
-	n := len(s.Endpoints)
-	return s.tariffs.cache.Lookup(s.Tenants[key/n], s.Endpoints[key%n]).Bucket
-}
-
-// PolicyFunc is KeyPolicy by tenant and endpoint, as a gateway looks a policy up.
+// PolicyFunc gives the bucket policy of a tenant and endpoint, as a gateway looks it up: the
+// tenant's tariff, or the scenario's policy.
 func (s *Session) PolicyFunc() limiter.PolicyFunc {
 	if s.tariffs != nil {
 		return s.tariffs.cache.BucketPolicyFunc()

@@ -19,9 +19,9 @@ import (
 // store is the run's Redis side: the cluster, the client the limiters use with its per-node
 // counters, and for an external cluster the key prefix that keeps the run's keys apart.
 type store struct {
-	cl     cluster.Cluster
-	client *redis.ClusterClient
-	redir  *redirects
+	cl       cluster.Cluster
+	client   *redis.ClusterClient
+	counters *nodeCounters
 	// cleanup deletes an external run's keys (once; a no-op on other providers) and leaves what
 	// it did in note.
 	cleanup     func() error
@@ -51,8 +51,8 @@ func (s *Session) openStore(ctx context.Context) (*store, error) {
 	if p := len(cl.Primaries()); p > 0 {
 		s.env.Replicas = (len(cl.Nodes()) - p) / p
 	}
-	st := &store{cl: cl, redir: newRedirects(s.secs), cleanup: func() error { return nil }, reloadEvery: reloadEvery}
-	st.client = newClusterClient(cl.ClientOptions(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, st.redir)
+	st := &store{cl: cl, counters: newNodeCounters(s.secs), cleanup: func() error { return nil }, reloadEvery: reloadEvery}
+	st.client = newClusterClient(cl.ClientOptions(), time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, st.counters)
 	s.onClose(st.client.Close)
 	if spec.Cluster.Provider == scenarios.ProviderExternal {
 		if err := st.prefixKeys(ctx, s.Dir, s.logf); err != nil {
@@ -110,12 +110,12 @@ func (st *store) trouble(k limiter.ErrorKind) {
 // fillRow adds the second's MOVED, ASK and NOSCRIPT replies the node hooks saw: the ones go-redis
 // followed or the limiter answered with EVAL, and the ones that ended a decision.
 func (st *store) fillRow(sec int, iv *results.Interval) {
-	if sec < 0 || sec >= len(st.redir.moved) {
+	if sec < 0 || sec >= len(st.counters.moved) {
 		return
 	}
-	iv.Moved = st.redir.moved[sec].Load()
-	iv.Ask = st.redir.ask[sec].Load()
-	iv.NoScript = st.redir.noscript[sec].Load()
+	iv.Moved = st.counters.moved[sec].Load()
+	iv.Ask = st.counters.ask[sec].Load()
+	iv.NoScript = st.counters.noscript[sec].Load()
 }
 
 // fillSummary adds what only a Redis-backed run knows: ops per node, the redirects and NOSCRIPT
@@ -123,7 +123,7 @@ func (st *store) fillRow(sec int, iv *results.Interval) {
 func (st *store) fillSummary(ctx context.Context, sum *results.Summary, ran time.Duration) {
 	var ops int64
 	var byKind [limiter.NumErrorKinds]int64
-	nodes := st.redir.snapshot()
+	nodes := st.counters.snapshot()
 	for _, n := range nodes {
 		ops += n.ops.Load()
 		for k := range n.errs {

@@ -30,18 +30,18 @@ type nodeStats struct {
 	errs [limiter.NumErrorKinds]atomic.Int64 // replies and failures by kind, MOVED/ASK/NOSCRIPT included
 }
 
-// redirects counts MOVED, ASK and NOSCRIPT replies per node and per second. go-redis follows
-// redirects inside the ClusterClient and the limiter answers NOSCRIPT with EVAL, so neither reaches
-// the caller as an error; hooks on the per-node clients (OnNewNode) see both (a hook on the
-// cluster client would not see redirects).
-type redirects struct {
+// nodeCounters count every node's commands and error replies, and MOVED, ASK and NOSCRIPT per
+// second of the run. go-redis follows redirects inside the ClusterClient and the limiter answers
+// NOSCRIPT with EVAL, so neither reaches the caller as an error; hooks on the per-node clients
+// (OnNewNode) see both (a hook on the cluster client would not see redirects).
+type nodeCounters struct {
 	mu                   sync.Mutex
 	nodes                map[string]*nodeStats
 	moved, ask, noscript []atomic.Int64 // per second of the run
 }
 
-func newRedirects(seconds int) *redirects {
-	return &redirects{
+func newNodeCounters(seconds int) *nodeCounters {
+	return &nodeCounters{
 		nodes:    map[string]*nodeStats{},
 		moved:    make([]atomic.Int64, seconds),
 		ask:      make([]atomic.Int64, seconds),
@@ -49,7 +49,7 @@ func newRedirects(seconds int) *redirects {
 	}
 }
 
-func (r *redirects) node(addr string) *nodeStats {
+func (r *nodeCounters) node(addr string) *nodeStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.nodes[addr]
@@ -61,7 +61,7 @@ func (r *redirects) node(addr string) *nodeStats {
 }
 
 // snapshot returns the per-node counters sorted by address.
-func (r *redirects) snapshot() []*nodeStats {
+func (r *nodeCounters) snapshot() []*nodeStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*nodeStats, 0, len(r.nodes))
@@ -74,7 +74,7 @@ func (r *redirects) snapshot() []*nodeStats {
 
 // nodeHook is installed on every per-node client.
 type nodeHook struct {
-	r *redirects
+	r *nodeCounters
 	n *nodeStats
 }
 
@@ -142,7 +142,7 @@ const (
 //
 // base comes from the provider (cluster.Cluster.ClientOptions): addresses and, where the
 // provider has them, user, password and TLS; everything else is set here.
-func newClusterClient(base *redis.ClusterOptions, timeout time.Duration, workers int, r *redirects) *redis.ClusterClient {
+func newClusterClient(base *redis.ClusterOptions, timeout time.Duration, workers int, r *nodeCounters) *redis.ClusterClient {
 	perNode := max(workers, 10)
 	o := *base
 	o.MaxRetries = -1
