@@ -107,6 +107,7 @@ validate-model: redis
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./scenarios/engine
 	$(GO) run ./cmd/ratelab-lint -go '$(GO)'
 
 ## clean: remove build outputs and run directories
