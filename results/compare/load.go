@@ -13,8 +13,8 @@ import (
 // ErrNoRuns is wrapped by Load when a path holds no run: neither a summary.json nor rep-*/summary.json.
 var ErrNoRuns = errors.New("no runs found")
 
-// Run is one loaded repetition: where it came from and its summary.
-type Run struct {
+// Rep is one loaded repetition: where it came from and its summary.
+type Rep struct {
 	Dir     string
 	Summary *results.Summary
 }
@@ -24,7 +24,7 @@ type Set struct {
 	// Paths are the arguments the set was loaded from.
 	Paths []string
 	// Runs are the completed runs, in path order then repetition order.
-	Runs []Run
+	Runs []Rep
 	// Skipped names the runs left out and why (an interrupted repetition measured less).
 	Skipped []string
 }
@@ -66,7 +66,7 @@ func Load(paths ...string) (*Set, error) {
 				set.Skipped = append(set.Skipped, fmt.Sprintf("%s: interrupted after %.1f s", dir, s.DurationS))
 				continue
 			}
-			set.Runs = append(set.Runs, Run{Dir: dir, Summary: s})
+			set.Runs = append(set.Runs, Rep{Dir: dir, Summary: s})
 		}
 	}
 	if len(set.Runs) == 0 {
