@@ -21,7 +21,7 @@ const DefaultProbeDuration = 2 * time.Second
 // measured is one run on a running cluster with what it cost: server stats before and after,
 // this process's CPU over it, its summary and latency histogram.
 type measured struct {
-	before, after ServerStats
+	before, after cluster.NodeStats
 	clientCPU     float64 // seconds of this process's CPU over the run
 	sum           *results.Summary
 	hist          *results.Histogram
@@ -61,7 +61,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 	run.Faults = nil
 	run.Cluster.Provider = "running"
 	var err error
-	if m.before, err = Snapshot(ctx, addrs); err != nil {
+	if m.before, err = cluster.ReadNodeStats(ctx, addrs); err != nil {
 		return m, err
 	}
 	cpu := processCPU()
@@ -70,7 +70,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 		return m, err
 	}
 	m.clientCPU = processCPU() - cpu
-	if m.after, err = Snapshot(ctx, addrs); err != nil {
+	if m.after, err = cluster.ReadNodeStats(ctx, addrs); err != nil {
 		return m, err
 	}
 	m.sum = res.Summary
@@ -161,7 +161,7 @@ func CalibrateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.
 // pooled is several runs of one kind added up: their CPU, server-stat deltas, time, decisions
 // and latencies.
 type pooled struct {
-	delta              ServerStats // after - before, summed; percentiles from the last run
+	delta              cluster.NodeStats // after - before, summed; percentiles from the last run
 	clientCPU, seconds float64
 	decisions, answers int64
 	offered            float64 // decisions offered
@@ -192,7 +192,7 @@ func (p pooled) rate() float64 { return float64(p.decisions) / math.Max(p.second
 // probeRate: capacity is the probes' answered decisions per second, and the CPU per second of
 // the two kinds against their rates gives the marginal CPU per decision.
 func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) {
-	cal, err := Calibrate(ServerStats{}, light.delta, light.hist)
+	cal, err := Calibrate(cluster.NodeStats{}, light.delta, light.hist)
 	if err != nil {
 		return cal, err
 	}
