@@ -75,7 +75,7 @@ through its whole outage. The service time and client part come from --calibrati
 				fo := f.fo
 				f.cfg.Failover = &fo
 			}
-			res, err := simulate.Run(f.cfg)
+			res, err := simulate.Simulate(f.cfg)
 			if err != nil {
 				return err
 			}

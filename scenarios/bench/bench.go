@@ -227,10 +227,10 @@ type Lease struct {
 	CentralOpsPS float64 `json:"central_ops_per_s"`
 }
 
-// Run measures the five sections on one local cluster (3 primaries x 1 replica, as the built-in
+// Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the built-in
 // scenarios use) and writes README.md and raw.json into opts.Out. A section that fails stops the
 // run: the numbers of a bench are only useful together.
-func Run(ctx context.Context, opts Options) (*Report, error) {
+func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -266,11 +266,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	opts.Logf("bench 1/5: generator with a no-op limiter")
-	if rep.Generator, err = runGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
+	if rep.Generator, err = measureGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
 		return nil, err
 	}
 	opts.Logf("bench 2/5: in-memory token bucket")
-	rep.Memory = runMemory(opts)
+	rep.Memory = measureMemory(opts)
 	target, err := newTarget(ctx, cl.Addrs())
 	if err != nil {
 		return nil, err
@@ -280,15 +280,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// counts: a machine busy with other work during one of them lowers the ceiling, which would
 	// flatter the ratio.
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (before the central variants)", target.addr)
-	before, err := runCeiling(ctx, opts, target)
+	before, err := measureCeiling(ctx, opts, target)
 	if err != nil {
 		return nil, err
 	}
-	if rep.Central, err = runCentral(ctx, opts, target); err != nil {
+	if rep.Central, err = measureCentral(ctx, opts, target); err != nil {
 		return nil, err
 	}
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (after the central variants)", target.addr)
-	after, err := runCeiling(ctx, opts, target)
+	after, err := measureCeiling(ctx, opts, target)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
-	if rep.Lease, err = runLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
+	if rep.Lease, err = measureLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
 		return nil, err
 	}
 	rep.Duration = time.Since(started)

@@ -83,12 +83,12 @@ type variant struct {
 	srv   serverUse
 }
 
-// runCentral is section 3: the three transports of the token-bucket script, each with its own
+// measureCentral is section 3: the three transports of the token-bucket script, each with its own
 // client and Conns x Depth closed-loop callers, opts.Seconds each in all, at GOMAXPROCS
 // opts.ClientProcs (restored after). The variants run in halves, in the order plain,
 // AutoPipeline, coalescing, coalescing, AutoPipeline, plain, so that a machine whose other load
 // drifts during the section favours none of them.
-func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error) {
+func measureCentral(ctx context.Context, opts Options, t *target) ([]Central, error) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(opts.ClientProcs))
 	callers := opts.Conns * opts.Depth
 	timeout := limiter.WithTimeout(decisionTimeout)

@@ -335,7 +335,7 @@ func modelRuns(base Config, cal Calibration, host *Host, rate float64, dur time.
 	out := make([]*Result, 0, n)
 	for seed := first; seed < first+uint64(n); seed++ {
 		cfg.Seed = seed
-		r, err := Run(cfg)
+		r, err := Simulate(cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -89,9 +89,9 @@ type Result struct {
 	hist *results.Histogram // the measured decisions' latencies (ValidateCoLocated pools them)
 }
 
-// Run simulates cfg: a steady-state phase over all shards and, with cfg.Failover, a phase that
+// Simulate simulates cfg: a steady-state phase over all shards and, with cfg.Failover, a phase that
 // fails one shard.
-func Run(cfg Config) (*Result, error) {
+func Simulate(cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -184,14 +184,14 @@ func Run(cfg Config) (*Result, error) {
 		if shard < 0 {
 			shard = busiest
 		}
-		res.Failover = runFailover(cfg, shard)
+		res.Failover = simulateFailover(cfg, shard)
 	}
 	res.ElapsedS = time.Since(began).Seconds()
 	return res, nil
 }
 
-// runFailover simulates shard alone from 0 to the outage's end plus 1 s.
-func runFailover(cfg Config, shard int) *FailoverResult {
+// simulateFailover simulates shard alone from 0 to the outage's end plus 1 s.
+func simulateFailover(cfg Config, shard int) *FailoverResult {
 	f := cfg.Failover
 	outage := (f.NodeTimeout + f.Election).Seconds()
 	// With leases the shard first warms up for a TTL (ramping in, as in the steady state), so

@@ -79,11 +79,10 @@ type ValidateOptions struct {
 	// HostLaw is the shape the host's share of time off follows from the gap runs to the
 	// measured rate (HostLoad.Law; default DefaultHostLaw).
 	HostLaw string
-	// Probe is the probes' length and Run the measured and gap runs' (defaults 1 s and 4 s;
-	// whole seconds: a run's rates are counted over whole seconds). A p99 needs the 4 s: on a
-	// quiet host about 1% of the time is in gaps of ~2 ms, so a 2 s run's p99 is set by ~10
-	// gaps (at 7d649eb, with 2 s runs, one validation's rounds read 0.8-5.5 ms at 30%).
-	Probe, Run time.Duration
+	// ProbeLength is the probes' length and RunLength the measured and gap runs' (defaults 1 s
+	// and 4 s; whole seconds: a run's rates are counted over whole seconds). A run's p99 is set
+	// by the few scheduling gaps it catches, so a run must be long enough to catch dozens.
+	ProbeLength, RunLength time.Duration
 	// Out keeps the runs' directories (default a temp dir, removed).
 	Out string
 	// Logf, when set, gets a line per run.
@@ -110,11 +109,11 @@ func (o ValidateOptions) withDefaults() ValidateOptions {
 	if o.HostLaw == "" {
 		o.HostLaw = DefaultHostLaw
 	}
-	if o.Probe <= 0 {
-		o.Probe = time.Second
+	if o.ProbeLength <= 0 {
+		o.ProbeLength = time.Second
 	}
-	if o.Run <= 0 {
-		o.Run = 4 * time.Second
+	if o.RunLength <= 0 {
+		o.RunLength = 4 * time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -245,14 +244,14 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	}
 	var lows, highs, probes, runs []measured
 	// The first probe fixes the gap runs' rates, and the measured runs' unless Rate is given.
-	p, err := run("probe", with(o.ProbeRate, o.Probe))
+	p, err := run("probe", with(o.ProbeRate, o.ProbeLength))
 	// A probe the machine kept up with measured the offered rate, not the capacity (30,000/s
 	// saturates one primary on the AMD host these defaults came from, not on a quiet Intel
 	// one): double it until the generator drops what it cannot send.
 	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 		o.ProbeRate *= 2
 		o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
-		p, err = run("probe", with(o.ProbeRate, o.Probe))
+		p, err = run("probe", with(o.ProbeRate, o.ProbeLength))
 	}
 	if err != nil {
 		return nil, err
@@ -272,19 +271,19 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	}
 	for r := 0; r < o.Rounds; r++ {
 		// The measured run between the gap runs, then the probe.
-		lo, err := run("low", with(lowRate, o.Run))
+		lo, err := run("low", with(lowRate, o.RunLength))
 		if err != nil {
 			return nil, err
 		}
-		m, err := run("measured", with(rate, o.Run))
+		m, err := run("measured", with(rate, o.RunLength))
 		if err != nil {
 			return nil, err
 		}
-		hi, err := run("high", with(highRate, o.Run))
+		hi, err := run("high", with(highRate, o.RunLength))
 		if err != nil {
 			return nil, err
 		}
-		p, err := run("probe", with(o.ProbeRate, o.Probe))
+		p, err := run("probe", with(o.ProbeRate, o.ProbeLength))
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +328,7 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 	simHist := results.NewHistogram()
 	var seedP99s []float64
 	for i := range runs {
-		rs, err := modelRuns(base, cal, host, rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
+		rs, err := modelRuns(base, cal, host, rate, o.RunLength, uint64(i)*simSeeds+1, simSeeds)
 		if err != nil {
 			return nil, err
 		}
@@ -360,7 +359,7 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 		for _, m := range at.runs {
 			meas = append(meas, m.sum.LatencyMs.P99)
 		}
-		sim, err := modelP99s(base, cal, cal.HostAt(at.rate), at.rate, o.Run, len(at.runs))
+		sim, err := modelP99s(base, cal, cal.HostAt(at.rate), at.rate, o.RunLength, len(at.runs))
 		if err != nil {
 			return nil, err
 		}
@@ -376,7 +375,7 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 	if v.MeasuredRPS <= 0 || v.MeasuredP99Ms <= 0 {
 		return v, errors.New("validate: the measured runs recorded no decisions")
 	}
-	if v.MeasuredOff, err = solveOff(base, cal, rate, o.Run, v.MeasuredP99Ms, host.OffFraction); err != nil {
+	if v.MeasuredOff, err = solveOff(base, cal, rate, o.RunLength, v.MeasuredP99Ms, host.OffFraction); err != nil {
 		return nil, err
 	}
 	v.ThroughputGap = (v.SimulatedRPS - v.MeasuredRPS) / v.MeasuredRPS
@@ -391,7 +390,7 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 		l.Law = law
 		alt.Load = &l
 		h := alt.HostAt(rate)
-		p99s, err := modelP99s(base, alt, h, rate, o.Run, len(runs))
+		p99s, err := modelP99s(base, alt, h, rate, o.RunLength, len(runs))
 		if err != nil {
 			return nil, err
 		}
