@@ -152,9 +152,7 @@ func CalibrateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.
 			return Calibration{}, light.sum, sat.sum, err
 		}
 	}
-	base := Config{Shards: len(cl.Primaries()), Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
-		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
-	cal, err := calibrateLoad(gaps[:1], gaps[1:], []measured{sat}, probeRate, base)
+	cal, err := calibrateLoad(gaps[:1], gaps[1:], []measured{sat}, probeRate, modelOf(spec, len(cl.Primaries())))
 	return cal, light.sum, sat.sum, err
 }
 
