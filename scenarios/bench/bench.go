@@ -227,21 +227,15 @@ type Lease struct {
 	CentralOpsPS float64 `json:"central_ops_per_s"`
 }
 
-// Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the built-in
-// scenarios use) and writes README.md and raw.json into opts.Out. A section that fails stops the
-// run: the numbers of a bench are only useful together.
+// Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the
+// built-in scenarios use) and writes README.md and raw.json into opts.Out. A section that fails
+// stops the run: the numbers of a bench are only useful together.
 func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	started := time.Now()
-	rep := &Report{
-		Schema: SchemaReport, Command: opts.Command, StartedAt: started.UTC(), Quick: opts.Quick,
-		Machine: Machine{
-			Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
-			OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Ratelab: opts.Version,
-		},
-	}
+	rep := newReport(opts, started)
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: output directory: %w", err)
 	}
@@ -271,26 +265,53 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	opts.Logf("bench 2/5: in-memory token bucket")
 	rep.Memory = measureMemory(opts)
-	target, err := newTarget(ctx, cl.Addrs())
-	if err != nil {
+	if err := measureAgainstCeiling(ctx, opts, cl.Addrs(), rep); err != nil {
 		return nil, err
 	}
+	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
+	if rep.Lease, err = measureLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(started)
+	if err := write(opts.Out, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// newReport is a report of a run started at started, with the machine it runs on.
+func newReport(opts Options, started time.Time) *Report {
+	return &Report{
+		Schema: SchemaReport, Command: opts.Command, StartedAt: started.UTC(), Quick: opts.Quick,
+		Machine: Machine{
+			Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+			OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Ratelab: opts.Version,
+		},
+	}
+}
+
+// measureAgainstCeiling is sections 3 and 4 on the cluster at addrs: the central variants, and
+// the redis-benchmark ceiling run before and after them, the higher rate counting (a machine busy
+// with other work during one of them lowers the ceiling, which would flatter the ratio). It sets
+// rep's Central, Ceiling and Ratio.
+func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Report) error {
+	target, err := newTarget(ctx, addrs)
+	if err != nil {
+		return err
+	}
 	opts.Logf("bench 3/5: central decisions (plain, autopipeline, coalescing), %d callers each", opts.Conns*opts.Depth)
-	// The ceiling runs twice, before and after the central variants, and the higher rate
-	// counts: a machine busy with other work during one of them lowers the ceiling, which would
-	// flatter the ratio.
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (before the central variants)", target.addr)
 	before, err := measureCeiling(ctx, opts, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if rep.Central, err = measureCentral(ctx, opts, target); err != nil {
-		return nil, err
+		return err
 	}
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (after the central variants)", target.addr)
 	after, err := measureCeiling(ctx, opts, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.Ceiling = before
 	if after.RequestsPerSec > before.RequestsPerSec {
@@ -302,15 +323,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 			rep.Ratio = Ratio{Best: c.Mode, Value: r}
 		}
 	}
-	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
-	if rep.Lease, err = measureLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
-		return nil, err
-	}
-	rep.Duration = time.Since(started)
-	if err := write(opts.Out, rep); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return nil
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo, or "" where there is none.
