@@ -36,10 +36,9 @@ const (
 	maxLinger = 10 * time.Millisecond
 	// DefaultClientProcs is GOMAXPROCS while the central variants run: one, as redis-benchmark
 	// is one thread. On 2 cores shared with Redis a client with GOMAXPROCS 2 also runs threads
-	// that spin looking for work, and they take the core the single-threaded server needs.
-	// `ratelab bench --client-procs 2` vs `--client-procs 1` here (2026-12-03, two runs each):
-	// Redis's main thread 90-92% busy under the coalescing client vs 94-96%, 101-110K vs
-	// 112-116K decisions/s, ratio to the ceiling 0.81-0.87 vs 0.88-0.89.
+	// that spin looking for work, and they take the core the single-threaded server needs: its
+	// main thread is less busy and the ratio to the ceiling lower (README.md, "Measured on the
+	// machine it was built on"; compare `ratelab bench --client-procs 2`).
 	DefaultClientProcs = 1
 )
 
@@ -47,7 +46,7 @@ const (
 type Options struct {
 	// Out is the directory for README.md and raw.json (created). Default DefaultOut.
 	Out string
-	// Quick shortens every section (about 15 s in all) for smoke tests; numbers are noisier.
+	// Quick shortens every section to QuickSeconds for smoke tests; numbers are noisier.
 	Quick bool
 	// Seconds overrides the per-section duration (DefaultSeconds, QuickSeconds with Quick).
 	Seconds time.Duration

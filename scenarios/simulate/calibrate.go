@@ -35,18 +35,17 @@ type Calibration struct {
 	Source string `json:"source"`
 }
 
-// DefaultCalibration is used when no measured calibration is given. Its service time is the
-// same committed measurement as capacity.DefaultPerShardRPS: one primary runs the token-bucket
-// script at about 80,000 calls/s with pipelined clients (redis-benchmark -P 16 -c 50, DESIGN.md),
-// i.e. 12.5 µs of its thread per call; without pipelining it is about 30,000/s (33 µs: pass
-// --service-us 33). The spread (cv 0.5) and the client part (0.5 ms: loopback round trip plus
-// go-redis, the p50 of a 1,000/s run on one local primary) are coarse; calibrate for real
-// numbers (`ratelab simulate calibrate`).
+// DefaultCalibration is used when no measured calibration is given. Its service time is
+// capacity.DefaultPerShardRPS's: the rate one primary runs the token-bucket script at for
+// pipelining clients, as a share of its thread per call. Clients that do not pipeline cost the
+// thread more per call (pass --service-us; docs/capacity.md has both rates). The spread (cv 0.5)
+// and the client part (0.5 ms: a loopback round trip plus go-redis) are coarse; calibrate for
+// real numbers (`ratelab simulate calibrate`).
 func DefaultCalibration() Calibration {
 	return Calibration{
 		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerShardRPS, CV: 0.5},
 		Client:  ConstantMs(0.5),
-		Source:  "default: 80,000 script calls/s per primary (DESIGN.md, pipelined), cv 0.5, client part 0.5 ms",
+		Source:  "default: 80,000 script calls/s per primary (pipelined; docs/capacity.md), cv 0.5, client part 0.5 ms",
 	}
 }
 

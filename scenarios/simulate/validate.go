@@ -50,13 +50,10 @@ const (
 	// capacity (a saturation probe's): the two rates the host's share of time off is solved at
 	// (HostLoad), on either side of the default measured share, so the host's term, the one part
 	// of the model a cluster of its own machines does not have, is interpolated, and what the
-	// validation checks at the measured rate is the rest of the model. Below the measured share
-	// (15% and 25% for 30%, the defaults until 2026-12-06) the law extrapolated: within 15% in
-	// 10 of 13 validations with Erlang C, and the same runs judged side by side with every pair
-	// of 20, 25, 30 and 35% put the extrapolated p99s 9-32% high (twice, 16 rounds each) where the
-	// bracketing pairs read -0.4% to +2.4% once and -12.5% to +17.3% the other time, inside that
-	// run's own spread (docs/capacity.md). 25% and 35% keep the bracket narrow: at 40% the share
-	// had once grown 2.6-3.6x past what the measured runs at 30% needed (4510f63).
+	// validation checks at the measured rate is the rest of the model. Carried from two gap runs
+	// below the measured share the law reads the p99 high, and a bracket much wider than this one
+	// reaches past a knee the model does not have (docs/capacity.md, "Validation", has the
+	// figures and TestGapRunPairs the side-by-side comparison).
 	DefaultLowShare  = 0.25
 	DefaultHighShare = 0.35
 )
@@ -165,9 +162,9 @@ type Validation struct {
 	SimulatedP99  float64 `json:"simulated_p99_ms"`
 	// MeasuredP99Interval is where the rounds' spread alone puts the measured median p99: a
 	// distribution-free interval of the median (medianInterval) at IntervalCoverage, at least
-	// 95% when the rounds allow it (64 rounds: 96.7%; 16 rounds: 97.9%; 5 rounds: the whole range, 93.75%). When
-	// it reaches past 15% of the median, a 15% comparison is within the measurement's own
-	// uncertainty, whichever way it comes out.
+	// 95% when the rounds allow it (64 rounds: 96.7%; 16 rounds: 97.9%; 5 rounds: the whole
+	// range, 93.75%). When it reaches past 15% of the median, a 15% comparison is within the
+	// measurement's own uncertainty, whichever way it comes out.
 	MeasuredP99Interval [2]float64 `json:"measured_p99_interval_ms"`
 	IntervalCoverage    float64    `json:"interval_coverage"`
 	// ThroughputGap and P99Gap are (simulated - measured) / measured, of the medians.
