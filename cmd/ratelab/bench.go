@@ -48,7 +48,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 			if o.quiet {
 				logf = nil
 			}
-			rep, err := bench.Run(ctx, bench.Options{
+			rep, err := bench.Measure(ctx, bench.Options{
 				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth, Linger: &o.linger, ClientProcs: o.clientProcs,
 				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
 			})

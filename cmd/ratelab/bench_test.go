@@ -14,9 +14,9 @@ import (
 
 // TestBenchQuick runs `ratelab bench --quick` as a user would: one local cluster, all five
 // sections briefly. README.md must hold a row for each section with a positive rate, the ratio
-// line and the reproducing command; raw.json the same numbers. Thresholds are the issue's
-// targets only in the README text: a loaded CI machine measures what it measures, so the test
-// checks that every section measured something, not how much.
+// line and the reproducing command; raw.json the same numbers. The targets are only in the
+// README text: a loaded CI machine measures what it measures, so the test checks that every
+// section measured something, not how much.
 func TestBenchQuick(t *testing.T) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		t.Fatalf("redis-benchmark is not on PATH (install redis-tools: make redis): %v", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -22,7 +23,8 @@ func newCapacityCmd() *cobra.Command {
 	return cmd
 }
 
-type sweepFlags struct {
+// capacitySweepOptions are the flags of `ratelab capacity sweep`.
+type capacitySweepOptions struct {
 	opts        capacity.SweepOptions
 	replicas    int
 	concurrency int
@@ -33,7 +35,7 @@ type sweepFlags struct {
 }
 
 func newCapacitySweepCmd() *cobra.Command {
-	var f sweepFlags
+	var o capacitySweepOptions
 	cmd := &cobra.Command{
 		Use:   "sweep NAME|FILE",
 		Short: "Step the offered rate until the SLO breaks, for each cluster size; write capacity.json/.md and plots",
@@ -46,87 +48,101 @@ capacity.png/svg (and usl.png/svg) and every step's run directory under steps/.`
 		Example: "  ratelab capacity sweep hot-tenant --primaries 1,2,3 --replicas 0 --step 3s --start 2000\n" +
 			"  ratelab capacity sweep hot-tenant --primaries 1,2 --limiters token-bucket,lease",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := scenarios.Resolve(args[0])
-			if err != nil {
-				return err
-			}
-			set := cmd.Flags().Changed
-			if set("concurrency") {
-				spec.Load.Concurrency = f.concurrency
-			}
-			if set("max-inflight") {
-				spec.Load.MaxInflight = f.maxInflight
-			}
-			if set("limiter") {
-				spec.Limiter.Kind = scenarios.LimiterKind(f.limiter)
-			}
-			f.opts.Limiters = kindsOf(f.limiters)
-			for _, kv := range f.slo {
-				if err := spec.SetSLO(kv); err != nil {
-					return err
-				}
-			}
-			if err := spec.Validate(); err != nil {
-				return fmt.Errorf("scenario %s with flags: %w", spec.Name, err)
-			}
-			if set("replicas") {
-				f.opts.Replicas = &f.replicas
-			}
-			stderr := cmd.ErrOrStderr()
-			f.opts.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+format+"\n", a...) }
-			f.opts.Version = version
-			ctx, stop := interruptContext(cmd.Context())
-			defer stop()
-			res, err := capacity.Sweep(ctx, spec, f.opts)
-			if res != nil {
-				out := cmd.OutOrStdout()
-				for _, s := range res.Series {
-					if s.Knee == nil {
-						fmt.Fprintf(out, "%d primaries, %s: no knee (%s)\n", s.Primaries, s.Limiter, s.Note)
-						continue
-					}
-					fmt.Fprintf(out, "%d primaries, %s: knee %.0f/s offered, %.0f/s achieved, p99 %.3f ms %s\n",
-						s.Primaries, s.Limiter, s.Knee.Offered, s.Knee.Achieved, s.Knee.P99Ms, s.Note)
-				}
-				for _, fit := range res.Fits {
-					if u := fit.USL; u != nil {
-						fmt.Fprintf(out, "USL (%s): lambda %.0f/s sigma %.4f kappa %.5f, R² %.4f, RMSE %.0f/s\n", fit.Limiter, u.Lambda, u.Sigma, u.Kappa, u.R2, u.RMSE)
-					} else {
-						fmt.Fprintf(out, "%s: %s\n", fit.Limiter, fit.Note)
-					}
-				}
-				fmt.Fprintln(out, filepath.Join(res.Dir, capacity.MarkdownFile))
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runCapacitySweep(cmd, args[0], o) },
 	}
-	fl := cmd.Flags()
-	fl.IntSliceVar(&f.opts.Primaries, "primaries", nil, "cluster sizes to sweep, e.g. 1,2,3 (default the scenario's cluster.primaries)")
-	fl.StringSliceVar(&f.limiters, "limiters", nil, "limiter kinds to sweep each size with, e.g. token-bucket,lease (default the scenario's)")
-	fl.IntVar(&f.replicas, "replicas", 0, "replicas per primary (default the scenario's)")
-	fl.DurationVar(&f.opts.StepDuration, "step", capacity.DefaultStepDuration, "duration of each step")
-	fl.Float64Var(&f.opts.Search.Start, "start", capacity.DefaultStartRate, "first offered rate, requests/s")
-	fl.Float64Var(&f.opts.Search.Factor, "factor", capacity.DefaultFactor, "growth of the rate between geometric steps")
-	fl.Float64Var(&f.opts.Search.Max, "max-rate", capacity.DefaultMaxRate, "highest rate to try")
-	fl.IntVar(&f.opts.Search.Bisect, "bisect", capacity.DefaultBisect, "bisection steps after the first failure (-1: none)")
-	fl.Float64Var(&f.opts.Search.Tolerance, "tolerance", capacity.DefaultTolerance, "stop bisecting when pass and fail rates are this close (relative)")
-	fl.StringVar(&f.opts.Out, "out", "", "output directory (default out/capacity-<scenario>-<time>)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "override load.concurrency")
-	fl.IntVar(&f.maxInflight, "max-inflight", 0, "override load.max_inflight")
-	fl.StringVar(&f.limiter, "limiter", "", "override limiter.kind (e.g. lease to sweep with leases)")
-	fl.StringArrayVar(&f.slo, "slo", nil, "SLO check key=value replacing the default's (p99_ms, achieved_ratio, error_ratio, ...); repeatable")
+	o.addFlags(cmd)
 	return cmd
 }
 
-type planFlags struct {
+// runCapacitySweep sweeps the scenario name (a built-in or a file) with the flags cmd was given
+// applied to it, and prints each size's knee, the USL fits and where the report is.
+func runCapacitySweep(cmd *cobra.Command, name string, o capacitySweepOptions) error {
+	spec, err := scenarios.Resolve(name)
+	if err != nil {
+		return err
+	}
+	set := cmd.Flags().Changed
+	if set("concurrency") {
+		spec.Load.Concurrency = o.concurrency
+	}
+	if set("max-inflight") {
+		spec.Load.MaxInflight = o.maxInflight
+	}
+	if set("limiter") {
+		spec.Limiter.Kind = scenarios.LimiterKind(o.limiter)
+	}
+	o.opts.Limiters = kindsOf(o.limiters)
+	for _, kv := range o.slo {
+		if err := spec.SetSLO(kv); err != nil {
+			return err
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("scenario %s with flags: %w", spec.Name, err)
+	}
+	if set("replicas") {
+		o.opts.Replicas = &o.replicas
+	}
+	stderr := cmd.ErrOrStderr()
+	o.opts.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+format+"\n", a...) }
+	o.opts.Version = version
+	ctx, stop := interruptContext(cmd.Context())
+	defer stop()
+	res, err := capacity.Sweep(ctx, spec, o.opts)
+	if res != nil {
+		printSweep(cmd.OutOrStdout(), res)
+	}
+	return err
+}
+
+// printSweep prints each series' knee, each limiter's USL fit and the path of capacity.md.
+func printSweep(out io.Writer, res *capacity.SweepResult) {
+	for _, s := range res.Series {
+		if s.Knee == nil {
+			fmt.Fprintf(out, "%d primaries, %s: no knee (%s)\n", s.Primaries, s.Limiter, s.Note)
+			continue
+		}
+		fmt.Fprintf(out, "%d primaries, %s: knee %.0f/s offered, %.0f/s achieved, p99 %.3f ms %s\n",
+			s.Primaries, s.Limiter, s.Knee.Offered, s.Knee.Achieved, s.Knee.P99Ms, s.Note)
+	}
+	for _, fit := range res.Fits {
+		if u := fit.USL; u != nil {
+			fmt.Fprintf(out, "USL (%s): lambda %.0f/s sigma %.4f kappa %.5f, R² %.4f, RMSE %.0f/s\n", fit.Limiter, u.Lambda, u.Sigma, u.Kappa, u.R2, u.RMSE)
+		} else {
+			fmt.Fprintf(out, "%s: %s\n", fit.Limiter, fit.Note)
+		}
+	}
+	fmt.Fprintln(out, filepath.Join(res.Dir, capacity.MarkdownFile))
+}
+
+// addFlags defines the flags of `ratelab capacity sweep` on cmd.
+func (o *capacitySweepOptions) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntSliceVar(&o.opts.Primaries, "primaries", nil, "cluster sizes to sweep, e.g. 1,2,3 (default the scenario's cluster.primaries)")
+	fl.StringSliceVar(&o.limiters, "limiters", nil, "limiter kinds to sweep each size with, e.g. token-bucket,lease (default the scenario's)")
+	fl.IntVar(&o.replicas, "replicas", 0, "replicas per primary (default the scenario's)")
+	fl.DurationVar(&o.opts.StepDuration, "step", capacity.DefaultStepDuration, "duration of each step")
+	fl.Float64Var(&o.opts.Search.Start, "start", capacity.DefaultStartRate, "first offered rate, requests/s")
+	fl.Float64Var(&o.opts.Search.Factor, "factor", capacity.DefaultFactor, "growth of the rate between geometric steps")
+	fl.Float64Var(&o.opts.Search.Max, "max-rate", capacity.DefaultMaxRate, "highest rate to try")
+	fl.IntVar(&o.opts.Search.Bisect, "bisect", capacity.DefaultBisect, "bisection steps after the first failure (-1: none)")
+	fl.Float64Var(&o.opts.Search.Tolerance, "tolerance", capacity.DefaultTolerance, "stop bisecting when pass and fail rates are this close (relative)")
+	fl.StringVar(&o.opts.Out, "out", "", "output directory (default out/capacity-<scenario>-<time>)")
+	fl.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency")
+	fl.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
+	fl.StringVar(&o.limiter, "limiter", "", "override limiter.kind (e.g. lease to sweep with leases)")
+	fl.StringArrayVar(&o.slo, "slo", nil, "SLO check key=value replacing the default's (p99_ms, achieved_ratio, error_ratio, ...); repeatable")
+}
+
+// capacityPlanOptions are the flags of `ratelab capacity plan`.
+type capacityPlanOptions struct {
 	in   capacity.PlanInput
 	from string
 	json bool
 }
 
 func newCapacityPlanCmd() *cobra.Command {
-	var f planFlags
+	var f capacityPlanOptions
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Primaries needed for a target rate with Zipf tenants: the limiting factor and what leases change",
@@ -145,7 +161,7 @@ not guessed. Prints every step of the reasoning.`,
 			}
 			f.in.PerShardSource = "--per-shard-rps"
 			if !set("per-shard-rps") {
-				f.in.PerShardSource = "default: token-bucket EVALSHA on one primary, redis-benchmark -P 16 -c 50, DESIGN.md"
+				f.in.PerShardSource = "default: token-bucket EVALSHA on one primary, redis-benchmark -P 16 -c 50, docs/capacity.md"
 			}
 			if f.from != "" {
 				r, src, err := capacity.PerShardFromSweep(f.from)

@@ -11,7 +11,8 @@ import (
 	"ratelab/scenarios/simulate"
 )
 
-type simulateFlags struct {
+// simulateOptions are the flags of `ratelab simulate`.
+type simulateOptions struct {
 	cfg         simulate.Config
 	calibration string
 	serviceUs   float64
@@ -24,9 +25,9 @@ type simulateFlags struct {
 	json        bool
 }
 
-// newSimulateCmd is `ratelab simulate` (and `ratelab simulate calibrate`).
+// newSimulateCmd is `ratelab simulate` (and `ratelab simulate calibrate|validate`).
 func newSimulateCmd() *cobra.Command {
-	var f simulateFlags
+	var o simulateOptions
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Discrete-event model of N shards at rates this machine cannot run (1M-10M decisions/s)",
@@ -42,83 +43,92 @@ through its whole outage. The service time and client part come from --calibrati
 		Example: "  ratelab simulate --shards 30 --rate 5000000 --tenants 1000000 --zipf 0.99\n" +
 			"  ratelab simulate --shards 30 --rate 5000000 --lease 100 --failover --fail open",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cal := simulate.DefaultCalibration()
-			if f.calibration != "" {
-				c, err := simulate.ReadCalibration(f.calibration)
-				if err != nil {
-					return err
-				}
-				cal = c
-			}
-			set := cmd.Flags().Changed
-			if set("service-us") {
-				cal.Service.MeanUs = f.serviceUs
-			}
-			if set("service-cv") {
-				cal.Service.CV = f.serviceCV
-			}
-			if set("service-dist") {
-				cal.Service.Kind = f.serviceKind
-			}
-			if set("client-ms") {
-				cal.Client = simulate.ConstantMs(f.clientMs)
-			}
-			f.cfg.Service, f.cfg.Client, f.cfg.ClientCPUUs = cal.Service, cal.Client, cal.ClientCPUUs
-			if f.colocated {
-				if cal.Host == nil {
-					return errors.New("--colocated needs a calibration with a saturation probe: run 'ratelab simulate calibrate --probe-rate 30000' and pass --calibration")
-				}
-				f.cfg.Host = cal.HostAt(f.cfg.Rate)
-			}
-			if f.failover {
-				fo := f.fo
-				f.cfg.Failover = &fo
-			}
-			res, err := simulate.Run(f.cfg)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if f.json {
-				return printJSON(out, res)
-			}
-			fmt.Fprintf(out, "calibration: %s\n", cal.Source)
-			_, err = fmt.Fprint(out, res.Text())
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
 	}
-	fl := cmd.Flags()
-	fl.IntVar(&f.cfg.Shards, "shards", 3, "primaries")
-	fl.Float64Var(&f.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
-	fl.IntVar(&f.cfg.Tenants, "tenants", 1_000_000, "tenants")
-	fl.Float64Var(&f.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
-	fl.Int64Var(&f.cfg.Lease, "lease", 0, "lease size in tokens (0: central decisions)")
-	fl.IntVar(&f.cfg.Gateways, "gateways", 8, "gateways holding leases")
-	fl.DurationVar(&f.cfg.LeaseTTL, "lease-ttl", time.Second, "lease lifetime")
-	fl.DurationVar(&f.cfg.Timeout, "timeout", simulate.DefaultTimeout, "client decision timeout")
-	fl.DurationVar(&f.cfg.Horizon, "horizon", simulate.DefaultHorizon, "simulated time of the steady state (shortened to --max-requests/--rate)")
-	fl.IntVar(&f.cfg.MaxRequests, "max-requests", simulate.DefaultMaxRequests, "bound on simulated arrivals in the steady state")
-	fl.Uint64Var(&f.cfg.Seed, "seed", 1, "random seed")
-	fl.StringVar(&f.calibration, "calibration", "", "calibration JSON from 'ratelab simulate calibrate'")
-	fl.Float64Var(&f.serviceUs, "service-us", 0, "mean script time per call on a primary's thread, µs (overrides the calibration)")
-	fl.Float64Var(&f.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
-	fl.StringVar(&f.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
-	fl.Float64Var(&f.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
-	fl.BoolVar(&f.colocated, "colocated", false, "put the clients and the shards on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
-	fl.IntVar(&f.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
-	fl.BoolVar(&f.failover, "failover", false, "fail a primary and report the outage and overspend bound")
-	fl.IntVar(&f.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
-	fl.DurationVar(&f.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
-	fl.DurationVar(&f.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
-	fl.DurationVar(&f.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
-	fl.DurationVar(&f.fo.ReplicationLag, "repl-lag", simulate.DefaultReplicationLag, "replication lag: debits in this window are lost")
-	fl.StringVar(&f.fo.Fail, "fail", "error", "decisions on the dead primary: open, closed or error")
-	fl.Float64Var(&f.fo.PolicyRate, "policy-rate", 100, "each key's bucket rate, to bound fail-open overspend")
-	fl.Float64Var(&f.fo.PolicyBurst, "policy-burst", 200, "each key's bucket burst")
-	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	o.addFlags(cmd)
 	cmd.AddCommand(newSimulateCalibrateCmd(), newSimulateValidateCmd())
 	return cmd
+}
+
+// runSimulate simulates o.cfg with the calibration o names, its fields overridden by the flags
+// cmd was given, and prints the result.
+func runSimulate(cmd *cobra.Command, o simulateOptions) error {
+	cal := simulate.DefaultCalibration()
+	if o.calibration != "" {
+		c, err := simulate.ReadCalibration(o.calibration)
+		if err != nil {
+			return err
+		}
+		cal = c
+	}
+	set := cmd.Flags().Changed
+	if set("service-us") {
+		cal.Service.MeanUs = o.serviceUs
+	}
+	if set("service-cv") {
+		cal.Service.CV = o.serviceCV
+	}
+	if set("service-dist") {
+		cal.Service.Kind = o.serviceKind
+	}
+	if set("client-ms") {
+		cal.Client = simulate.ConstantMs(o.clientMs)
+	}
+	o.cfg.Service, o.cfg.Client, o.cfg.ClientCPUUs = cal.Service, cal.Client, cal.ClientCPUUs
+	if o.colocated {
+		if cal.Host == nil {
+			return errors.New("--colocated needs a calibration with a saturation probe: run 'ratelab simulate calibrate --probe-rate 30000' and pass --calibration")
+		}
+		o.cfg.Host = cal.HostAt(o.cfg.Rate)
+	}
+	if o.failover {
+		fo := o.fo
+		o.cfg.Failover = &fo
+	}
+	res, err := simulate.Simulate(o.cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.json {
+		return printJSON(out, res)
+	}
+	fmt.Fprintf(out, "calibration: %s\n", cal.Source)
+	_, err = fmt.Fprint(out, res.Text())
+	return err
+}
+
+// addFlags defines the flags of `ratelab simulate` on cmd.
+func (o *simulateOptions) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&o.cfg.Shards, "shards", 3, "primaries")
+	fl.Float64Var(&o.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
+	fl.IntVar(&o.cfg.Tenants, "tenants", 1_000_000, "tenants")
+	fl.Float64Var(&o.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
+	fl.Int64Var(&o.cfg.Lease, "lease", 0, "lease size in tokens (0: central decisions)")
+	fl.IntVar(&o.cfg.Gateways, "gateways", 8, "gateways holding leases")
+	fl.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", time.Second, "lease lifetime")
+	fl.DurationVar(&o.cfg.Timeout, "timeout", simulate.DefaultTimeout, "client decision timeout")
+	fl.DurationVar(&o.cfg.Horizon, "horizon", simulate.DefaultHorizon, "simulated time of the steady state (shortened to --max-requests/--rate)")
+	fl.IntVar(&o.cfg.MaxRequests, "max-requests", simulate.DefaultMaxRequests, "bound on simulated arrivals in the steady state")
+	fl.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
+	fl.StringVar(&o.calibration, "calibration", "", "calibration JSON from 'ratelab simulate calibrate'")
+	fl.Float64Var(&o.serviceUs, "service-us", 0, "mean script time per call on a primary's thread, µs (overrides the calibration)")
+	fl.Float64Var(&o.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
+	fl.StringVar(&o.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
+	fl.Float64Var(&o.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
+	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the shards on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
+	fl.IntVar(&o.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
+	fl.BoolVar(&o.failover, "failover", false, "fail a primary and report the outage and overspend bound")
+	fl.IntVar(&o.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
+	fl.DurationVar(&o.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
+	fl.DurationVar(&o.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
+	fl.DurationVar(&o.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
+	fl.DurationVar(&o.fo.ReplicationLag, "repl-lag", simulate.DefaultReplicationLag, "replication lag: debits in this window are lost")
+	fl.StringVar(&o.fo.Fail, "fail", "error", "decisions on the dead primary: open, closed or error")
+	fl.Float64Var(&o.fo.PolicyRate, "policy-rate", 100, "each key's bucket rate, to bound fail-open overspend")
+	fl.Float64Var(&o.fo.PolicyBurst, "policy-burst", 200, "each key's bucket burst")
+	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
 }
 
 func newSimulateCalibrateCmd() *cobra.Command {
@@ -136,8 +146,8 @@ func newSimulateCalibrateCmd() *cobra.Command {
 derive the service time per call (the primary's main-thread CPU over the script calls, spread
 from Redis's own EVALSHA p50/p99), the machine's scheduling gaps (the latency tail) and the
 client part of latency (the body of the latencies minus the service time). With --probe-rate a
-saturation probe follows (2 s far above capacity), then two gap runs as long as the first at 10%
-and 20% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
+saturation probe follows (2 s far above capacity), then two gap runs as long as the first at 25%
+and 35% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
 CPU per decision, and the co-located host, whose scheduling gaps grow with the rate, for
 'ratelab simulate --colocated'.
 Writes --out for 'ratelab simulate --calibration'.`,

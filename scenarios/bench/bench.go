@@ -36,10 +36,9 @@ const (
 	maxLinger = 10 * time.Millisecond
 	// DefaultClientProcs is GOMAXPROCS while the central variants run: one, as redis-benchmark
 	// is one thread. On 2 cores shared with Redis a client with GOMAXPROCS 2 also runs threads
-	// that spin looking for work, and they take the core the single-threaded server needs.
-	// `ratelab bench --client-procs 2` vs `--client-procs 1` here (2026-12-03, two runs each):
-	// Redis's main thread 90-92% busy under the coalescing client vs 94-96%, 101-110K vs
-	// 112-116K decisions/s, ratio to the ceiling 0.81-0.87 vs 0.88-0.89.
+	// that spin looking for work, and they take the core the single-threaded server needs: its
+	// main thread is less busy and the ratio to the ceiling lower (README.md, "Measured on the
+	// machine it was built on"; compare `ratelab bench --client-procs 2`).
 	DefaultClientProcs = 1
 )
 
@@ -47,7 +46,7 @@ const (
 type Options struct {
 	// Out is the directory for README.md and raw.json (created). Default DefaultOut.
 	Out string
-	// Quick shortens every section (about 15 s in all) for smoke tests; numbers are noisier.
+	// Quick shortens every section to QuickSeconds for smoke tests; numbers are noisier.
 	Quick bool
 	// Seconds overrides the per-section duration (DefaultSeconds, QuickSeconds with Quick).
 	Seconds time.Duration
@@ -227,21 +226,15 @@ type Lease struct {
 	CentralOpsPS float64 `json:"central_ops_per_s"`
 }
 
-// Run measures the five sections on one local cluster (3 primaries x 1 replica, as the built-in
-// scenarios use) and writes README.md and raw.json into opts.Out. A section that fails stops the
-// run: the numbers of a bench are only useful together.
-func Run(ctx context.Context, opts Options) (*Report, error) {
+// Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the
+// built-in scenarios use) and writes README.md and raw.json into opts.Out. A section that fails
+// stops the run: the numbers of a bench are only useful together.
+func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	started := time.Now()
-	rep := &Report{
-		Schema: SchemaReport, Command: opts.Command, StartedAt: started.UTC(), Quick: opts.Quick,
-		Machine: Machine{
-			Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
-			OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Ratelab: opts.Version,
-		},
-	}
+	rep := newReport(opts, started)
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: output directory: %w", err)
 	}
@@ -266,31 +259,58 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	opts.Logf("bench 1/5: generator with a no-op limiter")
-	if rep.Generator, err = runGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
+	if rep.Generator, err = measureGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
 		return nil, err
 	}
 	opts.Logf("bench 2/5: in-memory token bucket")
-	rep.Memory = runMemory(opts)
-	target, err := newTarget(ctx, cl.Addrs())
-	if err != nil {
+	rep.Memory = measureMemory(opts)
+	if err := measureAgainstCeiling(ctx, opts, cl.Addrs(), rep); err != nil {
 		return nil, err
+	}
+	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
+	if rep.Lease, err = measureLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(started)
+	if err := write(opts.Out, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// newReport is a report of a run started at started, with the machine it runs on.
+func newReport(opts Options, started time.Time) *Report {
+	return &Report{
+		Schema: SchemaReport, Command: opts.Command, StartedAt: started.UTC(), Quick: opts.Quick,
+		Machine: Machine{
+			Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+			OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), Ratelab: opts.Version,
+		},
+	}
+}
+
+// measureAgainstCeiling is sections 3 and 4 on the cluster at addrs: the central variants, and
+// the redis-benchmark ceiling run before and after them, the higher rate counting (a machine busy
+// with other work during one of them lowers the ceiling, which would flatter the ratio). It sets
+// rep's Central, Ceiling and Ratio.
+func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Report) error {
+	target, err := newTarget(ctx, addrs)
+	if err != nil {
+		return err
 	}
 	opts.Logf("bench 3/5: central decisions (plain, autopipeline, coalescing), %d callers each", opts.Conns*opts.Depth)
-	// The ceiling runs twice, before and after the central variants, and the higher rate
-	// counts: a machine busy with other work during one of them lowers the ceiling, which would
-	// flatter the ratio.
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (before the central variants)", target.addr)
-	before, err := runCeiling(ctx, opts, target)
+	before, err := measureCeiling(ctx, opts, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if rep.Central, err = runCentral(ctx, opts, target); err != nil {
-		return nil, err
+	if rep.Central, err = measureCentral(ctx, opts, target); err != nil {
+		return err
 	}
 	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (after the central variants)", target.addr)
-	after, err := runCeiling(ctx, opts, target)
+	after, err := measureCeiling(ctx, opts, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.Ceiling = before
 	if after.RequestsPerSec > before.RequestsPerSec {
@@ -302,15 +322,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			rep.Ratio = Ratio{Best: c.Mode, Value: r}
 		}
 	}
-	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
-	if rep.Lease, err = runLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
-		return nil, err
-	}
-	rep.Duration = time.Since(started)
-	if err := write(opts.Out, rep); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return nil
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo, or "" where there is none.

@@ -20,12 +20,12 @@ import (
 // two runs lasts about half as long as a central variant (it has no duration flag).
 const ceilingRate = 80_000
 
-// runCeiling is section 4: redis-benchmark on the target primary running EVALSHA of
+// measureCeiling is section 4: redis-benchmark on the target primary running EVALSHA of
 // lua/token_bucket.lua with the central variants' arguments, over Conns connections with
 // pipelines of Depth, on 10,000 keys that share the tag of a tenant of that primary (one slot,
 // so no MOVED). It first runs the very command once through go-redis and checks the reply, so
 // the rate it reports is the rate of real decisions, not of error replies.
-func runCeiling(ctx context.Context, opts Options, t *target) (Ceiling, error) {
+func measureCeiling(ctx context.Context, opts Options, t *target) (Ceiling, error) {
 	host, port, err := net.SplitHostPort(t.addr)
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("bench: target address %q: %w", t.addr, err)

@@ -70,6 +70,14 @@ func newClient(addrs []string, pool int) *redis.ClusterClient {
 // hundreds of callers on 2 cores queues decisions; errors are counted, not hidden.
 const decisionTimeout = 2 * time.Second
 
+// The central transports under test, as Central.Mode names them: plain go-redis calls, go-redis
+// AutoPipeline, and limiter.CoalescingBucket.
+const (
+	modePlain        = "go-redis plain"
+	modeAutoPipeline = "go-redis AutoPipeline"
+	modeCoalescing   = "ratelab coalescing"
+)
+
 // variant is one central transport under test.
 type variant struct {
 	mode  string
@@ -83,93 +91,33 @@ type variant struct {
 	srv   serverUse
 }
 
-// runCentral is section 3: the three transports of the token-bucket script, each with its own
-// client and Conns x Depth closed-loop callers, opts.Seconds each in all, at GOMAXPROCS
+// measureCentral is section 3: the three transports of the token-bucket script, each with its
+// own client and Conns x Depth closed-loop callers, opts.Seconds each in all, at GOMAXPROCS
 // opts.ClientProcs (restored after). The variants run in halves, in the order plain,
 // AutoPipeline, coalescing, coalescing, AutoPipeline, plain, so that a machine whose other load
 // drifts during the section favours none of them.
-func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error) {
+func measureCentral(ctx context.Context, opts Options, t *target) ([]Central, error) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(opts.ClientProcs))
 	callers := opts.Conns * opts.Depth
-	timeout := limiter.WithTimeout(decisionTimeout)
-	vs := []*variant{{mode: "go-redis plain"}, {mode: "go-redis AutoPipeline"}, {mode: "ratelab coalescing"}}
+	vs := []*variant{{mode: modePlain}, {mode: modeAutoPipeline}, {mode: modeCoalescing}}
 	defer func() {
 		for _, v := range vs {
-			if v.co != nil {
-				_ = v.co.Close()
-			}
-			if v.c != nil {
-				_ = v.c.Close()
-			}
+			v.close()
 		}
 	}()
-	for i, v := range vs {
-		var load func(context.Context) error
-		switch i {
-		case 0:
-			v.c = newClient(t.addrs, callers)
-			b, err := limiter.NewRedisTokenBucket(v.c, centralPolicy, timeout)
-			if err != nil {
-				return nil, err
-			}
-			v.lim, load = b, b.Load
-		case 1:
-			// go-redis v9.23's blocking autopipeliner with its defaults: callers block, the
-			// engine batches them per node. It is a redis.Scripter, so the limiter is unchanged.
-			v.c = newClient(t.addrs, callers)
-			ap, err := v.c.AutoPipeline()
-			if err != nil {
-				return nil, fmt.Errorf("bench: go-redis AutoPipeline: %w", err)
-			}
-			b, err := limiter.NewRedisTokenBucket(ap, centralPolicy, timeout)
-			if err != nil {
-				return nil, err
-			}
-			v.lim, load = b, b.Load
-		default:
-			v.c = newClient(t.addrs, opts.Conns+2)
-			b, err := limiter.NewCoalescingBucket(v.c, centralPolicy, limiter.WithBatchSize(opts.Depth),
-				limiter.WithFlushers(opts.Conns), limiter.WithBatchLinger(*opts.Linger), limiter.WithBucketOptions(timeout))
-			if err != nil {
-				return nil, err
-			}
-			v.lim, load, v.co = b, b.Load, b
-		}
-		if err := load(ctx); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", v.mode, err)
-		}
-		v.hist = results.NewHistogram()
-	}
-	for _, i := range []int{0, 1, 2, 2, 1, 0} {
-		v := vs[i]
-		var (
-			seg segment
-			h   *results.Histogram
-		)
-		if err := v.srv.during(ctx, t.addr, func() time.Duration {
-			seg, h = closedLoop(ctx, v.lim, t.tenants, callers, opts.Seconds/2)
-			return seg.took
-		}); err != nil {
+	for _, v := range vs {
+		if err := v.open(ctx, opts, t.addrs); err != nil {
 			return nil, err
 		}
-		v.total.Decisions += seg.Decisions
-		v.total.Errors += seg.Errors
-		v.cpu += seg.cpu
-		v.took += seg.took
-		v.hist.Merge(h)
+	}
+	for _, i := range []int{0, 1, 2, 2, 1, 0} {
+		if err := vs[i].measureHalf(ctx, opts, t, callers); err != nil {
+			return nil, err
+		}
 	}
 	var out []Central
 	for _, v := range vs {
-		r := v.total
-		r.Mode, r.Callers, r.GOMAXPROCS = v.mode, callers, opts.ClientProcs
-		r.DecisionsPerSec = float64(r.Decisions) / v.took.Seconds()
-		r.P50Ms, r.P99Ms = v.hist.QuantileMs(50), v.hist.QuantileMs(99)
-		r.CPUPerDecisionUs = float64(v.cpu.Microseconds()) / float64(max(r.Decisions+r.Errors, 1))
-		r.RedisBusy, r.RedisUsPerCall = v.srv.busy(), v.srv.usPerCall()
-		if v.co != nil {
-			r.PerPipeline = float64(v.co.Sent()) / float64(max(v.co.Batches(), 1))
-			r.LingerUs = float64(*opts.Linger) / 1e3
-		}
+		r := v.result(opts, callers)
 		opts.Logf("bench:   %-22s %8.0f decisions/s  p50 %.3f ms  p99 %.3f ms  %.1f µs CPU/decision  Redis busy %.0f%% (%.1f µs/call)  errors %d",
 			v.mode, r.DecisionsPerSec, r.P50Ms, r.P99Ms, r.CPUPerDecisionUs, 100*r.RedisBusy, r.RedisUsPerCall, r.Errors)
 		if r.Decisions == 0 {
@@ -178,6 +126,94 @@ func runCentral(ctx context.Context, opts Options, t *target) ([]Central, error)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// open builds the variant's client and limiter for its mode and loads the script.
+func (v *variant) open(ctx context.Context, opts Options, addrs []string) error {
+	callers := opts.Conns * opts.Depth
+	timeout := limiter.WithTimeout(decisionTimeout)
+	var load func(context.Context) error
+	switch v.mode {
+	case modePlain:
+		v.c = newClient(addrs, callers)
+		b, err := limiter.NewRedisTokenBucket(v.c, centralPolicy, timeout)
+		if err != nil {
+			return err
+		}
+		v.lim, load = b, b.Load
+	case modeAutoPipeline:
+		// go-redis's blocking autopipeliner with its defaults: callers block, the client
+		// batches them per node. It is a redis.Scripter, so the limiter is unchanged.
+		v.c = newClient(addrs, callers)
+		ap, err := v.c.AutoPipeline()
+		if err != nil {
+			return fmt.Errorf("bench: go-redis AutoPipeline: %w", err)
+		}
+		b, err := limiter.NewRedisTokenBucket(ap, centralPolicy, timeout)
+		if err != nil {
+			return err
+		}
+		v.lim, load = b, b.Load
+	default: // modeCoalescing
+		v.c = newClient(addrs, opts.Conns+2)
+		b, err := limiter.NewCoalescingBucket(v.c, centralPolicy, limiter.WithBatchSize(opts.Depth),
+			limiter.WithFlushers(opts.Conns), limiter.WithBatchLinger(*opts.Linger), limiter.WithBucketOptions(timeout))
+		if err != nil {
+			return err
+		}
+		v.lim, load, v.co = b, b.Load, b
+	}
+	if err := load(ctx); err != nil {
+		return fmt.Errorf("bench: %s: %w", v.mode, err)
+	}
+	v.hist = results.NewHistogram()
+	return nil
+}
+
+// close closes what open opened.
+func (v *variant) close() {
+	if v.co != nil {
+		_ = v.co.Close()
+	}
+	if v.c != nil {
+		_ = v.c.Close()
+	}
+}
+
+// measureHalf runs the variant's callers closed loop for half of opts.Seconds against t and adds
+// what they and the target's main thread did to the variant's totals.
+func (v *variant) measureHalf(ctx context.Context, opts Options, t *target, callers int) error {
+	var (
+		seg segment
+		h   *results.Histogram
+	)
+	if err := v.srv.during(ctx, t.addr, func() time.Duration {
+		seg, h = closedLoop(ctx, v.lim, t.tenants, callers, opts.Seconds/2)
+		return seg.took
+	}); err != nil {
+		return err
+	}
+	v.total.Decisions += seg.Decisions
+	v.total.Errors += seg.Errors
+	v.cpu += seg.cpu
+	v.took += seg.took
+	v.hist.Merge(h)
+	return nil
+}
+
+// result is the variant's row of section 3, from its totals.
+func (v *variant) result(opts Options, callers int) Central {
+	r := v.total
+	r.Mode, r.Callers, r.GOMAXPROCS = v.mode, callers, opts.ClientProcs
+	r.DecisionsPerSec = float64(r.Decisions) / v.took.Seconds()
+	r.P50Ms, r.P99Ms = v.hist.QuantileMs(50), v.hist.QuantileMs(99)
+	r.CPUPerDecisionUs = float64(v.cpu.Microseconds()) / float64(max(r.Decisions+r.Errors, 1))
+	r.RedisBusy, r.RedisUsPerCall = v.srv.busy(), v.srv.usPerCall()
+	if v.co != nil {
+		r.PerPipeline = float64(v.co.Sent()) / float64(max(v.co.Batches(), 1))
+		r.LingerUs = float64(*opts.Linger) / 1e3
+	}
+	return r
 }
 
 // segment is what one closed-loop run measured.

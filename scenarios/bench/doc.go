@@ -1,6 +1,7 @@
-// Package bench is `ratelab bench`: in one invocation, on one local Redis Cluster, it measures
-// the five numbers that say whether ratelab is fast enough to measure a limiter, and writes them
-// as results/bench/README.md (a Markdown table, the command and the machine) and raw.json:
+// Package bench is `ratelab bench`: Measure, in one invocation on one local Redis Cluster,
+// measures the five numbers that say whether ratelab is fast enough to measure a limiter, and
+// writes them as results/bench/README.md (a Markdown table, the command and the machine) and
+// raw.json:
 //
 //  1. the generator alone (engine.Run of a no-op limiter): decisions/s and schedule lag p99;
 //  2. the in-memory token bucket: decisions/s and allocations per decision;
@@ -11,6 +12,10 @@
 //  5. lease mode at 100,000 offered decisions/s (the built-in hot-tenant-lease on this cluster):
 //     achieved ratio and p99.
 //
-// It never decides whether a number is good enough: the report states the issue's targets beside
-// the measured values. It owns no limiter or engine code; it drives the public entry points.
+// Sections 3 and 4 also read the target primary's INFO around each run (cluster.ReadNodeStats):
+// how busy its main thread was and its CPU per call.
+//
+// It never decides whether a number is good enough: the report states the targets beside the
+// measured values. It owns no limiter, engine or simulation code; it drives the public entry
+// points.
 package bench

@@ -15,10 +15,10 @@ import (
 // memoryKeys is the number of tenants of section 2 (hot-tenant's 10,000, one endpoint).
 const memoryKeys = 10_000
 
-// runMemory is section 2: limiter.TokenBucket.Allow (the in-memory twin, as `limiter.kind:
+// measureMemory is section 2: limiter.TokenBucket.Allow (the in-memory twin, as `limiter.kind:
 // memory` runs it) on Zipf(0.99) tenants, one goroutine, timed over opts.Seconds; allocations
 // per decision from testing.AllocsPerRun. The Zipf draw is part of the loop, as in a run.
-func runMemory(opts Options) Memory {
+func measureMemory(opts Options) Memory {
 	tb, err := limiter.NewTokenBucket(limiter.BucketPolicy{Rate: 100, Burst: 200})
 	if err != nil {
 		panic(err) // a constant, valid policy

@@ -27,9 +27,9 @@ func runScenario(ctx context.Context, name, state, dir string, opts Options) (*r
 	return res.Summary, nil
 }
 
-// runGenerator is section 1: the built-in generator scenario (a no-op limiter, 2,000,000/s
+// measureGenerator is section 1: the built-in generator scenario (a no-op limiter, 2,000,000/s
 // offered over 10,000 Zipf tenants) with intended-time scheduling and HDR recording.
-func runGenerator(ctx context.Context, opts Options, dir string) (Generator, error) {
+func measureGenerator(ctx context.Context, opts Options, dir string) (Generator, error) {
 	sum, err := runScenario(ctx, "generator", "", dir, opts)
 	if err != nil {
 		return Generator{}, err
@@ -40,9 +40,9 @@ func runGenerator(ctx context.Context, opts Options, dir string) (Generator, err
 	}, nil
 }
 
-// runLease is section 5: the built-in hot-tenant-lease scenario (100,000 offered, 2 gateways x
+// measureLease is section 5: the built-in hot-tenant-lease scenario (100,000 offered, 2 gateways x
 // 100-token leases) against the bench's cluster.
-func runLease(ctx context.Context, opts Options, state, dir string) (Lease, error) {
+func measureLease(ctx context.Context, opts Options, state, dir string) (Lease, error) {
 	sum, err := runScenario(ctx, "hot-tenant-lease", state, dir, opts)
 	if err != nil {
 		return Lease{}, err

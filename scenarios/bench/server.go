@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"ratelab/scenarios/simulate"
+	"ratelab/scenarios/cluster"
 )
 
 // serverUse adds up what the target primary's main thread did during the measured segments of
@@ -23,12 +23,12 @@ type serverUse struct {
 // during runs segment, which returns the wall time it measured, and books what the main thread
 // of the primary at addr did meanwhile (INFO before and after).
 func (u *serverUse) during(ctx context.Context, addr string, segment func() time.Duration) error {
-	before, err := simulate.Snapshot(ctx, []string{addr})
+	before, err := cluster.ReadNodeStats(ctx, []string{addr})
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	d := segment()
-	after, err := simulate.Snapshot(ctx, []string{addr})
+	after, err := cluster.ReadNodeStats(ctx, []string{addr})
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

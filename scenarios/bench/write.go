@@ -37,7 +37,7 @@ const (
 )
 
 // Markdown renders the report as README.md: how to reproduce it, the machine, one table row per
-// measurement with the target beside it, and the ratio line.
+// measurement with its target beside it, and the ratio line.
 func Markdown(rep *Report) string {
 	var s strings.Builder
 	m := rep.Machine

@@ -9,11 +9,11 @@ import (
 
 // Plan defaults.
 const (
-	// DefaultPerShardRPS is one primary's token-bucket script rate: EVALSHA of the script,
-	// redis-benchmark -P 16 -c 50 against one primary on the 2-core machine this was built on
-	// (about 80,000/s; DESIGN.md, "Numbers to respect"). It is the server's single-threaded rate
-	// with the client cost pipelined away: what a shard can do for clients that pipeline.
-	// Measure your own hardware with a sweep (`--from capacity.json`) or pass --per-shard-rps.
+	// DefaultPerShardRPS is one primary's token-bucket script rate: EVALSHA of the script under
+	// redis-benchmark -P 16 -c 50 against one primary (docs/capacity.md, "Plan", has the
+	// measurement and the command). It is the server's single-threaded rate with the client
+	// cost pipelined away: what a shard can do for clients that pipeline. Measure your own
+	// hardware with a sweep (`--from capacity.json`) or pass --per-shard-rps.
 	DefaultPerShardRPS = 80_000
 	// DefaultHeadroom is the share of each primary kept free for failover, spikes and growth.
 	DefaultHeadroom = 0.3

@@ -1,6 +1,9 @@
 package capacity
 
-import "context"
+import (
+	"cmp"
+	"context"
+)
 
 // Search is how a sweep steps the offered rate: geometric steps from Start by Factor until a step
 // fails its SLO or Max is reached, then bisection between the last passing and the first failing
@@ -19,6 +22,20 @@ const (
 	DefaultBisect    = 3
 	DefaultTolerance = 0.05
 )
+
+// withDefaults fills s's zero fields with the Default* constants; a negative Bisect is none.
+func (s Search) withDefaults() Search {
+	s.Start = cmp.Or(s.Start, DefaultStartRate)
+	s.Factor = cmp.Or(s.Factor, DefaultFactor)
+	s.Max = cmp.Or(s.Max, DefaultMaxRate)
+	s.Tolerance = cmp.Or(s.Tolerance, DefaultTolerance)
+	if s.Bisect == 0 {
+		s.Bisect = DefaultBisect
+	} else if s.Bisect < 0 {
+		s.Bisect = 0
+	}
+	return s
+}
 
 // measureFunc runs one step at the offered rate.
 type measureFunc func(ctx context.Context, rate float64, phase string) (Step, error)

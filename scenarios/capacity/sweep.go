@@ -115,7 +115,7 @@ type Fit struct {
 
 // Sweep finds, for each cluster size, the highest offered rate that meets the SLO. Each size gets
 // one fresh local cluster (the scenario's cluster.provider is ignored), reused by its steps with
-// its keys flushed between them; each step is a engine.Run of StepDuration without faults,
+// its keys flushed between them; each step is an engine.Run of StepDuration without faults,
 // written under Out/steps/. It writes capacity.json, capacity.md and the charts.
 func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*SweepResult, error) {
 	logf := opts.Logf
@@ -125,47 +125,21 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 	if !spec.NeedsCluster() {
 		return nil, fmt.Errorf("capacity sweep: limiter.kind %s does not use Redis; sweep a scenario whose limiter does", spec.Limiter.Kind)
 	}
-	s := opts.Search
-	s.Start = cmp.Or(s.Start, DefaultStartRate)
-	s.Factor = cmp.Or(s.Factor, DefaultFactor)
-	s.Max = cmp.Or(s.Max, DefaultMaxRate)
-	s.Tolerance = cmp.Or(s.Tolerance, DefaultTolerance)
-	if s.Bisect == 0 {
-		s.Bisect = DefaultBisect
-	} else if s.Bisect < 0 {
-		s.Bisect = 0
-	}
+	s := opts.Search.withDefaults()
 	if err := validateSearch(s, opts.StepDuration); err != nil {
 		return nil, err
 	}
-	step := opts.StepDuration
-	step = cmp.Or(step, DefaultStepDuration)
-	sizes := opts.Primaries
-	if len(sizes) == 0 {
-		sizes = []int{spec.Cluster.Primaries}
-	}
-	for _, p := range sizes {
-		if p < 1 || p > 64 {
-			return nil, fmt.Errorf("capacity sweep: primaries %d: must be between 1 and 64", p)
-		}
-	}
-	replicas := *spec.Cluster.Replicas
-	if opts.Replicas != nil {
-		replicas = *opts.Replicas
+	step := cmp.Or(opts.StepDuration, DefaultStepDuration)
+	sizes, err := sweepSizes(spec, opts.Primaries)
+	if err != nil {
+		return nil, err
 	}
 	started := time.Now()
-	dir := opts.Out
-	dir = cmp.Or(dir, filepath.Join("out", "capacity-"+spec.Name+"-"+started.Format("20060102-150405")))
+	dir := cmp.Or(opts.Out, filepath.Join("out", "capacity-"+spec.Name+"-"+started.Format("20060102-150405")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	run := *spec
-	run.Faults = nil
-	run.Duration = scenarios.Duration(step)
-	run.Cluster.Replicas = &replicas
-	if isZeroSLO(spec.SLO) {
-		run.SLO = DefaultSLO()
-	}
+	run := stepSpec(spec, step, opts.Replicas)
 	res := &SweepResult{
 		Schema: SchemaCapacity, Scenario: spec.Name, StartedAt: started.UTC().Format(time.RFC3339),
 		StepDurationS: step.Seconds(), Search: s, Dir: dir,
@@ -177,8 +151,45 @@ func Sweep(ctx context.Context, spec *scenarios.Spec, opts SweepOptions) (*Sweep
 	if len(kinds) == 0 {
 		kinds = []scenarios.LimiterKind{spec.Limiter.Kind}
 	}
-	var errs []error
-sizes:
+	errs := []error{sweepAll(ctx, res, spec, run, sizes, kinds, opts.Version, logf)}
+	fitUSL(res)
+	errs = append(errs, writeSweep(res))
+	return res, errors.Join(errs...)
+}
+
+// sweepSizes is the cluster sizes to sweep: sizes, or the scenario's own when none is given.
+func sweepSizes(spec *scenarios.Spec, sizes []int) ([]int, error) {
+	if len(sizes) == 0 {
+		sizes = []int{spec.Cluster.Primaries}
+	}
+	for _, p := range sizes {
+		if p < 1 || p > 64 {
+			return nil, fmt.Errorf("capacity sweep: primaries %d: must be between 1 and 64", p)
+		}
+	}
+	return sizes, nil
+}
+
+// stepSpec is the scenario every step runs: spec without its faults, step long, with replicas
+// per primary (nil keeps the scenario's) and DefaultSLO when the scenario sets none.
+func stepSpec(spec *scenarios.Spec, step time.Duration, replicas *int) scenarios.Spec {
+	r := *spec.Cluster.Replicas
+	if replicas != nil {
+		r = *replicas
+	}
+	run := *spec
+	run.Faults = nil
+	run.Duration = scenarios.Duration(step)
+	run.Cluster.Replicas = &r
+	if isZeroSLO(spec.SLO) {
+		run.SLO = DefaultSLO()
+	}
+	return run
+}
+
+// sweepAll sweeps each size with each limiter kind into res.Series, stopping at the first that
+// fails. A kind other than spec's is applied to run with that kind's own defaults.
+func sweepAll(ctx context.Context, res *SweepResult, spec *scenarios.Spec, run scenarios.Spec, sizes []int, kinds []scenarios.LimiterKind, version string, logf func(string, ...any)) error {
 	for _, p := range sizes {
 		for _, kind := range kinds {
 			r := run
@@ -187,23 +198,17 @@ sizes:
 				r.Limiter.Lease = nil
 				r.ApplyDefaults()
 				if err := r.Validate(); err != nil {
-					errs = append(errs, fmt.Errorf("limiter %s: %w", kind, err))
-					break sizes
+					return fmt.Errorf("limiter %s: %w", kind, err)
 				}
 			}
-			series, err := sweepSize(ctx, r, p, s, dir, opts.Version, logf, &res.Mode)
+			series, err := sweepSize(ctx, r, p, res.Search, res.Dir, version, logf, &res.Mode)
 			res.Series = append(res.Series, series)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("primaries %d, limiter %s: %w", p, kind, err))
-				break sizes
+				return fmt.Errorf("primaries %d, limiter %s: %w", p, kind, err)
 			}
 		}
 	}
-	fitUSL(res)
-	if err := writeSweep(res); err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return nil
 }
 
 func validateSearch(s Search, step time.Duration) error {

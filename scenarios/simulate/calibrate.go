@@ -1,20 +1,16 @@
 package simulate
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"ratelab/results"
 	"ratelab/scenarios/capacity"
+	"ratelab/scenarios/cluster"
 )
 
 // Calibration is what the model takes from a measured run.
@@ -39,18 +35,17 @@ type Calibration struct {
 	Source string `json:"source"`
 }
 
-// DefaultCalibration is used when no measured calibration is given. Its service time is the
-// same committed measurement as capacity.DefaultPerShardRPS: one primary runs the token-bucket
-// script at about 80,000 calls/s with pipelined clients (redis-benchmark -P 16 -c 50, DESIGN.md),
-// i.e. 12.5 µs of its thread per call; without pipelining it is about 30,000/s (33 µs: pass
-// --service-us 33). The spread (cv 0.5) and the client part (0.5 ms: loopback round trip plus
-// go-redis, the p50 of a 1,000/s run on one local primary) are coarse; calibrate for real
-// numbers (`ratelab simulate calibrate`).
+// DefaultCalibration is used when no measured calibration is given. Its service time is
+// capacity.DefaultPerShardRPS's: the rate one primary runs the token-bucket script at for
+// pipelining clients, as a share of its thread per call. Clients that do not pipeline cost the
+// thread more per call (pass --service-us; docs/capacity.md has both rates). The spread (cv 0.5)
+// and the client part (0.5 ms: a loopback round trip plus go-redis) are coarse; calibrate for
+// real numbers (`ratelab simulate calibrate`).
 func DefaultCalibration() Calibration {
 	return Calibration{
 		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerShardRPS, CV: 0.5},
 		Client:  ConstantMs(0.5),
-		Source:  "default: 80,000 script calls/s per primary (DESIGN.md, pipelined), cv 0.5, client part 0.5 ms",
+		Source:  "default: 80,000 script calls/s per primary (pipelined; docs/capacity.md), cv 0.5, client part 0.5 ms",
 	}
 }
 
@@ -92,88 +87,6 @@ func WriteCalibration(path string, c Calibration) error {
 	return results.WriteFileAtomic(path, append(b, '\n'))
 }
 
-// ServerStats is the part of INFO the calibration reads, summed over the nodes it came from.
-type ServerStats struct {
-	// Calls of the limiter's scripts (EVALSHA and EVAL) and the µs Redis spent inside them.
-	Calls int64
-	Usec  int64
-	// CPUSeconds is the main thread's CPU time (user + sys): commands plus network I/O;
-	// TotalCPUSeconds the whole process's (background threads too).
-	CPUSeconds      float64
-	TotalCPUSeconds float64
-	// P50Us and P99Us are Redis's own latency percentiles of EVALSHA (INFO latencystats,
-	// Redis 7+); 0 when absent.
-	P50Us, P99Us float64
-}
-
-// Snapshot reads INFO commandstats, cpu and latencystats from each address and sums them
-// (percentiles are taken from the node with the most calls).
-func Snapshot(ctx context.Context, addrs []string) (ServerStats, error) {
-	var out ServerStats
-	most := int64(-1)
-	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
-		text, err := c.Info(ctx, "commandstats", "cpu", "latencystats").Result()
-		_ = c.Close()
-		if err != nil {
-			return out, fmt.Errorf("INFO on %s: %w", a, err)
-		}
-		s := parseInfo(text)
-		out.Calls += s.Calls
-		out.Usec += s.Usec
-		out.CPUSeconds += s.CPUSeconds
-		out.TotalCPUSeconds += s.TotalCPUSeconds
-		if s.Calls > most {
-			most, out.P50Us, out.P99Us = s.Calls, s.P50Us, s.P99Us
-		}
-	}
-	return out, nil
-}
-
-// parseInfo reads the fields ServerStats needs from INFO text.
-func parseInfo(text string) ServerStats {
-	var s ServerStats
-	cpu := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		switch {
-		case k == "cmdstat_evalsha" || k == "cmdstat_eval":
-			f := fields(v)
-			calls, _ := strconv.ParseInt(f["calls"], 10, 64)
-			usec, _ := strconv.ParseInt(f["usec"], 10, 64)
-			s.Calls += calls
-			s.Usec += usec
-		case strings.HasPrefix(k, "used_cpu_"):
-			cpu[k], _ = strconv.ParseFloat(v, 64)
-		case k == "latency_percentiles_usec_evalsha":
-			f := fields(v)
-			s.P50Us, _ = strconv.ParseFloat(f["p50"], 64)
-			s.P99Us, _ = strconv.ParseFloat(f["p99"], 64)
-		}
-	}
-	s.TotalCPUSeconds = cpu["used_cpu_user"] + cpu["used_cpu_sys"]
-	if u, ok := cpu["used_cpu_user_main_thread"]; ok {
-		s.CPUSeconds = u + cpu["used_cpu_sys_main_thread"]
-	} else {
-		s.CPUSeconds = cpu["used_cpu_user"] + cpu["used_cpu_sys"]
-	}
-	return s
-}
-
-// fields splits "a=1,b=2" into a map.
-func fields(v string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(v, ",") {
-		if k, x, ok := strings.Cut(kv, "="); ok {
-			out[k] = x
-		}
-	}
-	return out
-}
-
 // Calibrate derives the model's inputs from server stats taken before and after a run at a
 // light load (far below the machine's capacity) and the run's latency histogram:
 //
@@ -186,7 +99,7 @@ func fields(v string) map[string]string {
 //   - client part: the body of the latencies (below the gaps' threshold) minus the mean service
 //     time — network, client library, the dispatch of an idle generator. Subtracting the mean
 //     rather than deconvolving is an approximation that slightly widens its spread.
-func Calibrate(before, after ServerStats, lat *results.Histogram) (Calibration, error) {
+func Calibrate(before, after cluster.NodeStats, lat *results.Histogram) (Calibration, error) {
 	calls := after.Calls - before.Calls
 	cpu := after.CPUSeconds - before.CPUSeconds
 	if calls < 100 {

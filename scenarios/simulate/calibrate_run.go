@@ -21,7 +21,7 @@ const DefaultProbeDuration = 2 * time.Second
 // measured is one run on a running cluster with what it cost: server stats before and after,
 // this process's CPU over it, its summary and latency histogram.
 type measured struct {
-	before, after ServerStats
+	before, after cluster.NodeStats
 	clientCPU     float64 // seconds of this process's CPU over the run
 	sum           *results.Summary
 	hist          *results.Histogram
@@ -29,7 +29,7 @@ type measured struct {
 }
 
 // gaps is FitGaps of the run's latencies, fitted once: trimmedGaps and the validation's rounds
-// both read it (a fit is ~50 ms of CPU).
+// both read it, and a fit reads the whole histogram.
 func (m *measured) gaps() Gaps {
 	if m.fit == nil {
 		g := FitGaps(m.hist)
@@ -61,7 +61,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 	run.Faults = nil
 	run.Cluster.Provider = "running"
 	var err error
-	if m.before, err = Snapshot(ctx, addrs); err != nil {
+	if m.before, err = cluster.ReadNodeStats(ctx, addrs); err != nil {
 		return m, err
 	}
 	cpu := processCPU()
@@ -70,7 +70,7 @@ func runOn(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, state, 
 		return m, err
 	}
 	m.clientCPU = processCPU() - cpu
-	if m.after, err = Snapshot(ctx, addrs); err != nil {
+	if m.after, err = cluster.ReadNodeStats(ctx, addrs); err != nil {
 		return m, err
 	}
 	m.sum = res.Summary
@@ -152,16 +152,14 @@ func CalibrateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.
 			return Calibration{}, light.sum, sat.sum, err
 		}
 	}
-	base := Config{Shards: len(cl.Primaries()), Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
-		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
-	cal, err := calibrateLoad(gaps[:1], gaps[1:], []measured{sat}, probeRate, base)
+	cal, err := calibrateLoad(gaps[:1], gaps[1:], []measured{sat}, probeRate, modelOf(spec, len(cl.Primaries())))
 	return cal, light.sum, sat.sum, err
 }
 
 // pooled is several runs of one kind added up: their CPU, server-stat deltas, time, decisions
 // and latencies.
 type pooled struct {
-	delta              ServerStats // after - before, summed; percentiles from the last run
+	delta              cluster.NodeStats // after - before, summed; percentiles from the last run
 	clientCPU, seconds float64
 	decisions, answers int64
 	offered            float64 // decisions offered
@@ -192,7 +190,7 @@ func (p pooled) rate() float64 { return float64(p.decisions) / math.Max(p.second
 // probeRate: capacity is the probes' answered decisions per second, and the CPU per second of
 // the two kinds against their rates gives the marginal CPU per decision.
 func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) {
-	cal, err := Calibrate(ServerStats{}, light.delta, light.hist)
+	cal, err := Calibrate(cluster.NodeStats{}, light.delta, light.hist)
 	if err != nil {
 		return cal, err
 	}
@@ -210,11 +208,11 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 		cal.RedisCPUUs = c
 	}
 	// The shard's service time is likewise the main thread's marginal CPU per call between the
-	// two runs, not the light run's average: at 800 calls/s the thread's fixed costs (serverCron,
-	// waking from an idle epoll) are spread over few calls. On a quiet Intel host the light
-	// run's average was 77-79 µs and the marginal 15 µs: the average put one primary at 99%
-	// busy at 12,500/s, and the model's p99 at 16-21 ms against 1.8 ms measured. The client
-	// part keeps what it was: the light run's body minus the service time used here.
+	// two runs, not the light run's average: at a light rate the thread's fixed costs
+	// (serverCron, waking from an idle epoll) are spread over few calls, and the average
+	// overstates a call's cost several times, putting the shard near saturation at rates it
+	// carries easily (docs/capacity.md has the figures). The client part keeps what it was: the
+	// light run's body minus the service time used here.
 	if dCalls := float64(sat.delta.Calls)/sat.seconds - float64(light.delta.Calls)/light.seconds; dCalls > 0 {
 		if us := (sat.delta.CPUSeconds/sat.seconds - light.delta.CPUSeconds/light.seconds) * 1e6 / dCalls; us > 0 && us < cal.Service.MeanUs {
 			cal.Client = cal.Client.shift((cal.Service.MeanUs - us) / 1e3)
@@ -233,9 +231,9 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 // in-flight bound).
 func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Config) (Calibration, error) {
 	// The round trips, the service time and the marginal CPU come from the low gap runs: a
-	// light run at 800/s had a wider body than the busier runs (idle threads pay wake-up costs
-	// a busy process does not), and with it the model's p99 at the gap rates came out above
-	// the measured one before any gap was added.
+	// lighter run has a wider body than the busier runs (idle threads pay wake-up costs a busy
+	// process does not), which would put the model's p99 at the gap rates above the measured
+	// one before any gap is added.
 	cal, err := calibratePooled(pool(lows), pool(probes), probeRate)
 	if err != nil {
 		return cal, err
@@ -265,11 +263,9 @@ func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Confi
 }
 
 // trimmedGaps fits the gaps of runs pooled, leaving out the disturbed ones: a run whose tail
-// share is more than twice the median run's. It returns the fit and the pooled runs' rate. One
-// pooled fit of every run let a second the background froze set the gaps (one run's tail at
-// 5-10% where the others' were under 1%); the median run's fit alone (1df3307) was too few
-// gaps to read a shape from: `ratelab simulate validate --rounds 16` there read gaps of
-// 0.6-2.2 ms, sigma 0.5-0.9, from one validation to the next, and p99 gaps of -26% to +38%.
+// share is more than twice the median run's. It returns the fit and the pooled runs' rate.
+// Pooling every run lets a second the background froze set the gaps, and one run alone holds
+// too few gaps to read a shape from (docs/capacity.md has both).
 func trimmedGaps(runs []measured) (Gaps, float64) {
 	shares := make([]float64, len(runs))
 	for i := range runs {
@@ -291,8 +287,8 @@ func trimmedGaps(runs []measured) (Gaps, float64) {
 // and twenty times guess, or 0.5%). FitGaps reads the share from a run's tail in closed form,
 // which holds at a light load only: rests shorter than its threshold are missed, and at a
 // busier load decisions queued behind a gap's backlog are added, which the model then adds a
-// second time; on this host the closed form put the model's p99 above the gap runs' own. The
-// gaps' length and spread stay the closed form's; the share is what the p99 answers to.
+// second time, so the closed form puts the model's p99 above the gap runs' own. The gaps'
+// length and spread stay the closed form's; the share is what the p99 answers to.
 func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wantP99, guess float64) (float64, error) {
 	if cal.Host == nil || !(wantP99 > 0) || cal.Host.OffMeanMs <= 0 {
 		return guess, nil
@@ -335,7 +331,7 @@ func modelRuns(base Config, cal Calibration, host *Host, rate float64, dur time.
 	out := make([]*Result, 0, n)
 	for seed := first; seed < first+uint64(n); seed++ {
 		cfg.Seed = seed
-		r, err := Run(cfg)
+		r, err := Simulate(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -354,9 +350,9 @@ func p99sOf(rs []*Result) []float64 {
 }
 
 // solveSteps and solveRuns are solveOff's bisection steps and the runs each step simulates. A
-// model run's p99 is set by the few dozen gaps its 4 s hold, as a measured run's is: with 11
-// runs the share solved carried their median's luck, and the validation's model at the gap
-// rates read 5% and 12% under the p99 it was solved for (2026-12-06); with 32, 5% and 5%.
+// model run's p99 is set by the few dozen gaps a run holds, as a measured run's is, so the share
+// solved carries the luck of its runs' median: solveRuns is enough runs for the model at the gap
+// rates to reproduce the p99 it was solved for (the validation's gap runs line shows it).
 const (
 	solveSteps = 10
 	solveRuns  = 32

@@ -23,8 +23,8 @@ const (
 	// DefaultTimeout is the client's decision timeout (as scenarios' limiter.timeout).
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultElection is the time from a primary being flagged as failing (cluster-node-timeout)
-	// to its replica serving: measured here with cluster-node-timeout 1000 ms, a SIGKILLed primary
-	// was replaced and cluster_state ok after ~2.3 s, so ~1.3 s beyond the timeout (DESIGN.md).
+	// to its replica serving: what a SIGKILLed primary of a local cluster takes beyond its
+	// cluster-node-timeout to be replaced (docs/capacity.md, "Simulate").
 	DefaultElection = 1300 * time.Millisecond
 	// DefaultReplicationLag is how far a replica trails its primary: debits in that window are
 	// lost when the replica is promoted. 1 ms is a healthy loopback replica; pass yours.

@@ -2,7 +2,8 @@
 // machine cannot generate (1M-10M decisions/s): N shards, each a single-threaded FIFO server with
 // a calibrated service-time distribution; open-loop Poisson clients whose keys follow the
 // scenarios' Zipf popularity and land on shards by their CRC16 slot; optional token leases; and a
-// primary failover (outage for detection plus election, a lost replication window).
+// primary failover (outage for detection plus election, a lost replication window). Simulate
+// runs it.
 //
 // Optionally (Config.Host) the clients and shards share one machine's CPU, which the scheduler
 // takes away in gaps: the co-located model of a one-machine run, used to validate the model on
@@ -11,6 +12,7 @@
 //
 // It predicts per-shard utilisation, throughput, latency percentiles, central operations, the
 // gateways' CPU and the failover's overspend bound. The model itself never talks to Redis:
-// Calibrate, Measure and CalibrateCoLocated turn measured runs into its inputs, and the limits of
-// the model are in docs/capacity.md.
+// Calibrate, Measure and CalibrateCoLocated turn measured runs (engine.Run, with the nodes' INFO
+// read by cluster.ReadNodeStats around them) into its inputs, and the limits of the model are
+// in docs/capacity.md.
 package simulate

@@ -9,8 +9,8 @@ import (
 
 // Four primaries at 200,000 decisions/s, 5 µs per script call: each is about a quarter busy,
 // the busiest more (Zipf tenants hash unevenly).
-func ExampleRun() {
-	res, err := simulate.Run(simulate.Config{
+func ExampleSimulate() {
+	res, err := simulate.Simulate(simulate.Config{
 		Shards: 4, Rate: 200_000, Tenants: 10_000, Theta: 0.99,
 		Service: simulate.Service{Kind: simulate.Lognormal, MeanUs: 5, CV: 0.5},
 		Client:  simulate.ConstantMs(0.2), Horizon: time.Second, MaxRequests: 200_000,

@@ -11,9 +11,9 @@ import (
 // decisions no gap touched.
 type Gaps struct {
 	// ThresholdMs separates the body from the tail: max(1 ms, 5 x the 10th percentile; the
-	// median would move with the tail when gaps touch most decisions). The floor was 2 ms: on
-	// a quiet host whose p99 at 30% of capacity is 1-2 ms, that left the delays which set the
-	// p99 in the body, where the model reads them at the calibration rate and never more.
+	// median would move with the tail when gaps touch most decisions). The floor stays below a
+	// quiet host's p99: a floor above it leaves the delays which set the p99 in the body, where
+	// the model reads them at the calibration rate and never more.
 	ThresholdMs float64 `json:"threshold_ms"`
 	// TailShare is the share of latencies above the threshold, of Decisions latencies read.
 	TailShare float64 `json:"tail_share"`
@@ -44,8 +44,8 @@ const minTailShare = 0.002
 //	P(latency > T) = p * exp(-(T - b)/m),  E[latency - T | latency > T] = m,
 //
 // with p the share of time off (PASTA: Poisson arrivals see time averages) and b the body's
-// median. Gaps are fitted as lognormal (exponential ones are a special case) from the first two
-// moments of the tail's residuals, below.
+// median. The gaps' lengths are fitted as a lognormal, by maximum likelihood of the tail's
+// residuals (truncatedFit), and p from the tail's share.
 func FitGaps(lat *results.Histogram) Gaps {
 	const steps = 20_000 // quantile grid of 0.005%
 	q := make([]float64, steps+1)
@@ -93,8 +93,8 @@ func FitGaps(lat *results.Histogram) Gaps {
 		return g
 	}
 	// The moments above are those of the residuals above T - b only: rests shorter than that
-	// are missed, so they make the gaps look narrower and rarer than they are (a model run
-	// with sigma 0.8 read back as 0.34). The gaps are fitted by maximum likelihood of the
+	// are missed, so they make the gaps look narrower and rarer than they are
+	// (TestFitGapsUndoesTheTruncation). The gaps are fitted by maximum likelihood of the
 	// residuals truncated at c = T - b instead (truncatedFit), and the share of time off is the
 	// tail's share over the chance that a rest exceeds c.
 	rs := make([]float64, 0, len(q)-cut)

@@ -161,12 +161,12 @@ func (e *model) startHost() {
 	e.sched.push(event{t: e.period(e.host.off), kind: evHostToggle})
 }
 
-// HostLoad makes the host's gaps grow with our own load: on a quiet 2-core host the share of
-// decisions delayed past 1 ms grows with our rate while the delays stay ~1-2 ms (figures and
-// the command in docs/capacity.md, "The gaps grow with our own load"): the more of the cores our
-// own threads (the generator, go-redis, redis-server) keep busy, the more often one of them
-// wakes to find every core taken, without the waits getting longer. Gaps fitted at one light
-// rate and held fixed (7d649eb) made the validation's p99 46% low.
+// HostLoad makes the host's gaps grow with our own load: the more of the cores our own threads
+// (the generator, go-redis, redis-server) keep busy, the more often one of them wakes to find
+// every core taken, without the waits getting longer. On a quiet host the share of decisions
+// delayed past 1 ms grows with our rate while the delays keep their length, and gaps fitted at
+// one light rate and held fixed leave the model's p99 low at busier rates (docs/capacity.md,
+// "The gaps grow with our own load", has the figures and the commands).
 //
 // So the share of time off is solved at two of our rates (Calibration.WithLoad, solveOff) and
 // carried to other rates by a law (Law):
@@ -174,26 +174,22 @@ func (e *model) startHost() {
 //   - LawFloor (the default): off = b + a x C(n, rho), through both points: b the background's
 //     own share (what the machine gives to others whatever our rate), a x C(n, rho) our load's,
 //     C the Erlang C probability that a thread which wakes finds all n cores busy, n the
-//     machine's cores and rho = rate / Host.CapacityRPS. On 2 cores C = 2 rho^2 / (1 + rho). On
-//     this host the p99 barely grows with our rate (docs/capacity.md, 2026-12-06: median p99
-//     2.04, 2.25, 2.39 and 2.76 ms at 20, 25, 30 and 35% of capacity): most of the time off is
-//     the background's, which a law through the origin cannot hold; fitted through the origin
-//     at 20% and 30%, Erlang C read 6.7% low at 25%, this law 0.2%. Between the two points it
+//     machine's cores and rho = rate / Host.CapacityRPS. On 2 cores C = 2 rho^2 / (1 + rho).
+//     Where most of the time off is the background's, the p99 grows little with our rate, and
+//     a law through the origin cannot hold that floor. Between the two points it
 //     interpolates, each point weighing in [0, 1], so their noise is not amplified; beyond
 //     them it extrapolates with two parameters from two points, which amplifies it, so the
 //     validation's gap runs bracket its measured rate (DefaultLowShare, DefaultHighShare). A
 //     pair that would need b < 0 falls back to LawErlangC's fit, and one whose higher rate
 //     solved the smaller share (noise) to the two shares' mean.
 //   - LawErlangC: off = a x C(n, rho), the least-squares scale through the origin of the two
-//     points: one parameter, so it extrapolates from gap runs below the measured rate (the
-//     default until 2026-12-06: within 15% in 10 of 13 validations at 15%/25% -> 30%,
-//     docs/capacity.md), but reads the background as our own load.
-//   - LawProportional: off = a x rate through the origin, the first-order law. It read low in
-//     all nine validations that tried it below the measured rate (gap runs at 10%/20% and
-//     15%/25%, measured at 30%): the measured runs needed 1-50% more than it gave
-//     (Validation.MeasuredOff).
+//     points: one parameter, so it extrapolates from gap runs below the measured rate without
+//     amplifying their noise, but reads the background as our own load.
+//   - LawProportional: off = a x rate through the origin, the first-order law. Carried from
+//     gap runs below the measured rate it reads low: the share grows faster than the rate.
 //
-// The gaps' length is the two fits' average weighted by the decisions each tail held.
+// docs/capacity.md ("Validation") compares the three on the same runs. The gaps' length is the
+// two fits' average weighted by the decisions each tail held.
 type HostLoad struct {
 	// LowRPS and HighRPS are the two gap runs' rates, LowOff and HighOff the share of time off
 	// solved at each.
@@ -202,8 +198,7 @@ type HostLoad struct {
 	HighRPS float64 `json:"high_rps"`
 	HighOff float64 `json:"high_off_fraction"`
 	// Law is the shape the share follows between and beyond the two points: LawFloor,
-	// LawErlangC or LawProportional; "" (a calibration written before the choice existed) is
-	// LawProportional.
+	// LawErlangC or LawProportional; "" (a calibration without the field) is LawProportional.
 	Law string `json:"law,omitempty"`
 	// Cores is the host's cores, the n of LawFloor and LawErlangC (>= 1 under them); rho is the rate over the
 	// calibration's Host.CapacityRPS.

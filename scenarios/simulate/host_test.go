@@ -67,7 +67,7 @@ func TestHostGapsRoundTrip(t *testing.T) {
 	}
 	want := FitGaps(h)
 	host := &Host{CapacityRPS: 20_000, OffFraction: want.OffFraction, OffMeanMs: want.OffMeanMs, OffSigma: want.OffSigma}
-	res, err := Run(Config{Shards: 1, Rate: 300, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+	res, err := Simulate(Config{Shards: 1, Rate: 300, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 		Client: want.Body.shift(-0.02), Host: host, Horizon: 300 * time.Second, MaxRequests: 90_000, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestHostCapacityAndTail(t *testing.T) {
 	t.Parallel()
 	host := &Host{CapacityRPS: 5000, OffFraction: 0.2, OffMeanMs: 10}
 	run := func(rate float64) *Result {
-		res, err := Run(Config{Shards: 1, Rate: rate, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+		res, err := Simulate(Config{Shards: 1, Rate: rate, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 			Client: ConstantMs(0.3), Host: host, MaxInflight: 512, Horizon: 20 * time.Second, Timeout: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 		cfg := base
 		cfg.Rate, cfg.Service, cfg.Client, cfg.Host = rate, cal.Service, cal.Client, host
 		cfg.Horizon, cfg.MaxRequests, cfg.Seed = 4*time.Second, 10_000_000, seed
-		r, err := Run(cfg)
+		r, err := Simulate(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestFitGapsUndoesTheTruncation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ off, mean, sigma float64 }{{0.02, 2, 0.8}, {0.01, 2.5, 0.2}, {0.05, 4, 1.2}} {
 		host := &Host{CapacityRPS: 50_000, OffFraction: tc.off, OffMeanMs: tc.mean, OffSigma: tc.sigma}
-		res, err := Run(Config{Shards: 1, Rate: 1000, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+		res, err := Simulate(Config{Shards: 1, Rate: 1000, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 			Client: ConstantMs(0.2), Host: host, Horizon: 400 * time.Second, MaxRequests: 400_000, Seed: 3})
 		if err != nil {
 			t.Fatal(err)

@@ -89,53 +89,97 @@ type Result struct {
 	hist *results.Histogram // the measured decisions' latencies (ValidateCoLocated pools them)
 }
 
-// Run simulates cfg: a steady-state phase over all shards and, with cfg.Failover, a phase that
-// fails one shard.
-func Run(cfg Config) (*Result, error) {
+// Simulate simulates cfg: a steady-state phase over all shards and, with cfg.Failover, a phase
+// that fails one shard.
+func Simulate(cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	pop, _ := capacity.NewPopularity(cfg.Tenants, cfg.Theta)
-	arrivalShare := capacity.LoadBySlot(pop, 1, func(r float64) float64 { return r }).Shards(cfg.Shards)
-	expected := capacity.LoadBySlot(pop, cfg.Rate, cfg.cost()).Shards(cfg.Shards)
-	hot := 0
-	for i, v := range expected {
-		if v > expected[hot] {
-			hot = i
-		}
-	}
-	measured := math.Min(cfg.Horizon.Seconds(), float64(cfg.MaxRequests)/cfg.Rate)
-	warm := measured / 9
+	p := planSteadyState(cfg)
+	e := newModel(cfg, 1, p.only, p.end, p.warm, p.hot)
 	if cfg.Lease > 1 {
-		// Leases start empty: until one TTL has passed, every gateway's first request for a key
-		// fetches, which is not the steady state. Warm up for a whole TTL.
-		warm = math.Max(warm, cfg.LeaseTTL.Seconds())
-	}
-	end := warm + measured
-	// The warm-up can exceed the request budget (leases at millions per second): then simulate a
-	// sample of shards, the busiest first, and scale totals by the traffic share they carry.
-	var only []bool
-	share := 1.0
-	if budget := 2 * float64(cfg.MaxRequests); cfg.Rate*end > budget {
-		only, share = make([]bool, cfg.Shards), 0
-		r := rand.New(rand.NewPCG(cfg.Seed, 99))
-		for i, s := range append([]int{hot}, r.Perm(cfg.Shards)...) {
-			if only[s] || (i > 0 && (share+arrivalShare[s])*cfg.Rate*end > budget) {
-				continue
-			}
-			only[s] = true
-			share += arrivalShare[s]
-		}
-	}
-	e := newModel(cfg, 1, only, end, warm, hot)
-	if cfg.Lease > 1 {
-		e.ramp = warm / 2
+		e.ramp = p.warm / 2
 	}
 	e.run()
+	res := p.result(e)
+	busiest := p.addShards(res, e)
+	if f := cfg.Failover; f != nil {
+		shard := f.Shard
+		if shard < 0 {
+			shard = busiest
+		}
+		res.Failover = simulateFailover(cfg, shard)
+	}
+	res.ElapsedS = time.Since(began).Seconds()
+	return res, nil
+}
+
+// steadyState is the plan of the steady-state phase: how long it is, which shards it simulates
+// and what each shard is expected to carry.
+type steadyState struct {
+	cfg Config
+	// expected is each shard's expected central calls/s and hot the shard expected busiest.
+	expected []float64
+	hot      int
+	// warm is the warm-up, measured the measured time after it and end their sum, in seconds.
+	warm, measured, end float64
+	// only marks the shards simulated (nil: every shard) and share the traffic share they carry.
+	only  []bool
+	share float64
+}
+
+// planSteadyState spreads cfg's traffic over the shards by slot and bounds the phase: at most
+// MaxRequests arrivals measured, after a warm-up of a ninth of that (with leases at least one
+// TTL: leases start empty, and until one TTL has passed every gateway's first request for a key
+// fetches, which is not the steady state).
+func planSteadyState(cfg Config) steadyState {
+	pop, _ := capacity.NewPopularity(cfg.Tenants, cfg.Theta)
+	p := steadyState{cfg: cfg, expected: capacity.LoadBySlot(pop, cfg.Rate, cfg.cost()).Shards(cfg.Shards), share: 1}
+	for i, v := range p.expected {
+		if v > p.expected[p.hot] {
+			p.hot = i
+		}
+	}
+	p.measured = math.Min(cfg.Horizon.Seconds(), float64(cfg.MaxRequests)/cfg.Rate)
+	p.warm = p.measured / 9
+	if cfg.Lease > 1 {
+		p.warm = math.Max(p.warm, cfg.LeaseTTL.Seconds())
+	}
+	p.end = p.warm + p.measured
+	arrivalShare := capacity.LoadBySlot(pop, 1, func(r float64) float64 { return r }).Shards(cfg.Shards)
+	p.only, p.share = sampleShards(cfg, arrivalShare, p.hot, p.end)
+	return p
+}
+
+// sampleShards picks the shards to simulate when every shard's arrivals over end seconds would
+// exceed twice the request budget (the warm-up of leases at millions per second): the busiest,
+// hot, first, then others in random order while the budget allows. It returns nil (every shard)
+// and 1 when the whole cluster fits, else the shards picked and the share of arrivals they carry.
+func sampleShards(cfg Config, arrivalShare []float64, hot int, end float64) ([]bool, float64) {
+	budget := 2 * float64(cfg.MaxRequests)
+	if cfg.Rate*end <= budget {
+		return nil, 1
+	}
+	only, share := make([]bool, cfg.Shards), 0.0
+	r := rand.New(rand.NewPCG(cfg.Seed, 99))
+	for i, s := range append([]int{hot}, r.Perm(cfg.Shards)...) {
+		if only[s] || (i > 0 && (share+arrivalShare[s])*cfg.Rate*end > budget) {
+			continue
+		}
+		only[s] = true
+		share += arrivalShare[s]
+	}
+	return only, share
+}
+
+// result is the steady state's headline numbers from the model e that ran it, totals scaled up
+// by the share of traffic simulated.
+func (p steadyState) result(e *model) *Result {
+	cfg, measured, share := p.cfg, p.measured, p.share
 	res := &Result{
-		Config: cfg, SimulatedS: end, MeasuredS: measured, SampledShare: share,
+		Config: cfg, SimulatedS: p.end, MeasuredS: measured, SampledShare: share,
 		ThroughputRPS: float64(e.c.completedInWindow) / measured / share,
 		Decisions:     e.c.decisions, Timeouts: e.c.timeouts, Dropped: e.c.dropped, LocalDecisions: e.c.local,
 		CentralOpsPerS: float64(e.c.central) / measured / share,
@@ -148,26 +192,33 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Host != nil {
 		res.HostUtilisation = cfg.Rate / cfg.Host.CapacityRPS
 	}
-	// A shard left out of a sample gets its expected calls, scaled by how the simulated shards'
-	// calls compared with their expectation (the expectation charges leases their worst case).
+	res.HotShard = e.hotShard
+	res.HotShardP99Ms = e.hotHist.QuantileMs(99)
+	return res
+}
+
+// addShards fills res's per-shard numbers from e and returns the busiest shard. A shard left out
+// of a sample gets its expected calls, scaled by how the simulated shards' calls compared with
+// their expectation (the expectation charges leases their worst case).
+func (p steadyState) addShards(res *Result, e *model) (busiest int) {
 	var simOps, simExpected float64
 	for i := range e.shards {
-		if only == nil || only[i] {
-			simOps += float64(e.shards[i].ops) / measured
-			simExpected += expected[i]
+		if p.only == nil || p.only[i] {
+			simOps += float64(e.shards[i].ops) / p.measured
+			simExpected += p.expected[i]
 		}
 	}
 	scale := 1.0
 	if simExpected > 0 {
 		scale = simOps / simExpected
 	}
-	busiest, busy := 0, -1.0
+	busy := -1.0
 	for i := range e.shards {
 		sh := &e.shards[i]
-		st := ShardStats{Shard: i, Simulated: true, Utilisation: sh.busyMeasured / measured, CentralOpsPerS: float64(sh.ops) / measured}
-		if only != nil && !only[i] {
-			ops := expected[i] * scale
-			st = ShardStats{Shard: i, Utilisation: ops * cfg.Service.MeanUs / 1e6, CentralOpsPerS: ops}
+		st := ShardStats{Shard: i, Simulated: true, Utilisation: sh.busyMeasured / p.measured, CentralOpsPerS: float64(sh.ops) / p.measured}
+		if p.only != nil && !p.only[i] {
+			ops := p.expected[i] * scale
+			st = ShardStats{Shard: i, Utilisation: ops * p.cfg.Service.MeanUs / 1e6, CentralOpsPerS: ops}
 		}
 		res.Shards = append(res.Shards, st)
 		if st.Utilisation > 0.99 {
@@ -177,21 +228,11 @@ func Run(cfg Config) (*Result, error) {
 			busiest, busy = i, st.Utilisation
 		}
 	}
-	res.HotShard = e.hotShard
-	res.HotShardP99Ms = e.hotHist.QuantileMs(99)
-	if f := cfg.Failover; f != nil {
-		shard := f.Shard
-		if shard < 0 {
-			shard = busiest
-		}
-		res.Failover = runFailover(cfg, shard)
-	}
-	res.ElapsedS = time.Since(began).Seconds()
-	return res, nil
+	return busiest
 }
 
-// runFailover simulates shard alone from 0 to the outage's end plus 1 s.
-func runFailover(cfg Config, shard int) *FailoverResult {
+// simulateFailover simulates shard alone from 0 to the outage's end plus 1 s.
+func simulateFailover(cfg Config, shard int) *FailoverResult {
 	f := cfg.Failover
 	outage := (f.NodeTimeout + f.Election).Seconds()
 	// With leases the shard first warms up for a TTL (ramping in, as in the steady state), so

@@ -31,7 +31,7 @@ func TestQueueMatchesClosedForms(t *testing.T) {
 			lambda := tc.rho / es
 			cv2 := map[string]float64{Exponential: 1, Constant: 0, Lognormal: tc.svc.CV * tc.svc.CV}[tc.svc.Kind]
 			want := es + lambda*es*es*(1+cv2)/(2*(1-tc.rho))
-			res, err := Run(Config{Shards: 1, Rate: lambda, Tenants: 1, Service: tc.svc,
+			res, err := Simulate(Config{Shards: 1, Rate: lambda, Tenants: 1, Service: tc.svc,
 				Horizon: time.Duration(300_000/lambda) * time.Second, MaxRequests: 300_000, Timeout: time.Hour, Seed: 7})
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func TestQueueMatchesClosedForms(t *testing.T) {
 // Overload: a shard offered twice its capacity serves at its capacity and the rest time out.
 func TestOverloadSaturates(t *testing.T) {
 	t.Parallel()
-	res, err := Run(Config{Shards: 1, Rate: 20_000, Tenants: 10, Service: Service{Kind: Constant, MeanUs: 100},
+	res, err := Simulate(Config{Shards: 1, Rate: 20_000, Tenants: 10, Service: Service{Kind: Constant, MeanUs: 100},
 		Horizon: 3 * time.Second, Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestSkewedShardsAndLeases(t *testing.T) {
 	base := Config{Shards: 8, Rate: 1_000_000, Tenants: 1000, Theta: 0.99,
 		Service: Service{Kind: Lognormal, MeanUs: 2, CV: 0.5}, Client: ConstantMs(0.2), MaxRequests: 200_000,
 		LeaseTTL: 100 * time.Millisecond}
-	central, err := Run(base)
+	central, err := Simulate(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSkewedShardsAndLeases(t *testing.T) {
 	}
 	leased := base
 	leased.Lease = 100
-	l, err := Run(leased)
+	l, err := Simulate(leased)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestFailoverBound(t *testing.T) {
 	cfg := Config{Shards: 4, Rate: 200_000, Tenants: 1000, Theta: 0.99,
 		Service: Service{Kind: Lognormal, MeanUs: 5, CV: 0.5}, Client: ConstantMs(0.2), MaxRequests: 200_000,
 		Failover: &Failover{Shard: -1, NodeTimeout: time.Second, Election: 500 * time.Millisecond, ReplicationLag: 10 * time.Millisecond, Fail: "open"}}
-	res, err := Run(cfg)
+	res, err := Simulate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFailoverBound(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	_, err := Run(Config{Shards: 0, Rate: -1, Tenants: 0, Service: Service{Kind: "gamma", MeanUs: 0}})
+	_, err := Simulate(Config{Shards: 0, Rate: -1, Tenants: 0, Service: Service{Kind: "gamma", MeanUs: 0}})
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}

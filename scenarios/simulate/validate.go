@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/cluster"
 )
@@ -52,13 +50,10 @@ const (
 	// capacity (a saturation probe's): the two rates the host's share of time off is solved at
 	// (HostLoad), on either side of the default measured share, so the host's term, the one part
 	// of the model a cluster of its own machines does not have, is interpolated, and what the
-	// validation checks at the measured rate is the rest of the model. Below the measured share
-	// (15% and 25% for 30%, the defaults until 2026-12-06) the law extrapolated: within 15% in
-	// 10 of 13 validations with Erlang C, and the same runs judged side by side with every pair
-	// of 20, 25, 30 and 35% put the extrapolated p99s 9-32% high (twice, 16 rounds each) where the
-	// bracketing pairs read -0.4% to +2.4% once and -12.5% to +17.3% the other time, inside that
-	// run's own spread (docs/capacity.md). 25% and 35% keep the bracket narrow: at 40% the share
-	// had once grown 2.6-3.6x past what the measured runs at 30% needed (4510f63).
+	// validation checks at the measured rate is the rest of the model. Carried from two gap runs
+	// below the measured share the law reads the p99 high, and a bracket much wider than this one
+	// reaches past a knee the model does not have (docs/capacity.md, "Validation", has the
+	// figures and TestGapRunPairs the side-by-side comparison).
 	DefaultLowShare  = 0.25
 	DefaultHighShare = 0.35
 )
@@ -79,11 +74,10 @@ type ValidateOptions struct {
 	// HostLaw is the shape the host's share of time off follows from the gap runs to the
 	// measured rate (HostLoad.Law; default DefaultHostLaw).
 	HostLaw string
-	// Probe is the probes' length and Run the measured and gap runs' (defaults 1 s and 4 s;
-	// whole seconds: a run's rates are counted over whole seconds). A p99 needs the 4 s: on a
-	// quiet host about 1% of the time is in gaps of ~2 ms, so a 2 s run's p99 is set by ~10
-	// gaps (at 7d649eb, with 2 s runs, one validation's rounds read 0.8-5.5 ms at 30%).
-	Probe, Run time.Duration
+	// ProbeLength is the probes' length and RunLength the measured and gap runs' (defaults 1 s
+	// and 4 s; whole seconds: a run's rates are counted over whole seconds). A run's p99 is set
+	// by the few scheduling gaps it catches, so a run must be long enough to catch dozens.
+	ProbeLength, RunLength time.Duration
 	// Out keeps the runs' directories (default a temp dir, removed).
 	Out string
 	// Logf, when set, gets a line per run.
@@ -110,11 +104,11 @@ func (o ValidateOptions) withDefaults() ValidateOptions {
 	if o.HostLaw == "" {
 		o.HostLaw = DefaultHostLaw
 	}
-	if o.Probe <= 0 {
-		o.Probe = time.Second
+	if o.ProbeLength <= 0 {
+		o.ProbeLength = time.Second
 	}
-	if o.Run <= 0 {
-		o.Run = 4 * time.Second
+	if o.RunLength <= 0 {
+		o.RunLength = 4 * time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -168,9 +162,9 @@ type Validation struct {
 	SimulatedP99  float64 `json:"simulated_p99_ms"`
 	// MeasuredP99Interval is where the rounds' spread alone puts the measured median p99: a
 	// distribution-free interval of the median (medianInterval) at IntervalCoverage, at least
-	// 95% when the rounds allow it (64 rounds: 96.7%; 16 rounds: 97.9%; 5 rounds: the whole range, 93.75%). When
-	// it reaches past 15% of the median, a 15% comparison is within the measurement's own
-	// uncertainty, whichever way it comes out.
+	// 95% when the rounds allow it (64 rounds: 96.7%; 16 rounds: 97.9%; 5 rounds: the whole
+	// range, 93.75%). When it reaches past 15% of the median, a 15% comparison is within the
+	// measurement's own uncertainty, whichever way it comes out.
 	MeasuredP99Interval [2]float64 `json:"measured_p99_interval_ms"`
 	IntervalCoverage    float64    `json:"interval_coverage"`
 	// ThroughputGap and P99Gap are (simulated - measured) / measured, of the medians.
@@ -229,69 +223,20 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	if err != nil {
 		return nil, err
 	}
-	with := func(rate float64, d time.Duration) *scenarios.Spec {
-		s := *spec
-		s.Load.Rate, s.Duration = rate, scenarios.Duration(d)
-		return &s
-	}
-	n := 0
-	run := func(kind string, s *scenarios.Spec) (measured, error) {
-		n++
-		m, err := runOn(ctx, cl, s, state, filepath.Join(out, fmt.Sprintf("%02d-%s", n, kind)))
-		if err == nil {
-			o.Logf("%s at %.0f/s: achieved %.0f/s, p50 %.3f ms, p99 %.3f ms", kind, s.Load.Rate, m.sum.Load.AchievedRPS, m.sum.LatencyMs.P50, m.sum.LatencyMs.P99)
-		}
-		return m, err
-	}
-	var lows, highs, probes, runs []measured
-	// The first probe fixes the gap runs' rates, and the measured runs' unless Rate is given.
-	p, err := run("probe", with(o.ProbeRate, o.Probe))
-	// A probe the machine kept up with measured the offered rate, not the capacity (30,000/s
-	// saturates one primary on the AMD host these defaults came from, not on a quiet Intel
-	// one): double it until the generator drops what it cannot send.
-	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
-		o.ProbeRate *= 2
-		o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
-		p, err = run("probe", with(o.ProbeRate, o.Probe))
-	}
+	vr := &validationRuns{cl: cl, spec: spec, state: state, out: out, logf: o.Logf}
+	first, err := vr.firstProbe(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
-	first := p.answered()
-	// The rounds' probes go at least twice the first one's answer: a probe the machine keeps up
-	// with measures nothing (the capacity moved by a third between probes on a quiet host).
-	o.ProbeRate = math.Max(o.ProbeRate, 2*first)
-	rate := o.Rate
-	if rate <= 0 {
-		rate = math.Round(o.Share * first)
+	rates, err := o.rates(first)
+	if err != nil {
+		return nil, err
 	}
-	lowRate, highRate := math.Round(o.LowShare*first), math.Round(o.HighShare*first)
-	if !(0 < lowRate && lowRate < highRate && highRate < first) {
-		return nil, fmt.Errorf("validate: want 0 < low gap run %.0f/s < high gap run %.0f/s < the first probe's %.0f/s: set 0 < --low-share < --high-share < 1",
-			lowRate, highRate, first)
+	runs, err := vr.rounds(ctx, o, rates)
+	if err != nil {
+		return nil, err
 	}
-	for r := 0; r < o.Rounds; r++ {
-		// The measured run between the gap runs, then the probe.
-		lo, err := run("low", with(lowRate, o.Run))
-		if err != nil {
-			return nil, err
-		}
-		m, err := run("measured", with(rate, o.Run))
-		if err != nil {
-			return nil, err
-		}
-		hi, err := run("high", with(highRate, o.Run))
-		if err != nil {
-			return nil, err
-		}
-		p, err := run("probe", with(o.ProbeRate, o.Probe))
-		if err != nil {
-			return nil, err
-		}
-		lows, highs = append(lows, lo), append(highs, hi)
-		probes, runs = append(probes, p), append(runs, m)
-	}
-	v, err := judge(spec, len(cl.Primaries()), sides{lows, highs, probes, runs}, rate, first, o)
+	v, err := judge(spec, len(cl.Primaries()), runs, rates.measured, first, o)
 	if err != nil {
 		return v, err
 	}
@@ -299,106 +244,90 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	return v, nil
 }
 
-// sides are a validation's runs by kind, round by round.
-type sides struct{ lows, highs, probes, runs []measured }
+// validationRuns runs a validation's scenario on its cluster, each run into a directory of its
+// own under out, numbered in the order the runs ran.
+type validationRuns struct {
+	cl         *cluster.Local
+	spec       *scenarios.Spec
+	state, out string
+	logf       func(string, ...any)
+	n          int
+}
 
-// judge calibrates the model from the gap runs and probes of r, runs it at rate and compares it
-// with r's measured runs; first is the first probe's answer (the shares' base).
-func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
-	lows, highs, probes, runs := r.lows, r.highs, r.probes, r.runs
-	lowRate, highRate := lows[0].sum.Load.OfferedRPS, highs[0].sum.Load.OfferedRPS
-	// One model for every round, calibrated from all rounds' gap runs and probes: each round's
-	// own calibration (as before the gap runs) followed the background of a loaded machine more
-	// closely, but a line through one round's two fits, each of a few dozen delayed decisions,
-	// was mostly noise.
-	pop := spec.Tenants
-	base := Config{Shards: shards, Tenants: pop.Count, Theta: pop.Theta,
-		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
-	cal, err := calibrateLoad(lows, highs, probes, o.ProbeRate, base)
+// run runs the scenario at rate for d as a run of kind (probe, low, measured or high).
+func (vr *validationRuns) run(ctx context.Context, kind string, rate float64, d time.Duration) (measured, error) {
+	s := *vr.spec
+	s.Load.Rate, s.Duration = rate, scenarios.Duration(d)
+	vr.n++
+	m, err := runOn(ctx, vr.cl, &s, vr.state, filepath.Join(vr.out, fmt.Sprintf("%02d-%s", vr.n, kind)))
+	if err == nil {
+		vr.logf("%s at %.0f/s: achieved %.0f/s, p50 %.3f ms, p99 %.3f ms", kind, rate, m.sum.Load.AchievedRPS, m.sum.LatencyMs.P50, m.sum.LatencyMs.P99)
+	}
+	return m, err
+}
+
+// firstProbe finds the machine's capacity, the base of the validation's rates: the decisions/s
+// answered by a probe at o.ProbeRate, doubled until the machine cannot keep up (a probe it keeps
+// up with measures the offered rate, not the capacity, and how far above the capacity a rate is
+// depends on the machine). It leaves in o.ProbeRate the rounds' probe rate: at least twice the
+// first probe's answer, since the capacity moves between probes.
+func (vr *validationRuns) firstProbe(ctx context.Context, o *ValidateOptions) (float64, error) {
+	p, err := vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
+	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
+		o.ProbeRate *= 2
+		o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
+		p, err = vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
+	}
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	// The law only carries the two solved shares to other rates: it changes no gap run's fit.
-	cal.Load.Law = o.HostLaw
-	host := cal.HostAt(rate)
-	// The model of one measured run: as long as the run, from empty, with the generator's
-	// in-flight bound. Each round gets simSeeds seeds of its own, each seed one run, and a
-	// round's simulated p99 is the median of its runs' p99s, as the validation's measured p99
-	// is the median of the rounds'.
-	v := &Validation{Rate: rate, Share: rate / first, LowRate: lowRate, HighRate: highRate, Pooled: cal, Host: host}
-	simHist := results.NewHistogram()
-	var seedP99s []float64
-	for i := range runs {
-		rs, err := modelRuns(base, cal, host, rate, o.Run, uint64(i)*simSeeds+1, simSeeds)
+	first := p.answered()
+	o.ProbeRate = math.Max(o.ProbeRate, 2*first)
+	return first, nil
+}
+
+// validationRates are a validation's offered rates: the measured runs' and the gap runs'.
+type validationRates struct{ measured, low, high float64 }
+
+// rates sets a validation's rates from the first probe's answer, first: the gap runs at LowShare
+// and HighShare of it, the measured runs at Rate or Share of it.
+func (o ValidateOptions) rates(first float64) (validationRates, error) {
+	r := validationRates{measured: o.Rate, low: math.Round(o.LowShare * first), high: math.Round(o.HighShare * first)}
+	if r.measured <= 0 {
+		r.measured = math.Round(o.Share * first)
+	}
+	if !(0 < r.low && r.low < r.high && r.high < first) {
+		return r, fmt.Errorf("validate: want 0 < low gap run %.0f/s < high gap run %.0f/s < the first probe's %.0f/s: set 0 < --low-share < --high-share < 1",
+			r.low, r.high, first)
+	}
+	return r, nil
+}
+
+// rounds runs o.Rounds rounds, each the low gap run, the measured run, the high gap run and a
+// probe, in that order: the measured run between the gap runs.
+func (vr *validationRuns) rounds(ctx context.Context, o ValidateOptions, r validationRates) (sides, error) {
+	var s sides
+	for range o.Rounds {
+		lo, err := vr.run(ctx, "low", r.low, o.RunLength)
 		if err != nil {
-			return nil, err
+			return s, err
 		}
-		var rps float64
-		for _, r := range rs {
-			simHist.Merge(r.hist)
-			rps += r.ThroughputRPS / simSeeds
-		}
-		p99s := p99sOf(rs)
-		seedP99s = append(seedP99s, p99s...)
-		m := runs[i].sum
-		rd := Round{CapacityRPS: probes[i].answered(), LowOff: lows[i].gaps().OffFraction, HighOff: highs[i].gaps().OffFraction,
-			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyMs.P99, SimRPS: rps, SimP99: median(p99s),
-			GeneratorLimited: m.Load.GeneratorLimited}
-		if rd.GeneratorLimited {
-			v.GeneratorLimits++
-		}
-		v.Rounds = append(v.Rounds, rd)
-	}
-	// The model at its own calibration rates: how well the gaps solved there reproduce the
-	// gap runs' p99 (shown, not compared; a law fitted to two good points can still miss beyond them).
-	for _, at := range []struct {
-		rate float64
-		runs []measured
-		fit  *[2]float64
-	}{{cal.Load.LowRPS, lows, &v.LowP99Ms}, {cal.Load.HighRPS, highs, &v.HighP99Ms}} {
-		var meas []float64
-		for _, m := range at.runs {
-			meas = append(meas, m.sum.LatencyMs.P99)
-		}
-		sim, err := modelP99s(base, cal, cal.HostAt(at.rate), at.rate, o.Run, len(at.runs))
+		m, err := vr.run(ctx, "measured", r.measured, o.RunLength)
 		if err != nil {
-			return nil, err
+			return s, err
 		}
-		*at.fit = [2]float64{median(meas), median(sim)}
-	}
-	var mRPS, mP99, sRPS []float64
-	for _, r := range v.Rounds {
-		mRPS, mP99, sRPS = append(mRPS, r.MeasuredRPS), append(mP99, r.MeasuredP99), append(sRPS, r.SimRPS)
-	}
-	v.MeasuredRPS, v.MeasuredP99Ms, v.SimulatedRPS, v.SimulatedP99 = median(mRPS), median(mP99), median(sRPS), median(seedP99s)
-	v.MeasuredP99Interval[0], v.MeasuredP99Interval[1], v.IntervalCoverage = medianInterval(mP99, 0.95)
-	v.PooledMeasuredP99Ms, v.PooledSimulatedP99Ms = pool(runs).hist.QuantileMs(99), simHist.QuantileMs(99)
-	if v.MeasuredRPS <= 0 || v.MeasuredP99Ms <= 0 {
-		return v, errors.New("validate: the measured runs recorded no decisions")
-	}
-	if v.MeasuredOff, err = solveOff(base, cal, rate, o.Run, v.MeasuredP99Ms, host.OffFraction); err != nil {
-		return nil, err
-	}
-	v.ThroughputGap = (v.SimulatedRPS - v.MeasuredRPS) / v.MeasuredRPS
-	v.P99Gap = (v.SimulatedP99 - v.MeasuredP99Ms) / v.MeasuredP99Ms
-	v.Laws = append(v.Laws, LawCheck{Law: o.HostLaw, OffFraction: host.OffFraction, SimulatedP99: v.SimulatedP99, P99Gap: v.P99Gap})
-	for _, law := range []string{LawFloor, LawErlangC, LawProportional} {
-		if law == o.HostLaw {
-			continue
-		}
-		alt := cal
-		l := *cal.Load
-		l.Law = law
-		alt.Load = &l
-		h := alt.HostAt(rate)
-		p99s, err := modelP99s(base, alt, h, rate, o.Run, len(runs))
+		hi, err := vr.run(ctx, "high", r.high, o.RunLength)
 		if err != nil {
-			return nil, err
+			return s, err
 		}
-		p := median(p99s)
-		v.Laws = append(v.Laws, LawCheck{Law: law, OffFraction: h.OffFraction, SimulatedP99: p, P99Gap: (p - v.MeasuredP99Ms) / v.MeasuredP99Ms})
+		p, err := vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
+		if err != nil {
+			return s, err
+		}
+		s.lows, s.highs = append(s.lows, lo), append(s.highs, hi)
+		s.probes, s.runs = append(s.probes, p), append(s.runs, m)
 	}
-	return v, nil
+	return s, nil
 }
 
 // maxProbeRate caps the saturation probe's doubling: far above what one primary answers in
@@ -411,23 +340,6 @@ const maxProbeRate = 480_000
 func saturated(decisions int64, offered float64) bool {
 	return float64(decisions) <= 0.95*offered
 }
-
-// modelP99s is the p99s of the model of rounds runs at rate on host, simSeeds seeds a round
-// (round i's seeds from i x simSeeds + 1, as the measured rounds' own models have them).
-func modelP99s(base Config, cal Calibration, host *Host, rate float64, dur time.Duration, rounds int) ([]float64, error) {
-	var p99s []float64
-	for i := range rounds {
-		rs, err := modelRuns(base, cal, host, rate, dur, uint64(i)*simSeeds+1, simSeeds)
-		if err != nil {
-			return nil, err
-		}
-		p99s = append(p99s, p99sOf(rs)...)
-	}
-	return p99s, nil
-}
-
-// simSeeds is how many seeds the model of one measured run is pooled over.
-const simSeeds = 6
 
 // Text renders a validation for a terminal.
 func (v *Validation) Text() string {

@@ -50,9 +50,9 @@ func TestGapRunPairs(t *testing.T) {
 	}
 	at := func(rate float64, probe bool) *scenarios.Spec {
 		s := *spec
-		s.Load.Rate, s.Duration = rate, scenarios.Duration(o.Run)
+		s.Load.Rate, s.Duration = rate, scenarios.Duration(o.RunLength)
 		if probe {
-			s.Duration = scenarios.Duration(o.Probe)
+			s.Duration = scenarios.Duration(o.ProbeLength)
 		}
 		return &s
 	}

@@ -27,10 +27,10 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// RATELAB_MODEL_ROUNDS sets the rounds (default 5, ~80 s): `make validate-model` runs 64
-	// (~16 min), where the rounds' spread put the measured median within about ±15%; at 16 it
-	// reached 20-29% below and 21-49% above, and a 15% comparison passed or failed on luck
-	// (docs/capacity.md).
+	// RATELAB_MODEL_ROUNDS sets the rounds (default 5): `make validate-model` runs 64, enough
+	// for the rounds' spread to put the measured median within about the 15% compared; with
+	// fewer, a 15% comparison passes or fails on the rounds' luck (docs/capacity.md has the
+	// figures).
 	rounds := DefaultValidateRounds
 	if r := os.Getenv("RATELAB_MODEL_ROUNDS"); r != "" {
 		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
