@@ -33,6 +33,9 @@
 //   - Targets (targets.go, replication.go): PrimaryFor(slot), ReplicasOf(primary) and
 //     ReplOffsets(primary) resolve what a fault hits and how far replication lags.
 //
+// Observation (nodestats.go): ReadNodeStats reads nodes' INFO — script calls, CPU time and
+// EVALSHA latency percentiles — so two readings bracket what a measurement cost the servers.
+//
 // Providers and secrets (see docs/clusters.md): Cluster is the interface the scenario engine
 // needs; *Local, *External and the docker provider (package cluster/docker, which reuses the
 // formation through Adopt) implement it, and a fault a provider cannot do wraps ErrUnsupported.
