@@ -33,10 +33,11 @@ type job struct {
 // pool of workers that make decisions and hand each one's Record to the consumers, and a
 // collector that writes one row per second as the run goes.
 type driver struct {
-	s         *Session
-	spec      *scenarios.Spec
-	consumers []Consumer
-	rec       *recorder
+	s     *Session
+	spec  *scenarios.Spec
+	judge judge
+	extra []Consumer // Options.Consumers
+	rec   *recorder
 	// onProgress hears a live snapshot every ProgressEvery (see progress.go); nil is silent.
 	onProgress func(results.Progress)
 
@@ -81,10 +82,8 @@ func newDriver(s *Session) *driver {
 		pending: make([]atomic.Int64, secs),
 		lag:     results.NewHistogram(),
 	}
-	d.consumers = []Consumer{judge{checker: s.checker, faults: s.faults, central: s.store != nil}, s.tally, d.rec}
-	if s.store != nil {
-		d.consumers = append(d.consumers, reloader{s.store})
-	}
+	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil}
+	d.extra = s.opts.Consumers
 	if spec.Limiter.Clock == scenarios.ClockSchedule || spec.Trace != nil {
 		d.schedClock = spec.Limiter.Clock == scenarios.ClockSchedule
 		d.lanes = make([]chan []job, spec.Load.Concurrency)
@@ -161,6 +160,22 @@ func (d *driver) chunk() []job {
 	}
 }
 
+// consume hands r to the run's consumers: the built-in ones called directly, since they run for
+// every decision (the judge first: the others read its verdict; the tally; the per-second
+// recorder; with Redis, a slot-map reload after a failed call), then the caller's
+// Options.Consumers.
+func (d *driver) consume(r *Record) {
+	d.judge.Consume(r)
+	d.s.tally.Consume(r)
+	d.rec.Consume(r)
+	if r.Err != nil && d.s.store != nil {
+		d.s.store.trouble(r.ErrKind)
+	}
+	for _, c := range d.extra {
+		c.Consume(r)
+	}
+}
+
 // worker makes decisions for the chunks it receives, with its gateway's limiter.
 type worker struct {
 	d       *driver
@@ -202,9 +217,7 @@ func (w *worker) work(jobs <-chan []job) {
 			if r.Err != nil {
 				r.ErrKind = limiter.ClassifyError(r.Err)
 			}
-			for _, c := range d.consumers {
-				c.Consume(r)
-			}
+			d.consume(r)
 			d.pending[r.Sec].Add(-1)
 			d.inflight.Add(-1)
 			now = end

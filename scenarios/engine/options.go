@@ -42,6 +42,10 @@ type Options struct {
 	// Part makes this run one of Count generators of one load (--part i/N): it offers only
 	// the requests of the tenants it owns (see workload.Part). Zero: the whole load.
 	Part workload.Part
+	// Consumers hear every decision's Record of an in-process run, after the engine's own
+	// (verdict, per-key tally, per-second stats): a live metric or a custom check is one more
+	// consumer. The HTTP driver does not call them.
+	Consumers []Consumer
 	// Wrap, when set, wraps every gateway's limiter before the run starts (a test's slowed or
 	// instrumented limiter); the run measures what the wrapper does too.
 	Wrap func(limiter.Limiter) limiter.Limiter

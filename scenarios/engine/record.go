@@ -30,9 +30,9 @@ type Record struct {
 	Verdict check.Verdict
 }
 
-// A Consumer hears every record of an in-process run, in the order the run's consumers are
-// listed, from many workers at once: it must be safe for concurrent use, cheap, and must not
-// keep the pointer.
+// A Consumer hears every record of an in-process run (Options.Consumers), after the engine's own
+// consumers, from many workers at once: it must be safe for concurrent use, cheap (it runs in
+// the decision path), and must not keep the pointer.
 type Consumer interface {
 	Consume(r *Record)
 }
@@ -65,13 +65,4 @@ func (j judge) Consume(r *Record) {
 		}
 	}
 	r.Verdict = j.checker.ObserveAs(r.Key, r.AtMs, r.Cost, r.Decision.Allowed, cause)
-}
-
-// reloader asks the store to re-read its slot map after a failed call (see store.trouble).
-type reloader struct{ st *store }
-
-func (l reloader) Consume(r *Record) {
-	if r.Err != nil {
-		l.st.trouble(r.ErrKind)
-	}
 }

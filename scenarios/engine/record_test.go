@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"ratelab/limiter"
 	"ratelab/scenarios"
+	"ratelab/scenarios/check"
 )
 
 // recordSession is an in-process session of the memory twin (no Redis) and its driver, for the
@@ -38,9 +40,7 @@ func decide(d *driver, r *Record, lim limiter.Limiter, i int) {
 		Tenant: d.s.Tenants[r.Key/2], Endpoint: d.s.Endpoints[r.Key%2], Cost: 1, Now: d.base.Add(time.Duration(i%1000) * time.Millisecond),
 	})
 	r.Latency = time.Millisecond
-	for _, c := range d.consumers {
-		c.Consume(r)
-	}
+	d.consume(r)
 }
 
 // TestRecordStreamAllocatesNothing: after a key's first decision, a decision and its record's
@@ -71,4 +71,30 @@ func BenchmarkRecordStream(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// countingConsumer counts the records it hears and the overspend verdicts among them.
+type countingConsumer struct{ records, overspend atomic.Int64 }
+
+func (c *countingConsumer) Consume(r *Record) {
+	c.records.Add(1)
+	if r.Verdict == check.Overspend {
+		c.overspend.Add(1)
+	}
+}
+
+// TestOptionsConsumersHearEveryDecision: a caller's consumer hears one record per decision,
+// after the judge (it sees the verdicts the summary counts).
+func TestOptionsConsumersHearEveryDecision(t *testing.T) {
+	t.Parallel()
+	spec := testSpec(t, "noop", 1000, 2*time.Second) // noop: every request allowed, most overspend
+	c := &countingConsumer{}
+	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), Consumers: []Consumer{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Summary
+	if c.records.Load() != sum.Load.Decisions || c.overspend.Load() != sum.Overspend.Requests || sum.Overspend.Requests == 0 {
+		t.Errorf("consumer heard %d records, %d overspent; summary: %d decisions, %d overspent", c.records.Load(), c.overspend.Load(), sum.Load.Decisions, sum.Overspend.Requests)
+	}
 }
