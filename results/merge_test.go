@@ -21,7 +21,7 @@ type fakePart struct {
 	yaml         string
 	lat          [][]time.Duration // per second
 	keys         []KeyCount
-	partless    bool // write no part record (an whole run)
+	partless     bool // write no part record (an whole run)
 }
 
 // write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, ledger.
@@ -229,7 +229,7 @@ func TestMergeRefuses(t *testing.T) {
 	lat := seededLatencies(3, 1, 10, time.Millisecond)
 	tests := []struct {
 		name     string
-		parts   []fakePart
+		parts    []fakePart
 		out      string // "" = a fresh directory; "s0" = the first input
 		wantText string
 	}{
