@@ -97,7 +97,7 @@ func buildCharts(r *run) ([]*chart, error) {
 		func() (*chart, error) { return latencyChart(r.rows, faults) },
 		func() (*chart, error) { return throughputChart(r.rows, faults) },
 		func() (*chart, error) { return redirectsChart(r.rows, faults) },
-		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.BoundTokens, faults) },
+		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.Bound.Tokens, faults) },
 	}
 	charts := make([]*chart, 0, len(perSecond)+1)
 	for _, b := range perSecond {

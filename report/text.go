@@ -63,8 +63,8 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		}
 		row("fault", "%s at %.1f s on %s: detected at %.0f s, %s", f.Kind, f.AtS, f.Target, f.DetectedS, rec)
 	}
-	if s.Overspend.BoundTokens > 0 {
-		row("bound", "overspend bound %.1f tokens (replication gap at faults, unused leases)", s.Overspend.BoundTokens)
+	if s.Overspend.Bound.Tokens > 0 {
+		row("bound", "overspend bound %.1f tokens (replication gap at faults, unused leases)", s.Overspend.Bound.Tokens)
 	}
 	if len(s.SLO.Checks) > 0 {
 		verdict := "PASS"

@@ -110,7 +110,7 @@ func addOverspend(ov, s *Overspend) {
 	ov.Requests += s.Requests
 	ov.Tokens += s.Tokens
 	ov.FalseDenies += s.FalseDenies
-	ov.BoundTokens += s.BoundTokens
+	ov.Bound.Tokens += s.Bound.Tokens
 	ov.UnknownOutcomes += s.UnknownOutcomes
 	for c, n := range s.ByCause {
 		ov.ByCause[c] += n
@@ -180,15 +180,9 @@ func maxSplit(a, b *MemSplit) *MemSplit {
 	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
 }
 
-// setMergedLatency sets the whole-run latency from the merged histogram (left at zero when it
-// holds nothing).
+// setMergedLatency sets the whole-run latency from the merged histogram and the merged drops.
 func setMergedLatency(sum *Summary, hist *Histogram) {
-	if hist.Count() > 0 {
-		sum.LatencyMs = Latency{
-			P50: hist.QuantileMs(50), P90: hist.QuantileMs(90), P99: hist.QuantileMs(99),
-			P999: hist.QuantileMs(99.9), Max: hist.MaxMs(),
-		}
-	}
+	sum.LatencyMs, sum.LatencyServedMs = LatencyOf(hist, sum.Load.Dropped)
 }
 
 // missingIndexes lists the indexes in [0, count) that merged lacks.

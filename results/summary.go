@@ -3,7 +3,13 @@ package results
 import "time"
 
 // SchemaSummary is the value of Summary.Schema this package writes and reads.
-const SchemaSummary = "ratelab.summary/v1"
+const SchemaSummary = "ratelab.summary/v2"
+
+// SchemaSummaryV1 is the schema of summaries written before the definitions of docs/metrics.md:
+// latency over answered requests only, overspend without ranges over unknown outcomes, central
+// operations counting every command. ReadSummary reads it (see Summary.Schema); compare refuses
+// to set it against v2.
+const SchemaSummaryV1 = "ratelab.summary/v1"
 
 // Summary is summary.json: the whole run in one record. The JSON names are the contract with
 // every reader (report, compare, CI jobs); they are snake_case and never renamed, as a renamed
@@ -30,8 +36,13 @@ type Summary struct {
 	Outcomes Outcomes `json:"outcomes"`
 	// Errors counts failed calls to the store by kind.
 	Errors Errors `json:"errors"`
-	// LatencyMs holds whole-run latency quantiles, measured from each request's intended start.
+	// LatencyMs holds the whole run's latency percentiles over every offered request, measured
+	// from each request's intended start; a dropped request counts as slower than any latency.
 	LatencyMs Latency `json:"latency_ms"`
+	// LatencyServedMs holds the percentiles of the answered requests only.
+	LatencyServedMs ServedLatency `json:"latency_served_ms"`
+	// LatencyClamped counts latencies beyond the histogram's range, recorded at its maximum.
+	LatencyClamped int64 `json:"latency_clamped"`
 	// Overspend is the correctness headline: requests allowed beyond the policy's envelope.
 	Overspend Overspend `json:"overspend"`
 	// Central counts the operations that reached the shared store.
@@ -91,12 +102,20 @@ type Environment struct {
 // Load compares the offered load with what the generator could send. An open-loop run whose
 // achieved rate is below the offered rate measured the machine, not the limiter; Note says so.
 type Load struct {
-	// OfferedRPS is the rate the pacer asked for, in decisions per second (averaged over the run).
+	// OfferedRPS is Offered / the schedule's length in seconds (the run's window: its duration,
+	// or the part an interrupted run covered).
 	OfferedRPS float64 `json:"offered_rps"`
-	// AchievedRPS is the rate of completed decisions, in decisions per second.
+	// AchievedRPS is the decisions answered within the run's window / its length: late answers
+	// are not in it.
 	AchievedRPS float64 `json:"achieved_rps"`
-	// Decisions is the number of completed decisions (every outcome, errors included).
+	// Offered is the number of requests the schedule offered (sent + dropped).
+	Offered int64 `json:"offered"`
+	// Decisions is the number of completed decisions (every outcome, errors included; late ones
+	// too).
 	Decisions int64 `json:"decisions"`
+	// Late is the number of decisions answered after the run's window ended (in Decisions, not
+	// in AchievedRPS).
+	Late int64 `json:"late"`
 	// Sent is the number of requests started (offered minus dropped); in a black-box attack
 	// (scenarios/attack), the number answered.
 	Sent int64 `json:"sent"`
@@ -105,6 +124,13 @@ type Load struct {
 	// allows (Note says how many of each). In a black-box attack it is the requests offered but
 	// never answered. They are counted, never silently skipped.
 	Dropped int64 `json:"dropped"`
+	// DroppedInflight and DroppedBehind split Dropped by cause: MaxInflight requests were in
+	// flight, or the dispatcher was further behind its schedule than the engine allows.
+	DroppedInflight int64 `json:"dropped_inflight"`
+	DroppedBehind   int64 `json:"dropped_behind"`
+	// LostSeconds counts per-second rows the collector could not write in order (their counts
+	// are in the totals); 0 in a sound run.
+	LostSeconds int64 `json:"lost_seconds"`
 	// MaxInflight is the bound on requests in flight.
 	MaxInflight int `json:"max_inflight"`
 	// Concurrency is the number of workers (callers) issuing requests.
@@ -162,54 +188,83 @@ func (e Errors) Total() int64 {
 	return e.Timeout + e.Moved + e.Ask + e.TryAgain + e.ClusterDown + e.NoScript + e.Conn + e.Other
 }
 
-// Latency holds latency quantiles in milliseconds. Latency is completion minus the request's
-// intended start (set by the pacer), so stalls are not hidden (no coordinated omission).
-type Latency struct {
-	// P50 is the median, in ms.
-	P50 float64 `json:"p50"`
-	// P90 is the 90th percentile, in ms.
-	P90 float64 `json:"p90"`
-	// P99 is the 99th percentile, in ms.
-	P99 float64 `json:"p99"`
-	// P999 is the 99.9th percentile, in ms.
-	P999 float64 `json:"p999"`
-	// Max is the largest latency recorded, in ms (clamped at MaxLatency).
-	Max float64 `json:"max"`
-}
-
 // Overspend compares the allowed stream of every key with its policy's exact envelope: an
 // allowed request the envelope had no tokens for is overspend; a denied request the envelope had
 // tokens for is a false deny. Requests let through or denied by a fail policy are judged too.
+//
+// A decision that timed out may or may not have run in the store: its outcome is unknown. Every
+// figure is given at both ends of what the unknown outcomes allow, as Jepsen's checkers treat
+// indeterminate operations: CONFIRMED holds however they went (overspend with every unknown
+// assumed not debited, false denies with every unknown assumed debited), POSSIBLE under some
+// resolution (the opposite assumptions). The unprefixed figures are the confirmed ones.
 type Overspend struct {
-	// Requests is the number of allowed requests beyond the envelope.
+	// Requests is the number of allowed requests beyond the envelope (confirmed).
 	Requests int64 `json:"requests"`
-	// Tokens is the sum of the costs of those requests, in tokens.
+	// Tokens is the sum of the costs of those requests, in tokens (confirmed).
 	Tokens int64 `json:"tokens"`
 	// Ratio is Requests / (Outcomes.Allowed + Outcomes.FailedOpen): overspend per request let
 	// through, by the limiter or by fail-open (0 when nothing was let through); see Ratio.
 	Ratio float64 `json:"ratio"`
-	// FalseDenies is the number of denied requests the envelope had tokens for.
+	// PossibleRequests, PossibleTokens and PossibleRatio are the same with every unknown outcome
+	// assumed debited: the most overspend the run can have had.
+	PossibleRequests int64   `json:"possible_requests"`
+	PossibleTokens   int64   `json:"possible_tokens"`
+	PossibleRatio    float64 `json:"possible_ratio"`
+	// FalseDenies is the number of denied requests the envelope had tokens for (confirmed).
 	FalseDenies int64 `json:"false_denies"`
 	// FalseDenyRatio is FalseDenies / (Outcomes.Denied + Outcomes.FailedClosed): false denies per
 	// request denied, by the limiter or by fail-closed (0 when nothing was denied).
 	FalseDenyRatio float64 `json:"false_deny_ratio"`
-	// BoundTokens is the theoretical bound on overspend for the run's mode and faults, in tokens
-	// (e.g. the sum of unused leases, or rate x replication gap); 0 when no bound applies.
-	BoundTokens float64 `json:"bound_tokens"`
-	// UnknownOutcomes counts decisions that timed out on the client: the script may have run.
-	// The envelope assumes it did and refunds the tokens if a later decision shows it did not.
+	// PossibleFalseDenies and PossibleFalseDenyRatio assume every unknown outcome not debited.
+	PossibleFalseDenies    int64   `json:"possible_false_denies"`
+	PossibleFalseDenyRatio float64 `json:"possible_false_deny_ratio"`
+	// UnknownOutcomes counts decisions whose outcome the client never learnt (timeouts).
 	UnknownOutcomes int64 `json:"unknown_outcomes"`
 	// ByCause splits Requests by the cause the engine attributed ("failover", "fail-open",
 	// "lease", "clock-skew", "window-boundary", "unattributed"...).
 	ByCause map[string]int64 `json:"by_cause"`
+	// BurstExcess is how far the allowed stream went beyond the burst (see BurstExcess).
+	BurstExcess BurstExcess `json:"burst_excess"`
+	// Bound is what the run's design promises of the burst excess, and whether it held.
+	Bound Bound `json:"bound"`
 }
 
-// Central counts operations that reached the shared store (EVALSHA calls, lease refills).
+// BurstExcess is, per key, the smallest b' such that the key's allowed stream conforms to the
+// policy's rate with burst b', minus the burst: the deepest deficit of the exact bucket when
+// overspent tokens are debited too (and every unknown outcome debited, so an upper bound for
+// every resolution). Unlike the cumulative overspend it does not grow with idle episodes: it is
+// what a lease or a failover can let through at once. For window policies it is 0.
+type BurstExcess struct {
+	// Tokens is the sum over keys.
+	Tokens float64 `json:"tokens"`
+	// WorstKey and WorstTokens name the key with the largest excess.
+	WorstKey    string  `json:"worst_key"`
+	WorstTokens float64 `json:"worst_tokens"`
+}
+
+// Bound is the design's promise for the burst excess of every key, in tokens: for leases the
+// most tokens outstanding in leases at any moment, plus what named faults add (tokens a failover
+// can return: the replication gap at the kill). Within says whether the worst key kept it;
+// absent (null) when the run's design promises none.
+type Bound struct {
+	// Tokens is the sum of Parts.
+	Tokens float64 `json:"tokens"`
+	// Parts names where the bound comes from: "leases", "replication_gap", ...
+	Parts map[string]float64 `json:"parts"`
+	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies.
+	Within *bool `json:"within"`
+}
+
+// Central counts the operations that made or refilled decisions on the shared store: a
+// decision's EVALSHA (or EVAL), its retry after NOSCRIPT, a lease fetch. Every other command the
+// nodes received (PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...) is in OtherOps.
 type Central struct {
-	// Ops is the number of store operations.
+	// Ops is the number of decision operations.
 	Ops int64 `json:"ops"`
 	// OpsPerS is Ops divided by the run's duration, in operations per second.
 	OpsPerS float64 `json:"ops_per_s"`
+	// OtherOps is the number of other commands the nodes received.
+	OtherOps int64 `json:"other_ops"`
 }
 
 // Process is the generator's own footprint, to catch leaks in long runs.
@@ -320,6 +375,10 @@ type Fault struct {
 	DetectedS float64 `json:"detected_s"`
 	// RecoveredS is when decisions succeeded again, in seconds since the start.
 	RecoveredS float64 `json:"recovered_s"`
+	// Failed is true when the fault could not be carried out (Error says why): the run did not
+	// test what its scenario asked, and exits with code 4.
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // SLO is the verdict of the scenario's SLO checks.
@@ -378,5 +437,8 @@ func (s *Summary) normalize() {
 	}
 	if s.Overspend.ByCause == nil {
 		s.Overspend.ByCause = map[string]int64{}
+	}
+	if s.Overspend.Bound.Parts == nil {
+		s.Overspend.Bound.Parts = map[string]float64{}
 	}
 }

@@ -59,8 +59,8 @@ type sloField struct {
 }
 
 var sloFields = []sloField{
-	{"p99_ms", func(s *SLO) **float64 { return &s.P99Ms }, false, func(r *results.Summary) float64 { return r.LatencyMs.P99 }},
-	{"p999_ms", func(s *SLO) **float64 { return &s.P999Ms }, false, func(r *results.Summary) float64 { return r.LatencyMs.P999 }},
+	{"p99_ms", func(s *SLO) **float64 { return &s.P99Ms }, false, func(r *results.Summary) float64 { return float64(r.LatencyMs.P99) }},
+	{"p999_ms", func(s *SLO) **float64 { return &s.P999Ms }, false, func(r *results.Summary) float64 { return float64(r.LatencyMs.P999) }},
 	{"overspend_ratio", func(s *SLO) **float64 { return &s.OverspendRatio }, false, func(r *results.Summary) float64 { return r.Overspend.Ratio }},
 	{"false_deny_ratio", func(s *SLO) **float64 { return &s.FalseDenyRatio }, false, func(r *results.Summary) float64 { return r.Overspend.FalseDenyRatio }},
 	{"error_ratio", func(s *SLO) **float64 { return &s.ErrorRatio }, false, func(r *results.Summary) float64 {

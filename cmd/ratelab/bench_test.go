@@ -78,7 +78,7 @@ func TestBenchQuick(t *testing.T) {
 		"ceiling requests/s":    rep.Ceiling.RequestsPerSec,
 		"ratio":                 rep.Ratio.Value,
 		"lease achieved/s":      rep.Lease.AchievedRPS,
-		"lease p99":             rep.Lease.P99Ms,
+		"lease p99":             float64(rep.Lease.P99Ms),
 		"ceiling Redis busy":    rep.Ceiling.RedisBusy,
 		"ceiling Redis µs/call": rep.Ceiling.RedisUsPerCall,
 	}

@@ -157,7 +157,7 @@ func TestCompareDetectsInjectedDelay(t *testing.T) {
 	for _, m := range []struct {
 		name string
 		v    func(*results.Summary) float64
-	}{{"p50", func(s *results.Summary) float64 { return s.LatencyMs.P50 }}, {"p99", func(s *results.Summary) float64 { return s.LatencyMs.P99 }}} {
+	}{{"p50", func(s *results.Summary) float64 { return float64(s.LatencyMs.P50) }}, {"p99", func(s *results.Summary) float64 { return float64(s.LatencyMs.P99) }}} {
 		for _, set := range sets {
 			t.Logf("%s %s ms: %.3f", set.name, m.name, readMetric(t, dir, set.name, reps, m.v))
 		}

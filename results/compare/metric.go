@@ -27,10 +27,10 @@ type Metric struct {
 // moves by 10% matters whatever its size. Ratios near zero get absolute thresholds: from 1e-5
 // to 2e-5 is +100% and means nothing; +1e-3 is one request in a thousand.
 var Metrics = []Metric{
-	{"p50_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return s.LatencyMs.P50 }},
-	{"p99_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return s.LatencyMs.P99 }},
+	{"p50_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return float64(s.LatencyMs.P50) }},
+	{"p99_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return float64(s.LatencyMs.P99) }},
 	// p99.9 of a few thousand decisions rests on a handful of them: a wider default.
-	{"p999_ms", "ms", true, Threshold{Value: 0.20, Relative: true}, func(s *results.Summary) float64 { return s.LatencyMs.P999 }},
+	{"p999_ms", "ms", true, Threshold{Value: 0.20, Relative: true}, func(s *results.Summary) float64 { return float64(s.LatencyMs.P999) }},
 	{"achieved_rps", "req/s", false, Threshold{Value: 0.05, Relative: true}, func(s *results.Summary) float64 { return s.Load.AchievedRPS }},
 	{"overspend_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false_deny_ratio", "", true, Threshold{Value: 2e-3}, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},

@@ -257,7 +257,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
 	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}
 	if h := t.hist; h.Count() > 0 {
-		sum.LatencyMs = results.Latency{P50: h.QuantileMs(50), P90: h.QuantileMs(90), P99: h.QuantileMs(99), P999: h.QuantileMs(99.9), Max: h.MaxMs()}
+		sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(h, offered-decisions)
 	}
 	// A false deny the envelopes later took back as reordering (see check.Bucket.Observe)
 	// is in neither total: the fewer of the two is what both still call false.

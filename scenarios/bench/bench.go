@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ratelab/limiter"
+	"ratelab/results"
 	"ratelab/scenarios/cluster"
 )
 
@@ -152,11 +153,11 @@ type Machine struct {
 
 // Generator is section 1.
 type Generator struct {
-	OfferedRPS      float64 `json:"offered_rps"`
-	DecisionsPerSec float64 `json:"decisions_per_s"`
-	Dropped         int64   `json:"dropped"`
-	ScheduleLagP99  float64 `json:"schedule_lag_p99_ms"`
-	LatencyP99Ms    float64 `json:"latency_p99_ms"`
+	OfferedRPS      float64    `json:"offered_rps"`
+	DecisionsPerSec float64    `json:"decisions_per_s"`
+	Dropped         int64      `json:"dropped"`
+	ScheduleLagP99  float64    `json:"schedule_lag_p99_ms"`
+	LatencyP99Ms    results.Ms `json:"latency_p99_ms"`
 }
 
 // Memory is section 2.
@@ -216,14 +217,14 @@ type Ratio struct {
 
 // Lease is section 5.
 type Lease struct {
-	OfferedRPS   float64 `json:"offered_rps"`
-	AchievedRPS  float64 `json:"achieved_rps"`
-	Achieved     float64 `json:"achieved_ratio"`
-	Dropped      int64   `json:"dropped"`
-	Errors       int64   `json:"errors"`
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
-	CentralOpsPS float64 `json:"central_ops_per_s"`
+	OfferedRPS   float64    `json:"offered_rps"`
+	AchievedRPS  float64    `json:"achieved_rps"`
+	Achieved     float64    `json:"achieved_ratio"`
+	Dropped      int64      `json:"dropped"`
+	Errors       int64      `json:"errors"`
+	P50Ms        results.Ms `json:"p50_ms"`
+	P99Ms        results.Ms `json:"p99_ms"`
+	CentralOpsPS float64    `json:"central_ops_per_s"`
 }
 
 // Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the

@@ -35,9 +35,10 @@ func writeCharts(res *SweepResult) error {
 		for _, st := range sortedSteps(s.Steps) {
 			thr = append(thr, plotter.XY{X: st.Offered, Y: st.Achieved})
 			maxX = math.Max(maxX, st.Offered)
-			if st.P99Ms > 0 { // a log axis cannot show 0
-				p99 = append(p99, plotter.XY{X: st.Offered, Y: st.P99Ms})
-				lo, hi = math.Min(lo, st.P99Ms), math.Max(hi, st.P99Ms)
+			// A log axis cannot show 0, nor a p99 that fell among the drops (not measurable).
+			if y := float64(st.P99Ms); y > 0 && st.P99Ms.Measurable() {
+				p99 = append(p99, plotter.XY{X: st.Offered, Y: y})
+				lo, hi = math.Min(lo, y), math.Max(hi, y)
 			}
 		}
 		unit := "primaries"
@@ -57,8 +58,8 @@ func writeCharts(res *SweepResult) error {
 			if err := addKnee(top, knee, plotter.XY{X: k.Offered, Y: k.Achieved}, c); err != nil {
 				return err
 			}
-			if k.P99Ms > 0 {
-				if err := addKnee(bottom, "", plotter.XY{X: k.Offered, Y: k.P99Ms}, c); err != nil {
+			if k.P99Ms > 0 && k.P99Ms.Measurable() {
+				if err := addKnee(bottom, "", plotter.XY{X: k.Offered, Y: float64(k.P99Ms)}, c); err != nil {
 					return err
 				}
 			}

@@ -70,8 +70,8 @@ type Step struct {
 	Phase         string   `json:"phase"` // "step" (geometric) or "bisect"
 	Offered       float64  `json:"offered_rps"`
 	Achieved      float64  `json:"achieved_rps"`
-	P50Ms         float64  `json:"p50_ms"`
-	P99Ms         float64  `json:"p99_ms"`
+	P50Ms         results.Ms `json:"p50_ms"`
+	P99Ms         results.Ms `json:"p99_ms"`
 	ErrorRatio    float64  `json:"error_ratio"`
 	AchievedRatio float64  `json:"achieved_ratio"`
 	Dropped       int64    `json:"dropped"`

@@ -214,7 +214,7 @@ func leaseStep() stepPlan {
 			}
 			return []Fact{
 				{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
-				{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.BoundTokens)},
+				{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.Bound.Tokens)},
 				{"false denies: lease vs central", fmt.Sprintf("%d (%.2g) vs %d (%.2g)", l.Overspend.FalseDenies, l.Overspend.FalseDenyRatio, c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
 				{"p99 latency: lease vs central", fmt.Sprintf("%.2f vs %.2f ms", l.LatencyMs.P99, c.LatencyMs.P99)},
 			}

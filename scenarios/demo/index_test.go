@@ -16,7 +16,7 @@ func fakeSummary(tokens int64, ratio float64) *results.Summary {
 	return &results.Summary{
 		Load:      results.Load{OfferedRPS: 5000, AchievedRPS: 4321},
 		LatencyMs: results.Latency{P99: 1.25},
-		Overspend: results.Overspend{Tokens: tokens, Ratio: ratio, BoundTokens: 777, FalseDenies: 31, FalseDenyRatio: 0.0042},
+		Overspend: results.Overspend{Tokens: tokens, Ratio: ratio, Bound: results.Bound{Tokens: 777}, FalseDenies: 31, FalseDenyRatio: 0.0042},
 		Outcomes:  results.Outcomes{FailedOpen: 111, FailedClosed: 222},
 		Central:   results.Central{OpsPerS: 400},
 		HotKeys:   []results.HotKey{{Key: "rl:{t1}:read", Share: 0.2, Node: "127.0.0.1:7001"}},

@@ -35,7 +35,9 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	if s.faults != nil {
 		var bound float64
 		sum.Faults, bound = s.faults.Recorded()
-		sum.Overspend.BoundTokens += bound
+		if bound > 0 {
+			sum.Overspend.Bound.Parts["replication_gap"] += bound
+		}
 		faults.MeasureRecovery(sum.Faults, m.Rows)
 	}
 	var cleanupErr error
@@ -93,7 +95,7 @@ func (s *Session) fillLeases(sum *results.Summary) {
 		refreshes += l.Refreshes()
 		refreshErrs += l.RefreshErrors()
 	}
-	sum.Overspend.BoundTokens += float64(outstanding)
+	sum.Overspend.Bound.Parts["leases"] += float64(outstanding)
 	decisions := max(sum.Load.Decisions, 1)
 	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
 		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)

@@ -154,9 +154,9 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 		}
 		union.Merge(h)
 	}
-	if union.Count() != m.Load.Decisions || m.LatencyMs.P99 != union.QuantileMs(99) || m.LatencyMs.P999 != union.QuantileMs(99.9) {
+	if union.Count() != m.Load.Decisions || m.LatencyServedMs.P99 != union.QuantileMs(99) || m.LatencyServedMs.P999 != union.QuantileMs(99.9) {
 		t.Errorf("merged p99 %v p999 %v over %d; union of the parts %v %v over %d",
-			m.LatencyMs.P99, m.LatencyMs.P999, m.Load.Decisions, union.QuantileMs(99), union.QuantileMs(99.9), union.Count())
+			m.LatencyServedMs.P99, m.LatencyServedMs.P999, m.Load.Decisions, union.QuantileMs(99), union.QuantileMs(99.9), union.Count())
 	}
 	if m.Part == nil || m.Part.Count != 2 || len(m.Part.Merged) != 2 || !m.SLO.Pass {
 		t.Errorf("merged part record %+v, scenarios.SLO %+v", m.Part, m.SLO)

@@ -89,12 +89,8 @@ func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration,
 	for k, n := range t.errs {
 		addError(&sum.Errors, limiter.ErrorKind(k), n)
 	}
-	if t.hist.Count() > 0 {
-		sum.LatencyMs = results.Latency{
-			P50: t.hist.QuantileMs(50), P90: t.hist.QuantileMs(90), P99: t.hist.QuantileMs(99),
-			P999: t.hist.QuantileMs(99.9), Max: t.hist.MaxMs(),
-		}
-	}
+	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.dropped)
+	sum.LatencyClamped = t.hist.Clamped()
 	ot := d.s.checker.Totals()
 	sum.Overspend = results.Overspend{
 		Requests:        ot.OverspendRequests,

@@ -251,7 +251,7 @@ func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Confi
 	}{{lows, l.LowRPS, &l.LowOff}, {highs, l.HighRPS, &l.HighOff}} {
 		var p99s []float64
 		for _, m := range at.runs {
-			p99s = append(p99s, m.sum.LatencyMs.P99)
+			p99s = append(p99s, m.sum.LatencyServedMs.P99)
 		}
 		if *at.off, err = solveOff(base, cal, at.rate, time.Duration(at.runs[0].sum.DurationS*float64(time.Second)), median(p99s), *at.off); err != nil {
 			return cal, err

@@ -83,7 +83,7 @@ func judgeRounds(v *Validation, base Config, cal Calibration, r sides, dur time.
 		seedP99s = append(seedP99s, p99s...)
 		m := r.runs[i].sum
 		rd := Round{CapacityRPS: r.probes[i].answered(), LowOff: r.lows[i].gaps().OffFraction, HighOff: r.highs[i].gaps().OffFraction,
-			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyMs.P99, SimRPS: rps, SimP99: median(p99s),
+			MeasuredRPS: m.Load.AchievedRPS, MeasuredP99: m.LatencyServedMs.P99, SimRPS: rps, SimP99: median(p99s),
 			GeneratorLimited: m.Load.GeneratorLimited}
 		if rd.GeneratorLimited {
 			v.GeneratorLimits++
@@ -104,7 +104,7 @@ func judgeGapRates(v *Validation, base Config, cal Calibration, r sides, dur tim
 	}{{cal.Load.LowRPS, r.lows, &v.LowP99Ms}, {cal.Load.HighRPS, r.highs, &v.HighP99Ms}} {
 		var meas []float64
 		for _, m := range at.runs {
-			meas = append(meas, m.sum.LatencyMs.P99)
+			meas = append(meas, m.sum.LatencyServedMs.P99)
 		}
 		sim, err := modelP99s(base, cal, cal.HostAt(at.rate), at.rate, dur, len(at.runs))
 		if err != nil {

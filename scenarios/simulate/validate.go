@@ -261,7 +261,7 @@ func (vr *validationRuns) run(ctx context.Context, kind string, rate float64, d 
 	vr.n++
 	m, err := runOn(ctx, vr.cl, &s, vr.state, filepath.Join(vr.out, fmt.Sprintf("%02d-%s", vr.n, kind)))
 	if err == nil {
-		vr.logf("%s at %.0f/s: achieved %.0f/s, p50 %.3f ms, p99 %.3f ms", kind, rate, m.sum.Load.AchievedRPS, m.sum.LatencyMs.P50, m.sum.LatencyMs.P99)
+		vr.logf("%s at %.0f/s: achieved %.0f/s, p50 %.3f ms, p99 %.3f ms", kind, rate, m.sum.Load.AchievedRPS, m.sum.LatencyServedMs.P50, m.sum.LatencyServedMs.P99)
 	}
 	return m, err
 }

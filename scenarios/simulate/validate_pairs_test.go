@@ -79,7 +79,7 @@ func TestGapRunPairs(t *testing.T) {
 	for i, sh := range shares {
 		var p99s []float64
 		for _, m := range byShare[i] {
-			p99s = append(p99s, m.sum.LatencyMs.P99)
+			p99s = append(p99s, m.sum.LatencyServedMs.P99)
 		}
 		t.Logf("%.0f%%: median p99 %.2f ms, pooled %.2f ms", 100*sh, median(p99s), pool(byShare[i]).hist.QuantileMs(99))
 	}

@@ -1,0 +1,108 @@
+package results
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// Ms is a latency in milliseconds. +Inf means not measurable: a percentile that falls among the
+// requests the generator dropped, which count as slower than any finite latency. JSON writes it
+// as a number, or null for +Inf, and reads null back as +Inf: a reader never takes "not
+// measurable" for 0.
+type Ms float64
+
+// Unmeasurable is the Ms of a percentile that falls among the dropped requests.
+var Unmeasurable = Ms(math.Inf(1))
+
+// Measurable reports whether m is a latency (finite), not Unmeasurable.
+func (m Ms) Measurable() bool { return !math.IsInf(float64(m), 0) && !math.IsNaN(float64(m)) }
+
+// String is m to the microsecond, or "not measurable".
+func (m Ms) String() string {
+	if !m.Measurable() {
+		return "not measurable"
+	}
+	return strconv.FormatFloat(float64(m), 'f', 3, 64)
+}
+
+// MarshalJSON writes m as a number, or null when it is not measurable.
+func (m Ms) MarshalJSON() ([]byte, error) {
+	if !m.Measurable() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(m))
+}
+
+// UnmarshalJSON reads a number, or null as Unmeasurable.
+func (m *Ms) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*m = Unmeasurable
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*m = Ms(f)
+	return nil
+}
+
+// Latency holds the latency percentiles over every OFFERED request, in milliseconds. Latency is
+// completion minus the request's intended start (set by the pacer), so stalls are not hidden (no
+// coordinated omission); a request the generator dropped counts as slower than any finite
+// latency. A percentile at or below MeasurablePct is the answered requests' percentile at the
+// same rank among the offered; one above it falls among the drops and is Unmeasurable.
+type Latency struct {
+	// P50, P90, P99, P999 are percentiles over offered requests; Max is the slowest, which is
+	// Unmeasurable as soon as one request was dropped.
+	P50  Ms `json:"p50"`
+	P90  Ms `json:"p90"`
+	P99  Ms `json:"p99"`
+	P999 Ms `json:"p999"`
+	Max  Ms `json:"max"`
+	// MeasurablePct is 100 x answered / offered: every percentile at or below it is measurable.
+	MeasurablePct float64 `json:"measurable_pct"`
+	// Dropped is the number of offered requests counted as slower than any latency.
+	Dropped int64 `json:"dropped"`
+}
+
+// ServedLatency holds the latency percentiles of the requests that were answered (errors
+// included), in milliseconds: the distribution the generator measured, without the drops.
+type ServedLatency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	// Max is the largest latency recorded, clamped at MaxLatency.
+	Max float64 `json:"max"`
+}
+
+// LatencyOf returns the percentiles over offered requests and over answered ones, from the
+// histogram of the answered requests' latencies and the count of requests dropped unanswered.
+func LatencyOf(h *Histogram, dropped int64) (Latency, ServedLatency) {
+	served := h.Count()
+	var s ServedLatency
+	if served > 0 {
+		s = ServedLatency{P50: h.QuantileMs(50), P90: h.QuantileMs(90), P99: h.QuantileMs(99), P999: h.QuantileMs(99.9), Max: h.MaxMs()}
+	}
+	offered := served + max(dropped, 0)
+	l := Latency{Dropped: max(dropped, 0), P50: Unmeasurable, P90: Unmeasurable, P99: Unmeasurable, P999: Unmeasurable, Max: Unmeasurable}
+	if offered == 0 {
+		return l, s
+	}
+	l.MeasurablePct = 100 * float64(served) / float64(offered)
+	at := func(q float64) Ms {
+		// Rank q% of the offered requests; the answered ones come first (dropped ones are slower).
+		rank := q / 100 * float64(offered)
+		if rank > float64(served) || served == 0 {
+			return Unmeasurable
+		}
+		return Ms(h.QuantileMs(100 * rank / float64(served)))
+	}
+	l.P50, l.P90, l.P99, l.P999 = at(50), at(90), at(99), at(99.9)
+	if dropped <= 0 && served > 0 {
+		l.Max = Ms(h.MaxMs())
+	}
+	return l, s
+}
