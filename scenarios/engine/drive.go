@@ -65,6 +65,10 @@ type driver struct {
 	lag                                     *results.Histogram
 	interrupted                             atomic.Bool
 	elapsed                                 atomic.Int64 // schedule time covered (ns); set before dispatchSec reaches seconds
+	// windowEndNs is when the run's window ends (UnixNano): base + duration, or the interrupt.
+	// A decision answered after it is late: counted in decisions, not in the achieved rate.
+	windowEndNs atomic.Int64
+	late        []atomic.Int64 // late decisions, by second of their intended start
 }
 
 func newDriver(s *Session) *driver {
@@ -72,7 +76,7 @@ func newDriver(s *Session) *driver {
 	secs := s.secs
 	d := &driver{
 		s: s, spec: spec, seconds: secs,
-		rec:     newRecorder(min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0))),
+		rec:     newRecorder(min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0)), secs),
 		jobs:    make(chan []job, spec.Load.MaxInflight),
 		free:    make(chan []job, min(spec.Load.MaxInflight, 4096)),
 		offered: make([]atomic.Int64, secs),
@@ -80,6 +84,7 @@ func newDriver(s *Session) *driver {
 		dropped: make([]atomic.Int64, secs),
 		behind:  make([]atomic.Int64, secs),
 		pending: make([]atomic.Int64, secs),
+		late:    make([]atomic.Int64, secs),
 		lag:     results.NewHistogram(),
 	}
 	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil}
@@ -104,6 +109,7 @@ const laneDepth = 256
 func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream keySource, emit func(sec int, s *secStats)) {
 	d.base = time.Now()
 	d.clockBase = d.base.Truncate(time.Millisecond)
+	d.windowEndNs.Store(d.base.Add(time.Duration(d.spec.Duration)).UnixNano())
 	d.s.Start(d.base)
 	var workers sync.WaitGroup
 	gws := d.s.gateways
@@ -214,6 +220,9 @@ func (w *worker) work(jobs <-chan []job) {
 			})
 			end := time.Now()
 			r.Latency = end.Sub(d.base) - j.off
+			if end.UnixNano() > d.windowEndNs.Load() {
+				d.late[r.Sec].Add(1)
+			}
 			if r.Err != nil {
 				r.ErrKind = limiter.ClassifyError(r.Err)
 			}

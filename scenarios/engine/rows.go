@@ -62,8 +62,8 @@ func (s *Session) FillRow(sec int, iv *results.Interval) {
 // achievedFloor is the share of the offered rate below which a run is called generator-limited.
 const achievedFloor = 0.99
 
-// counts are the dispatcher's totals over the seconds written.
-type counts struct{ offered, sent, dropped, behind int64 }
+// counts are the dispatcher's totals over the seconds written, and the late decisions.
+type counts struct{ offered, sent, dropped, behind, late int64 }
 
 // summarize fills the driver's part of the summary: load, outcomes, decision errors, latency and
 // overspend, and the hot keys (without their nodes).
@@ -73,15 +73,16 @@ func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration,
 	sum.DurationS = secs
 	sum.Interrupted = d.interrupted.Load()
 	sum.Load = results.Load{
-		Decisions: decisions, Sent: c.sent, Dropped: c.dropped,
+		Offered: c.offered, Decisions: decisions, Late: c.late, Sent: c.sent, Dropped: c.dropped,
+		DroppedInflight: c.dropped - c.behind, DroppedBehind: c.behind,
 		MaxInflight: d.spec.Load.MaxInflight, Concurrency: d.spec.Load.Concurrency,
-		ScheduleLagP99Ms: d.lag.QuantileMs(99),
+		ScheduleLagP99Ms: d.lag.QuantileMs(99), LostSeconds: d.rec.lostSeconds(),
 	}
 	if secs > 0 {
 		sum.Load.OfferedRPS = float64(c.offered) / secs
-		sum.Load.AchievedRPS = float64(decisions) / secs
+		sum.Load.AchievedRPS = float64(decisions-c.late) / secs
 	}
-	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions) < achievedFloor*float64(c.offered)
+	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions-c.late) < achievedFloor*float64(c.offered)
 	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
 	sum.Outcomes = results.Outcomes{
 		Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors(),
@@ -109,7 +110,13 @@ func (d *driver) loadNote(l results.Load, decisions int64, c counts) string {
 	var notes []string
 	if l.GeneratorLimited {
 		notes = append(notes, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%%): the numbers describe this machine at this load, not the limiter's ceiling",
-			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions)/float64(c.offered)))
+			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions-c.late)/float64(c.offered)))
+	}
+	if c.late > 0 {
+		notes = append(notes, fmt.Sprintf("%d decisions answered after the run's window ended (late: counted in decisions, not in the achieved rate)", c.late))
+	}
+	if l.LostSeconds > 0 {
+		notes = append(notes, fmt.Sprintf("WARNING: %d per-second rows were written out of order (the collector fell behind); their counts are in the totals", l.LostSeconds))
 	}
 	if n := c.dropped - c.behind; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d requests dropped because %d were already in flight (load.max_inflight): decisions were slower than the offered rate", n, d.spec.Load.MaxInflight))

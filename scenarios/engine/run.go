@@ -72,6 +72,9 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	plan.end(&sum.Process)
 	m.Ran = time.Duration(d.elapsed.Load())
 	total.add(d.rec.late())
+	for i := range d.late {
+		c.late += d.late[i].Load()
+	}
 	d.summarize(sum, total, m.Ran, c)
 	m.Keys = s.tally.ledger()
 	if s.opts.RecordTrace != "" {

@@ -35,15 +35,17 @@ func (s *secStats) reset(sec int) {
 // stripe) stays small even with thousands of workers.
 type recorder struct {
 	stripes []*stripe
+	lost    []atomic.Bool // by second: see stripe.lost
 	// finalized is the last second the collector has written out; later records of it go to
 	// the late bucket.
 	finalized atomic.Int64
 }
 
-func newRecorder(n int) *recorder {
-	r := &recorder{stripes: make([]*stripe, n)}
+func newRecorder(n, seconds int) *recorder {
+	r := &recorder{stripes: make([]*stripe, n), lost: make([]atomic.Bool, seconds)}
 	for i := range r.stripes {
 		r.stripes[i] = newStripe()
+		r.stripes[i].lost = r.lost
 	}
 	r.finalized.Store(-1)
 	return r
@@ -60,6 +62,18 @@ func (rc *recorder) harvest(sec int, dst *secStats) {
 	}
 }
 
+// lostSeconds is how many seconds had stats go to the late bucket because the collector fell
+// behind the ring.
+func (rc *recorder) lostSeconds() int64 {
+	var n int64
+	for i := range rc.lost {
+		if rc.lost[i].Load() {
+			n++
+		}
+	}
+	return n
+}
+
 // late returns what finished after its second had been written.
 func (rc *recorder) late() *secStats {
 	acc := &secStats{hist: results.NewHistogram()}
@@ -74,6 +88,7 @@ type stripe struct {
 	mu   sync.Mutex
 	ring [ringSeconds]secStats
 	late secStats // requests finished after their second was already written out
+	lost []atomic.Bool // shared by the stripes: by second, the ring came round on it unharvested
 }
 
 func newStripe() *stripe {
@@ -93,6 +108,15 @@ func (w *stripe) slot(sec int, finalized int) *secStats {
 	}
 	s := &w.ring[sec%ringSeconds]
 	if s.sec != sec {
+		if s.sec > finalized {
+			// The collector has not written that second yet and the ring has come round: keep
+			// its counts in the totals (the late bucket) and count the second as lost, never
+			// overwrite it silently.
+			w.late.add(s)
+			if s.sec < len(w.lost) {
+				w.lost[s.sec].Store(true)
+			}
+		}
 		s.reset(sec)
 	}
 	return s
