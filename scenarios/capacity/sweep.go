@@ -65,19 +65,19 @@ type SweepOptions struct {
 
 // Step is one measured rate.
 type Step struct {
-	Primaries     int      `json:"primaries"`
-	Limiter       string   `json:"limiter"`
-	Phase         string   `json:"phase"` // "step" (geometric) or "bisect"
-	Offered       float64  `json:"offered_rps"`
-	Achieved      float64  `json:"achieved_rps"`
+	Primaries     int        `json:"primaries"`
+	Limiter       string     `json:"limiter"`
+	Phase         string     `json:"phase"` // "step" (geometric) or "bisect"
+	Offered       float64    `json:"offered_rps"`
+	Achieved      float64    `json:"achieved_rps"`
 	P50Ms         results.Ms `json:"p50_ms"`
 	P99Ms         results.Ms `json:"p99_ms"`
-	ErrorRatio    float64  `json:"error_ratio"`
-	AchievedRatio float64  `json:"achieved_ratio"`
-	Dropped       int64    `json:"dropped"`
-	Pass          bool     `json:"pass"`
-	Failed        []string `json:"failed"`
-	Dir           string   `json:"dir"`
+	ErrorRatio    float64    `json:"error_ratio"`
+	AchievedRatio float64    `json:"achieved_ratio"`
+	Dropped       int64      `json:"dropped"`
+	Pass          bool       `json:"pass"`
+	Failed        []string   `json:"failed"`
+	Dir           string     `json:"dir"`
 }
 
 // Series is the sweep of one cluster size with one limiter kind.

@@ -87,7 +87,7 @@ func (rc *recorder) late() *secStats {
 type stripe struct {
 	mu   sync.Mutex
 	ring [ringSeconds]secStats
-	late secStats // requests finished after their second was already written out
+	late secStats      // requests finished after their second was already written out
 	lost []atomic.Bool // shared by the stripes: by second, the ring came round on it unharvested
 }
 
