@@ -35,8 +35,9 @@ const (
 const DefaultStepDuration = 3 * time.Second
 
 // DefaultSLO is a sweep's pass/fail when the scenario sets none: the generator achieves 95% of
-// the offered rate, at most 1% of decisions fail, and p99 stays under 25 ms (half the default
-// decision timeout: beyond it queueing, not the script, sets latency).
+// the offered rate, at most 1% of decisions fail, and p99 over the offered requests stays under
+// 25 ms (half the default decision timeout: beyond it queueing, not the script, sets latency).
+// A step that drops more than 1% of its offered requests has no measurable p99 and fails.
 func DefaultSLO() scenarios.SLO {
 	p99, achieved, errs := 25.0, 0.95, 0.01
 	return scenarios.SLO{P99Ms: &p99, AchievedRatio: &achieved, ErrorRatio: &errs}
