@@ -24,6 +24,10 @@ import (
 // to `vegeta report` or `vegeta plot`.
 const ResultsFile = "results.bin"
 
+// achievedFloor is the share of the offered rate below which a run is called generator-limited
+// (the engine's rule).
+const achievedFloor = 0.99
+
 // minScheduleGrace is how long past the schedule's end vegeta may at least still send late
 // requests (the request timeout, if longer); requests not sent by then are counted as dropped.
 const minScheduleGrace = time.Second
@@ -243,16 +247,15 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 		Provider: "http", Mode: "black-box http", Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: o.Version,
 	}
 	sum.Load = results.Load{
-		Decisions: decisions, Sent: c.sent, Dropped: offered - c.sent,
-		MaxInflight: int(min(o.MaxWorkers, 1<<31-1)), Concurrency: int(min(o.MaxWorkers, 1<<31-1)),
+		Offered: offered, Decisions: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: offered - c.sent,
+		DroppedInflight: offered - c.sent,
+		MaxInflight:     int(min(o.MaxWorkers, 1<<31-1)), Concurrency: int(min(o.MaxWorkers, 1<<31-1)),
 	}
 	if secs > 0 {
 		sum.Load.OfferedRPS = float64(offered) / secs
+		sum.Load.AchievedRPS = float64(decisions-c.lateAnswers) / secs
 	}
-	if ran > 0 {
-		sum.Load.AchievedRPS = float64(decisions) / ran.Seconds()
-	}
-	sum.Load.GeneratorLimited = float64(decisions) < 0.99*float64(offered)
+	sum.Load.GeneratorLimited = float64(decisions-c.lateAnswers) < achievedFloor*float64(offered)
 	sum.Load.Note = loadNote(o, c, decisions, offered)
 	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
 	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}

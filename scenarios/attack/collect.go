@@ -108,15 +108,16 @@ type collector struct {
 	unknownOutcomes int64
 	byCause         map[check.Cause]int64
 
-	sent      int64
-	rows      int // seconds to write: all, or those the schedule reached before an interrupt
-	rowsOut   []results.Interval
-	seqPlan   []int32 // the transport's: per vegeta Seq, the request index + 1
-	encErr    error   // the first error writing results.bin
-	closed    bool
-	rowErr    error
-	tsw       *results.TimeseriesWriter
-	unknownKs int64 // Results whose request index the RoundTripper never saw
+	sent        int64
+	lateAnswers int64 // answered after the schedule's window ended
+	rows        int   // seconds to write: all, or those the schedule reached before an interrupt
+	rowsOut     []results.Interval
+	seqPlan     []int32 // the transport's: per vegeta Seq, the request index + 1
+	encErr      error   // the first error writing results.bin
+	closed      bool
+	rowErr      error
+	tsw         *results.TimeseriesWriter
+	unknownKs   int64 // Results whose request index the RoundTripper never saw
 }
 
 func newCollector(p *plan, o Options, checkers [2]check.Checker, tsw *results.TimeseriesWriter) *collector {
@@ -167,6 +168,9 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	// From the intended start: never less than vegeta's own latency, since Seq s was not
 	// handed out before its slot was due.
 	st.hist.Record(end.Sub(intended))
+	if end.After(c.base.Add(c.p.duration())) {
+		c.lateAnswers++ // answered after the schedule's window: a decision, not in the achieved rate
+	}
 	c.lag.Record(max(r.Timestamp.Sub(intended), 0))
 	c.ownLat.Record(r.Latency)
 

@@ -24,6 +24,9 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	}
 	s.faults.Stop()
 	sum := m.Summary
+	if sum.Overspend.Bound.Parts == nil {
+		sum.Overspend.Bound.Parts = map[string]float64{}
+	}
 	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
 	sum.Environment = s.env
 	sum.Part = partSummary(s.opts.Part)
@@ -40,6 +43,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		}
 		faults.MeasureRecovery(sum.Faults, m.Rows)
 	}
+	fillBound(&sum.Overspend)
 	var cleanupErr error
 	if s.store != nil {
 		cleanupErr = s.store.cleanup()
@@ -114,4 +118,18 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
 	}
 	return f.Close()
+}
+
+// fillBound sums the bound's parts and says whether the worst key's burst excess kept it; a run
+// whose design promises no bound (no part) has Within nil.
+func fillBound(o *results.Overspend) {
+	o.Bound.Tokens = 0
+	for _, v := range o.Bound.Parts {
+		o.Bound.Tokens += v
+	}
+	o.Bound.Within = nil
+	if len(o.Bound.Parts) > 0 {
+		within := o.BurstExcess.WorstTokens <= o.Bound.Tokens
+		o.Bound.Within = &within
+	}
 }
