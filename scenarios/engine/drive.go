@@ -69,6 +69,7 @@ type driver struct {
 	// A decision answered after it is late: counted in decisions, not in the achieved rate.
 	windowEndNs atomic.Int64
 	late        []atomic.Int64 // late decisions, by second of their intended start
+	lateAnswers []atomic.Int64 // the late decisions that were answers (not errors)
 }
 
 func newDriver(s *Session) *driver {
@@ -76,16 +77,17 @@ func newDriver(s *Session) *driver {
 	secs := s.secs
 	d := &driver{
 		s: s, spec: spec, seconds: secs,
-		rec:     newRecorder(min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0)), secs),
-		jobs:    make(chan []job, spec.Load.MaxInflight),
-		free:    make(chan []job, min(spec.Load.MaxInflight, 4096)),
-		offered: make([]atomic.Int64, secs),
-		sent:    make([]atomic.Int64, secs),
-		dropped: make([]atomic.Int64, secs),
-		behind:  make([]atomic.Int64, secs),
-		pending: make([]atomic.Int64, secs),
-		late:    make([]atomic.Int64, secs),
-		lag:     results.NewHistogram(),
+		rec:         newRecorder(min(spec.Load.Concurrency, 4*runtime.GOMAXPROCS(0)), secs),
+		jobs:        make(chan []job, spec.Load.MaxInflight),
+		free:        make(chan []job, min(spec.Load.MaxInflight, 4096)),
+		offered:     make([]atomic.Int64, secs),
+		sent:        make([]atomic.Int64, secs),
+		dropped:     make([]atomic.Int64, secs),
+		behind:      make([]atomic.Int64, secs),
+		pending:     make([]atomic.Int64, secs),
+		late:        make([]atomic.Int64, secs),
+		lateAnswers: make([]atomic.Int64, secs),
+		lag:         results.NewHistogram(),
 	}
 	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil}
 	d.extra = s.opts.Consumers
@@ -221,7 +223,10 @@ func (w *worker) work(jobs <-chan []job) {
 			end := time.Now()
 			r.Latency = end.Sub(d.base) - j.off
 			if end.UnixNano() > d.windowEndNs.Load() {
-				d.late[r.Sec].Add(1)
+				d.late[r.Sec].Add(1) // any outcome: the run's window is over
+				if r.Err == nil {
+					d.lateAnswers[r.Sec].Add(1)
+				}
 			}
 			if r.Err != nil {
 				r.ErrKind = limiter.ClassifyError(r.Err)

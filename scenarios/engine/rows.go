@@ -62,8 +62,9 @@ func (s *Session) FillRow(sec int, iv *results.Interval) {
 // achievedFloor is the share of the offered rate below which a run is called generator-limited.
 const achievedFloor = 0.99
 
-// counts are the dispatcher's totals over the seconds written, and the late decisions.
-type counts struct{ offered, sent, dropped, behind, late int64 }
+// counts are the dispatcher's totals over the seconds written, and the late decisions (any
+// outcome) and late answers (not errors).
+type counts struct{ offered, sent, dropped, behind, late, lateAnswers int64 }
 
 // summarize fills the driver's part of the summary: load, outcomes, decision errors, latency and
 // overspend, and the hot keys (without their nodes).
@@ -73,15 +74,18 @@ func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration,
 	sum.DurationS = secs
 	sum.Interrupted = d.interrupted.Load()
 	sum.Load = results.Load{
-		Offered: c.offered, Decisions: decisions, Late: c.late, Sent: c.sent, Dropped: c.dropped,
+		Offered: c.offered, Decisions: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: c.dropped,
 		DroppedInflight: c.dropped - c.behind, DroppedBehind: c.behind,
 		MaxInflight: d.spec.Load.MaxInflight, Concurrency: d.spec.Load.Concurrency,
 		ScheduleLagP99Ms: d.lag.QuantileMs(99), LostSeconds: d.rec.lostSeconds(),
 	}
 	if secs > 0 {
+		// Achieved: answers within the window; errors are no answer, late ones came after it.
 		sum.Load.OfferedRPS = float64(c.offered) / secs
-		sum.Load.AchievedRPS = float64(decisions-c.late) / secs
+		sum.Load.AchievedRPS = float64(max(decisions-t.errors()-c.lateAnswers, 0)) / secs
 	}
+	// Generator-limited: the requests completed within the window, whatever their outcome, fell
+	// short of the offered ones: the machine did not keep the schedule.
 	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions-c.late) < achievedFloor*float64(c.offered)
 	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
 	sum.Outcomes = results.Outcomes{

@@ -74,6 +74,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	total.add(d.rec.late())
 	for i := range d.late {
 		c.late += d.late[i].Load()
+		c.lateAnswers += d.lateAnswers[i].Load()
 	}
 	d.summarize(sum, total, m.Ran, c)
 	m.Keys = s.tally.ledger()
