@@ -253,9 +253,9 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	}
 	if secs > 0 {
 		sum.Load.OfferedRPS = float64(offered) / secs
-		sum.Load.AchievedRPS = float64(decisions-c.lateAnswers) / secs
+		sum.Load.AchievedRPS = float64(max(decisions-t.errors()-c.lateAnswers, 0)) / secs
 	}
-	sum.Load.GeneratorLimited = float64(decisions-c.lateAnswers) < achievedFloor*float64(offered)
+	sum.Load.GeneratorLimited = float64(decisions-c.lateDone) < achievedFloor*float64(offered)
 	sum.Load.Note = loadNote(o, c, decisions, offered)
 	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
 	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}

@@ -109,7 +109,8 @@ type collector struct {
 	byCause         map[check.Cause]int64
 
 	sent        int64
-	lateAnswers int64 // answered after the schedule's window ended
+	lateAnswers int64 // answers (200 or 429) after the schedule's window ended
+	lateDone    int64 // requests completed after it, whatever their outcome
 	rows        int   // seconds to write: all, or those the schedule reached before an interrupt
 	rowsOut     []results.Interval
 	seqPlan     []int32 // the transport's: per vegeta Seq, the request index + 1
@@ -169,7 +170,10 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	// handed out before its slot was due.
 	st.hist.Record(end.Sub(intended))
 	if end.After(c.base.Add(c.p.duration())) {
-		c.lateAnswers++ // answered after the schedule's window: a decision, not in the achieved rate
+		c.lateDone++ // completed after the schedule's window, whatever the outcome
+		if r.Code == http.StatusTooManyRequests || (r.Code >= 200 && r.Code < 300) {
+			c.lateAnswers++ // an answer, but not within the window: not in the achieved rate
+		}
 	}
 	c.lag.Record(max(r.Timestamp.Sub(intended), 0))
 	c.ownLat.Record(r.Latency)
