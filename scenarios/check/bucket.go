@@ -30,11 +30,11 @@ const (
 //     may go below zero: its deepest deficit is the key's burst excess (see Totals.BurstExcess).
 //     A stream that conforms to (rate, burst + x) never takes E below -x.
 //
-// Memory: 72 bytes per key, one cache-line-sized record — the key's clock, the tokens of N, D
-// and E, E's deepest deficit (8 bytes each), N's and D's provisional false denies (12 each),
-// 5 bytes of fail-policy debt (an allowed fail-open or local decision the store never counted:
-// the store's later overspend on that key is attributed to it) and a 2-byte policy class — plus
-// about 100 KB fixed (256 padded lock stripes, the policy table and its index). The policy func
+// Memory: 72 bytes per key, in one record so that an observation touches one or two adjacent
+// cache lines — the key's clock, the tokens of N, D and E, E's deepest deficit (8 bytes each),
+// N's and D's provisional false denies (12 each), 5 bytes of fail-policy debt (an allowed
+// fail-open or local decision the store never counted: the store's later overspend on that key
+// is attributed to it) and a 2-byte policy class — plus about 100 KB fixed (256 padded lock stripes, the policy table and its index). The policy func
 // is called once per key, at its first observation; distinct policies are deduplicated into a
 // table of up to 65534 classes (a key beyond that calls the func whenever its clock advances).
 // A policy is therefore fixed per key for the checker's lifetime.
@@ -99,8 +99,9 @@ func NewBucket(keys int, policy func(key int) limiter.BucketPolicy) *Bucket {
 
 // SetReorderWindow sets how long (ms, on the requests' clock) a denial the envelope disagrees with
 // stays provisional; set it to at least the longest time a decision can be in flight (the
-// limiter's timeout). onCancel, if not nil, is told of confirmed provisional false denies
-// withdrawn, with the time of the denied request. Call before the first Observe.
+// limiter's timeout); at most 2^30 ms, longer is cut to that. onCancel, if not nil, is told of
+// confirmed provisional false denies withdrawn, with the time of the denied request. Call before
+// the first Observe.
 func (c *Bucket) SetReorderWindow(ms int64, onCancel func(atMs int64, n int64)) {
 	c.window = min(max(ms, 0), maxReorderMs)
 	c.onCancel = onCancel
