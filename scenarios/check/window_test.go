@@ -131,10 +131,11 @@ func TestWindowJudgesEachRequestAtItsOwnTime(t *testing.T) {
 		// holds 1300 too — four.
 		{"later tokens count", []obs{{1100, true, Conforming}, {1120, true, Conforming}, {1300, true, Conforming},
 			{1150, true, Overspend}}},
-		// ... but a late request whose windows all have room conforms: 500's windows end
-		// before 1500 and hold at most 1100 and 1120 besides it.
-		{"a late request with room conforms", []obs{{1100, true, Conforming}, {1120, true, Conforming},
-			{1299, true, Conforming}, {1299 - 199, false, Denied}, {1290, false, Denied}}},
+		// ... and a late request whose windows all have room conforms: 1900's windows hold at
+		// most 2000 and 2100 besides it. Then 1950's window (1100, 2100] is full, whether it
+		// is allowed or denied; 2950's (1950, 2950] has room: a false deny.
+		{"a late request with room conforms", []obs{{2000, true, Conforming}, {2100, true, Conforming},
+			{1900, true, Conforming}, {1950, true, Overspend}, {1950, false, Denied}, {2950, false, FalseDeny}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
