@@ -2,62 +2,12 @@ package check
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"ratelab/limiter"
 )
 
-// Verdict is what the overspend envelope says about one observed decision.
-type Verdict uint8
-
 const (
-	// Conforming: allowed, and the exact bucket had the tokens (they are debited).
-	Conforming Verdict = iota
-	// Overspend: allowed although the exact bucket lacked the tokens (not debited).
-	Overspend
-	// FalseDeny: denied although the exact bucket had the tokens — availability lost (not debited).
-	FalseDeny
-	// Denied: denied, and rightly so: the exact bucket lacked the tokens.
-	Denied
-)
-
-var verdictNames = [...]string{"conforming", "overspend", "false-deny", "denied"}
-
-func (v Verdict) String() string {
-	if int(v) < len(verdictNames) {
-		return verdictNames[v]
-	}
-	return fmt.Sprintf("verdict(%d)", uint8(v))
-}
-
-// Totals are the checker's counters summed over all keys.
-type Totals struct {
-	Allowed, Denied int64
-	// OverspendRequests counts allowed requests the exact bucket could not pay for.
-	OverspendRequests int64
-	// FalseDenies counts denied requests the exact bucket could have paid for.
-	FalseDenies int64
-	// Withdrawn counts provisional false denies taken back as reordering (see Observe).
-	Withdrawn int64
-	// Unknown counts decisions whose outcome the caller never learnt (a client-side timeout:
-	// the script may or may not have run). See ObserveUnknown.
-	Unknown int64
-	// OverspendTokens is the summed cost of the overspending requests. Their whole cost is beyond
-	// the envelope: the exact bucket is not debited for them, so Allowed tokens = conforming tokens
-	// (never more than the policy permits) + OverspendTokens.
-	OverspendTokens int64
-	// ByCause counts overspending requests by the Source.String() of their decision (central,
-	// lease, local, fail-open, ...). Never nil; sources with no overspend are absent.
-	ByCause map[string]int64
-}
-
-const (
-	// stripeCount locks: key k is guarded by stripe k mod 256. Adjacent keys (one tenant's
-	// endpoints) land in different stripes, so a hot tenant does not serialize on one mutex.
-	stripeCount = 256
-	// overspendCauseSlots counts overspend per Source; sources >= 15 share the last slot.
-	overspendCauseSlots = 16
 	// overspendMaxClasses is how many distinct policies are cached. Class ids are uint16:
 	// 0 = not looked up yet, 1..65534 = cached policy id+1, overspendUncached = call the func.
 	overspendMaxClasses = 1<<16 - 2
@@ -65,67 +15,42 @@ const (
 	overspendChunk      = 256 // policies per table chunk
 )
 
-// stripe is one lock and the counters of the keys it guards: 8 + 7*8 + 16*8 = 192 bytes,
-// three cache lines, so neighbouring stripes' counters do not false-share.
-type stripe struct {
-	mu sync.Mutex
-	keyCounts
-}
-
-// keyCounts are the counters an envelope stripe keeps for the keys it guards (every envelope:
-// token bucket, window, two-tier), read under the stripe's lock.
-type keyCounts struct {
-	allowed, denied, overRequests, falseDenies, over, unknown, withdrawn int64
-	byCause                                                              [overspendCauseSlots]int64
-}
-
-// addTo adds the counters to t and the per-cause overspend to byCause.
-func (k *keyCounts) addTo(t *Totals, byCause *[overspendCauseSlots]int64) {
-	t.Allowed += k.allowed
-	t.Denied += k.denied
-	t.OverspendRequests += k.overRequests
-	t.FalseDenies += k.falseDenies
-	t.OverspendTokens += k.over
-	t.Unknown += k.unknown
-	t.Withdrawn += k.withdrawn
-	for j, n := range k.byCause {
-		byCause[j] += n
-	}
-}
-
-// Bucket is the overspend envelope: for each key a virtual exact token bucket, started
-// full, that sees the observed requests in the order Observe is called for that key and judges each
-// against the key's policy. It refills with limiter.BucketPolicy.Refill — the arithmetic of the Lua
-// script and of the in-memory twin, time in Unix ms, a clock that never goes backwards — so a
-// correct central limiter whose decisions are observed in its own order scores exactly zero
-// overspend and zero false denies. Reordering between the limiter and Observe (requests in
-// flight together) is the only source of a residue.
+// Bucket is the overspend envelope of the token-bucket limiters: for each key three virtual
+// token buckets of the key's policy, started full, that see the observed requests in the order
+// Observe is called for that key. They refill with the arithmetic of limiter.BucketPolicy.Refill
+// — that of the Lua script and of the in-memory twin, time in Unix ms, a clock that never goes
+// backwards — so a correct central limiter whose decisions are observed in its own order scores
+// exactly zero overspend and zero false denies. Reordering between the limiter and Observe
+// (requests in flight together) is the only source of a residue.
 //
-// Memory: 47 bytes per key — a 16-byte limiter.BucketState, 8 bytes of unknown-outcome credit
-// (see ObserveUnknown), 16 bytes of provisional false denies, 5 bytes of fail-policy debt (an
-// allowed fail-open or local decision the store never counted: the store's later overspend on
-// that key is attributed to it) and a 2-byte policy class — plus ~80 KB fixed (256 padded lock stripes, the
-// policy table and its index). The policy func is called once per
-// key, at its first observation; distinct policies are deduplicated into a table of up to 65534
-// classes (a key beyond that calls the func on every observation instead). A policy is therefore
-// fixed per key for the checker's lifetime.
+//   - N and D are exact buckets: they debit conforming requests only. N never debits an unknown
+//     outcome, D debits each one it has the tokens for (see Checker): confirmed overspend and
+//     possible false denies are judged on N, possible overspend and confirmed false denies on D.
+//   - E debits every allowed request, overspent ones included, and every unknown outcome, and
+//     may go below zero: its deepest deficit is the key's burst excess (see Totals.BurstExcess).
+//     A stream that conforms to (rate, burst + x) never takes E below -x.
+//
+// Memory: 72 bytes per key, in one record so that an observation touches one or two adjacent
+// cache lines — the key's clock, the tokens of N, D and E, E's deepest deficit (8 bytes each),
+// N's and D's provisional false denies (12 each), 5 bytes of fail-policy debt (an allowed
+// fail-open or local decision the store never counted: the store's later overspend on that key
+// is attributed to it) and a 2-byte policy class — plus about 100 KB fixed (256 padded lock stripes, the policy table and its index). The policy func
+// is called once per key, at its first observation; distinct policies are deduplicated into a
+// table of up to 65534 classes (a key beyond that calls the func whenever its clock advances).
+// A policy is therefore fixed per key for the checker's lifetime.
 //
 // Safe for concurrent use: Observe takes the key's stripe lock and allocates nothing after a key's
 // first observation.
 type Bucket struct {
 	policy func(key int) limiter.BucketPolicy
-	states []limiter.BucketState // per key; LastMs == 0: not observed yet (bucket full)
-	credit []float64             // per key; tokens debited for unknown outcomes, refundable
-	pend   []pendingDenies       // per key; false denies not yet confirmed (see Observe)
-	debt   []float32             // per key; tokens the envelope paid for decisions the store never saw
-	debtBy []Cause               // per key; the cause of that debt (fail-open, local)
-	class  []uint16              // per key; see overspendMaxClasses
+	keys   []bucketKey
 
 	causes causeTable
 
 	// window is how far (ms, on the requests' clock) a contested denial stays open; see Observe.
 	window int64
-	// onCancel, if set, hears of provisional false denies withdrawn (at the denied request's ms).
+	// onCancel, if set, hears of confirmed provisional false denies withdrawn (at the denied
+	// request's ms).
 	onCancel func(atMs int64, n int64)
 	stripes  [stripeCount]stripe
 
@@ -137,6 +62,17 @@ type Bucket struct {
 	polIdx map[limiter.BucketPolicy]uint16
 	nPol   int
 	chunks [(overspendMaxClasses + overspendChunk - 1) / overspendChunk]*[overspendChunk]limiter.BucketPolicy
+}
+
+// bucketKey is one key's envelope state: 72 bytes.
+type bucketKey struct {
+	lastMs       int64   // the key's clock (Unix ms); 0: not observed yet (every bucket full)
+	n, d, e      float64 // tokens of the N, D and E buckets
+	excess       float64 // E's deepest deficit so far, >= 0
+	pendN, pendD pendingDenies
+	debt         float32 // tokens N paid for decisions the store never saw
+	debtBy       Cause   // the cause of that debt (fail-open, local)
+	class        uint16  // see overspendMaxClasses
 }
 
 // NewBucket returns a checker for keys dense indices 0..keys-1 (the engine maps
@@ -153,12 +89,7 @@ func NewBucket(keys int, policy func(key int) limiter.BucketPolicy) *Bucket {
 	}
 	c := &Bucket{
 		policy: policy,
-		states: make([]limiter.BucketState, keys),
-		credit: make([]float64, keys),
-		pend:   make([]pendingDenies, keys),
-		debt:   make([]float32, keys),
-		debtBy: make([]Cause, keys),
-		class:  make([]uint16, keys),
+		keys:   make([]bucketKey, keys),
 		window: DefaultReorderWindowMs,
 		polIdx: make(map[limiter.BucketPolicy]uint16),
 	}
@@ -166,38 +97,31 @@ func NewBucket(keys int, policy func(key int) limiter.BucketPolicy) *Bucket {
 	return c
 }
 
-// DefaultReorderWindowMs is how long a contested denial stays open by default: longer than any
-// request can be in flight with the default decision timeout.
-const DefaultReorderWindowMs = 200
-
-// pendingDenies are a key's provisional false denies: denied requests the envelope had tokens for
-// that an allowed request in flight at the same time may still explain. 16 bytes.
-type pendingDenies struct {
-	atMs  int64 // the requests' time of the first one
-	count int32
-	cost  int32
-}
-
 // SetReorderWindow sets how long (ms, on the requests' clock) a denial the envelope disagrees with
 // stays provisional; set it to at least the longest time a decision can be in flight (the
-// limiter's timeout). onCancel, if not nil, is told of provisional false denies withdrawn, with
-// the time of the denied request. Call before the first Observe.
+// limiter's timeout); at most 2^30 ms, longer is cut to that. onCancel, if not nil, is told of
+// confirmed provisional false denies withdrawn, with the time of the denied request. Call before
+// the first Observe.
 func (c *Bucket) SetReorderWindow(ms int64, onCancel func(atMs int64, n int64)) {
-	c.window = max(ms, 0)
+	c.window = min(max(ms, 0), maxReorderMs)
 	c.onCancel = onCancel
 }
 
 // Keys is the number of keys the checker was sized for.
-func (c *Bucket) Keys() int { return len(c.states) }
+func (c *Bucket) Keys() int { return len(c.keys) }
 
 // Observe judges one decision on key at nowMs (Unix milliseconds, > 0) for cost tokens (>= 0) and
-// returns the verdict. The key's exact bucket first refills to nowMs — a nowMs older than the
-// key's latest observation refills nothing and does not move its clock back — then:
+// returns the confirmed verdict. The key's buckets first refill to nowMs — a nowMs older than the
+// key's latest observation refills nothing and does not move its clock back — then, on N and D
+// alike:
 //
-//	allowed, tokens >= cost  -> Conforming, tokens -= cost
-//	allowed, tokens <  cost  -> Overspend  (counted with its cost and src; not debited)
-//	denied,  tokens >= cost  -> FalseDeny  (not debited; provisional, see below)
-//	denied,  tokens <  cost  -> Denied
+//	allowed, tokens >= cost  -> conforming, tokens -= cost
+//	allowed, tokens <  cost  -> overspend  (counted with its cost; not debited)
+//	denied,  tokens >= cost  -> false deny (not debited; provisional, see below)
+//	denied,  tokens <  cost  -> denied
+//
+// The verdict is Overspend when N overspends (attributed to src), FalseDeny when D calls the
+// denial false, Conforming or Denied otherwise.
 //
 // Concurrent requests on one key may reach the limiter in another order than they reach Observe:
 // the limiter gives the last token to B and denies A, Observe sees A first and calls its denial
@@ -206,7 +130,7 @@ func (c *Bucket) Keys() int { return len(c.states) }
 // the provisional denials reserve, that request is the one that took their tokens in the limiter,
 // and as many of them as it explains are withdrawn. A limiter that denies wrongly leaves the
 // envelope's tokens unspent, so its false denies are not withdrawn. Withdrawn ones are not in
-// Totals; onCancel hears of them.
+// Totals; onCancel hears of the confirmed ones (D's).
 //
 // Observe panics on a key outside [0, Keys()) or a negative cost. It allocates nothing except at a
 // key's first observation when its policy is new to the table.
@@ -214,171 +138,210 @@ func (c *Bucket) Observe(key int, nowMs int64, cost int64, allowed bool, src lim
 	return c.ObserveAs(key, nowMs, cost, allowed, Cause(src))
 }
 
-// Cause labels overspend: the limiter.Source values (central, lease, local, fail-open, ...) and
-// names registered with CauseFor (failover, pause, ...).
-type Cause uint8
-
 // CauseFor returns the Cause for name, registering it if new (see causeTable).
 func (c *Bucket) CauseFor(name string) Cause { return c.causes.causeFor(name) }
 
-// causeTable names the byCause slots of a checker: the limiter.Source names first, then the names
-// registered with causeFor (failover, pause, ...): at most 16 in all, further names share the last.
-// Register before the run, not per decision.
-type causeTable struct {
-	mu    sync.Mutex
-	names [overspendCauseSlots]string
-	n     int
-}
+// sides selects the resolutions an observation is judged on: both for Bucket's own callers;
+// TwoTier leaves out a resolution whose quota already decided the request.
+type sides uint8
 
-func (t *causeTable) init() {
-	for src := limiter.Central; src <= limiter.FailClosed; src++ {
-		t.names[src] = src.String()
-	}
-	t.n = int(limiter.FailClosed) + 1
-}
+const (
+	sideN sides = 1 << iota
+	sideD
+	bothSides = sideN | sideD
+)
 
-func (t *causeTable) causeFor(name string) Cause {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := 0; i < t.n; i++ {
-		if t.names[i] == name {
-			return Cause(i)
-		}
-	}
-	if t.n < overspendCauseSlots {
-		t.names[t.n] = name
-		t.n++
-		return Cause(t.n - 1)
-	}
-	return overspendCauseSlots - 1
-}
+// outcome says what each judged resolution made of an observation.
+type outcome uint8
 
-// add adds per-slot counts to m under the slots' names.
-func (t *causeTable) add(m map[string]int64, counts *[overspendCauseSlots]int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for j, n := range counts {
-		if n > 0 {
-			name := t.names[j]
-			if name == "" {
-				name = "unknown"
-			}
-			m[name] += n
-		}
+const (
+	overN  outcome = 1 << iota // allowed, N lacked the tokens
+	overD                      // allowed, D lacked the tokens
+	falseN                     // denied, N had the tokens
+	falseD                     // denied, D had the tokens
+)
+
+// verdict is the confirmed verdict of an outcome: overspend on N, false deny on D.
+func (o outcome) verdict(allowed bool) Verdict {
+	switch {
+	case allowed && o&overN != 0:
+		return Overspend
+	case allowed:
+		return Conforming
+	case o&falseD != 0:
+		return FalseDeny
+	default:
+		return Denied
 	}
 }
 
 // ObserveAs is Observe with the overspend, if any, attributed to cause.
 func (c *Bucket) ObserveAs(key int, nowMs int64, cost int64, allowed bool, cause Cause) Verdict {
-	if uint(key) >= uint(len(c.states)) || cost < 0 {
+	return c.judge(key, nowMs, cost, allowed, cause, bothSides).verdict(allowed)
+}
+
+// judge judges one decision on the resolutions s (see Observe) under key's stripe lock. E and the
+// allowed and denied counts see every decision, whatever s.
+func (c *Bucket) judge(key int, nowMs, cost int64, allowed bool, cause Cause, s sides) outcome {
+	if uint(key) >= uint(len(c.keys)) || cost < 0 {
 		c.badObserve(key, cost)
 	}
-	sh := &c.stripes[key%stripeCount]
+	sh := &c.stripes[uint(key)%stripeCount]
 	sh.mu.Lock()
-	st := c.refill(key, nowMs)
+	k := &c.keys[key]
+	c.refill(k, key, nowMs)
 	need := float64(cost) // exact: costs are far below 2^53
-	pd := &c.pend[key]
-	if pd.count > 0 && st.LastMs-pd.atMs > c.window {
-		*pd = pendingDenies{} // past the window: they stay counted
-	}
-	if allowed && st.Tokens < need && c.credit[key] > 0 {
-		// The limiter had tokens the envelope lacks: an unknown outcome debited here did not
-		// happen in the limiter after all. Give its tokens back before judging.
-		r := min(c.credit[key], need-st.Tokens)
-		st.Tokens += r
-		c.credit[key] -= r
-	}
-	var v Verdict
-	switch {
-	case allowed && st.Tokens >= need:
-		st.Tokens -= need
+	var o outcome
+	if allowed {
 		sh.allowed++
-		v = Conforming
-		if pd.count > 0 && st.Tokens < float64(pd.cost) {
-			c.withdraw(sh, pd, float64(pd.cost)-st.Tokens)
+		c.debitE(sh, k, key, need)
+		o = c.allowD(sh, k, need, cost, s) | c.allowN(sh, k, need, cost, cause, s)
+	} else {
+		sh.denied++
+		if s&sideN != 0 && k.n >= need+float64(k.pendN.cost) {
+			o |= falseN
+			sh.possFalseDenies++
+			k.pendN.add(k.lastMs, cost)
+		}
+		if s&sideD != 0 && k.d >= need+float64(k.pendD.cost) {
+			o |= falseD
+			sh.falseDenies++
+			k.pendD.add(k.lastMs, cost)
+		}
+	}
+	sh.mu.Unlock()
+	return o
+}
+
+// allowN judges an allowed request on N, if s asks for it. The caller holds the stripe lock.
+func (c *Bucket) allowN(sh *stripe, k *bucketKey, need float64, cost int64, cause Cause, s sides) outcome {
+	if s&sideN == 0 {
+		return 0
+	}
+	if k.n >= need {
+		k.n -= need
+		if k.pendN.count > 0 && k.n < float64(k.pendN.cost) {
+			sh.possFalseDenies -= k.pendN.take(float64(k.pendN.cost) - k.n)
 		}
 		if cause == Cause(limiter.FailOpen) || cause == Cause(limiter.Local) {
 			// The envelope paid for a decision the store never counted: the store will let
 			// these tokens through again, and that overspend is this cause's doing.
-			c.debt[key] += float32(need)
-			c.debtBy[key] = cause
+			k.debt += float32(need)
+			k.debtBy = cause
 		}
-	case allowed:
-		if d := c.debt[key]; d > 0 && float64(d) >= need-1e-6 {
-			c.debt[key] = d - float32(need)
-			cause = c.debtBy[key]
-		}
-		sh.allowed++
-		sh.overRequests++
-		sh.over += cost
-		sh.byCause[min(int(cause), overspendCauseSlots-1)]++
-		v = Overspend
-	case st.Tokens >= need+float64(pd.cost):
-		sh.denied++
-		sh.falseDenies++
-		if pd.count == 0 {
-			pd.atMs = st.LastMs
-		}
-		pd.count++
-		pd.cost += int32(min(cost, 1<<30))
-		v = FalseDeny
-	default:
-		sh.denied++
-		v = Denied
+		return 0
 	}
-	c.states[key] = st
-	sh.mu.Unlock()
-	return v
+	if d := k.debt; d > 0 && float64(d) >= need-1e-6 {
+		k.debt = d - float32(need)
+		cause = k.debtBy
+	}
+	sh.overspent(cost, cause)
+	return overN
 }
 
-// withdraw takes back provisional false denies worth at least short tokens (they were denied
-// because an allowed request took those tokens first). The caller holds the key's stripe lock.
-func (c *Bucket) withdraw(sh *stripe, pd *pendingDenies, short float64) {
-	avg := float64(pd.cost) / float64(pd.count)
-	n := min(int32(math.Ceil(short/avg)), pd.count)
-	sh.falseDenies -= int64(n)
-	sh.withdrawn += int64(n)
-	if c.onCancel != nil {
-		c.onCancel(pd.atMs, int64(n))
+// allowD judges an allowed request on D, if s asks for it. The caller holds the stripe lock.
+func (c *Bucket) allowD(sh *stripe, k *bucketKey, need float64, cost int64, s sides) outcome {
+	if s&sideD == 0 {
+		return 0
 	}
-	pd.count -= n
-	pd.cost -= int32(math.Round(float64(n) * avg))
-	if pd.count == 0 || pd.cost <= 0 {
-		*pd = pendingDenies{}
+	if k.d >= need {
+		k.d -= need
+		c.explainD(sh, k)
+		return 0
+	}
+	sh.possOverRequests++
+	sh.possOver += cost
+	return overD
+}
+
+// explainD withdraws the confirmed provisional false denies that D's latest debit explains: it
+// took D below what they reserve, so in the limiter it took their tokens first. The caller holds
+// the stripe lock.
+func (c *Bucket) explainD(sh *stripe, k *bucketKey) {
+	if k.pendD.count == 0 || k.d >= float64(k.pendD.cost) {
+		return
+	}
+	at := k.pendD.at(k.lastMs)
+	n := k.pendD.take(float64(k.pendD.cost) - k.d)
+	sh.falseDenies -= n
+	sh.withdrawn += n
+	if c.onCancel != nil {
+		c.onCancel(at, n)
+	}
+}
+
+// debitE debits need tokens from E and books any deeper deficit as burst excess. The caller holds
+// the stripe lock.
+func (c *Bucket) debitE(sh *stripe, k *bucketKey, key int, need float64) {
+	k.e -= need
+	if deficit := -k.e; deficit > k.excess {
+		sh.excess += deficit - k.excess
+		k.excess = deficit
+		if deficit > sh.worstExcess {
+			sh.worstKey, sh.worstExcess = int64(key), deficit
+		}
 	}
 }
 
 // ObserveUnknown records a decision whose outcome the caller never learnt — typically a
-// client-side timeout, after which the script may well have run and debited the bucket. The
-// envelope assumes it did (debiting what tokens it has, up to cost), so the limiter's later
-// denials are not miscounted as false denies; and it remembers the debit as refundable credit,
-// so if a later allowed request shows the limiter still had those tokens, they are given back
-// before anything counts as overspend. The credit lapses once the bucket is full again.
+// client-side timeout, after which the script may well have run and debited the bucket. N does
+// not debit it; D debits it if it has the tokens (the script allows only then), and that debit
+// may explain a provisional false deny like an allowed request's; E debits it whatever it has.
 func (c *Bucket) ObserveUnknown(key int, nowMs int64, cost int64) {
-	if uint(key) >= uint(len(c.states)) || cost < 0 {
-		c.badObserve(key, cost)
-	}
-	sh := &c.stripes[key%stripeCount]
-	sh.mu.Lock()
-	st := c.refill(key, nowMs)
-	d := min(st.Tokens, float64(cost))
-	st.Tokens -= d
-	c.credit[key] += d
-	c.states[key] = st
-	sh.unknown++
-	sh.mu.Unlock()
+	c.unknown(key, nowMs, cost, bothSides)
 }
 
-// refill brings key's bucket to nowMs and drops its credit once the bucket is full (an unknown
-// outcome can no longer make any difference). The caller holds key's stripe lock.
-func (c *Bucket) refill(key int, nowMs int64) limiter.BucketState {
-	p := c.policyOf(key)
-	st := p.Refill(c.states[key], nowMs)
-	if st.Tokens >= float64(p.Burst) {
-		c.credit[key] = 0
-		c.debt[key] = 0
+// unknown books an unknown outcome, on D only if s has it, and reports whether D debited it.
+func (c *Bucket) unknown(key int, nowMs, cost int64, s sides) bool {
+	if uint(key) >= uint(len(c.keys)) || cost < 0 {
+		c.badObserve(key, cost)
 	}
-	return st
+	sh := &c.stripes[uint(key)%stripeCount]
+	sh.mu.Lock()
+	k := &c.keys[key]
+	c.refill(k, key, nowMs)
+	sh.unknown++
+	need := float64(cost)
+	c.debitE(sh, k, key, need)
+	debited := s&sideD != 0 && k.d >= need
+	if debited {
+		k.d -= need
+		c.explainD(sh, k)
+	}
+	sh.mu.Unlock()
+	return debited
+}
+
+// refill brings key's buckets to nowMs with BucketPolicy.Refill's arithmetic (the product and the
+// sum rounded apart, as the script does; a nowMs not after the key's clock refills nothing), drops the fail-policy debt once N is full (it can no
+// longer make a difference) and expires provisional false denies. The caller holds key's stripe
+// lock.
+func (c *Bucket) refill(k *bucketKey, key int, nowMs int64) {
+	switch {
+	case k.lastMs == 0:
+		b := float64(c.policyOf(k, key).Burst)
+		k.n, k.d, k.e, k.lastMs = b, b, b, nowMs
+		return
+	case nowMs > k.lastMs: // only then is the policy needed
+		p := c.policyOf(k, key)
+		b := float64(p.Burst)
+		if nowMs-k.lastMs > c.window {
+			// Every pending denial is older than the window; dropping them here also keeps
+			// pendingDenies.age exact.
+			k.pendN, k.pendD = pendingDenies{}, pendingDenies{}
+		}
+		// The builtin min is math.Min here (no NaN, no signed zero: b >= 1), without a call.
+		add := float64(float64(nowMs-k.lastMs) * p.PerMs())
+		k.n = min(b, k.n+add)
+		k.d = min(b, k.d+add)
+		k.e = min(b, k.e+add)
+		k.lastMs = nowMs
+		if k.n >= b {
+			k.debt = 0
+		}
+	}
+	k.pendN.expire(k.lastMs, c.window)
+	k.pendD.expire(k.lastMs, c.window)
 }
 
 // badObserve reports a misuse of Observe; kept out of line so Observe stays small.
@@ -389,16 +352,16 @@ func (c *Bucket) badObserve(key int, cost int64) {
 		panic(fmt.Sprintf("check: Bucket.Observe cost %d on key %d: must be >= 0 tokens", cost, key))
 	}
 	panic(fmt.Sprintf("check: Bucket.Observe key %d: out of range [0, %d); size the checker with NewBucket(keys > %d)",
-		key, len(c.states), key))
+		key, len(c.keys), key))
 }
 
 // policyOf returns key's policy, resolving and caching its class at the first observation.
 // The caller holds key's stripe lock.
-func (c *Bucket) policyOf(key int) limiter.BucketPolicy {
-	switch id := c.class[key]; id {
+func (c *Bucket) policyOf(k *bucketKey, key int) limiter.BucketPolicy {
+	switch id := k.class; id {
 	case 0:
 		p := c.policy(key)
-		c.class[key] = c.classOf(p)
+		k.class = c.classOf(p)
 		return p
 	case overspendUncached:
 		return c.policy(key)
@@ -431,7 +394,14 @@ func (c *Bucket) classOf(p limiter.BucketPolicy) uint16 {
 // Totals sums the counters of all keys. It may run concurrently with Observe; each stripe is read
 // under its lock, so the totals are consistent per stripe (not a global snapshot).
 func (c *Bucket) Totals() Totals {
-	t := Totals{ByCause: make(map[string]int64)}
+	t := c.rawTotals()
+	t.order()
+	return t
+}
+
+// rawTotals is Totals before the possible figures are ordered (TwoTier adds its quota's first).
+func (c *Bucket) rawTotals() Totals {
+	t := newTotals()
 	var byCause [overspendCauseSlots]int64
 	for i := range c.stripes {
 		sh := &c.stripes[i]

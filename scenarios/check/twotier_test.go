@@ -67,10 +67,10 @@ func TestTwoTierCheckerWithdrawsReorderedQuotaDenials(t *testing.T) {
 	}
 }
 
-// TestTwoTierCheckerRefundsUnknownOutcomes: a timed-out decision is counted against the quota,
-// but when the limiter later allows a request only that room could pay for, the timeout did not
-// take it: no overspend.
-func TestTwoTierCheckerRefundsUnknownOutcomes(t *testing.T) {
+// TestTwoTierCheckerUnknownOutcomeIsNotConfirmedOverspend: a timed-out decision is counted
+// against the quota in D only, so when the limiter later allows a request only the room the
+// timeout might have taken could pay for, that is not confirmed overspend.
+func TestTwoTierCheckerUnknownOutcomeIsNotConfirmedOverspend(t *testing.T) {
 	t.Parallel()
 	c := NewTwoTier(1, 1, limiter.BucketPolicy{Rate: 100, Burst: 100}, 2, 60_000)
 	const t0 = 6_000_000
@@ -81,5 +81,38 @@ func TestTwoTierCheckerRefundsUnknownOutcomes(t *testing.T) {
 	}
 	if v := c.ObserveAs(0, t0+3, 1, true, 0); v != Overspend {
 		t.Errorf("allowed beyond the quota with no credit left: %v, want overspend", v)
+	}
+}
+
+// TestTwoTierQuotaJudgesEachRequestInItsOwnWindow: a request observed after one of the next
+// quota window is counted in its own window — the one the limiter counted it in — not in the
+// newest the envelope has seen.
+func TestTwoTierQuotaJudgesEachRequestInItsOwnWindow(t *testing.T) {
+	t.Parallel()
+	c := NewTwoTier(1, 1, limiter.BucketPolicy{Rate: 1000, Burst: 1000}, 2, 1000)
+	const w1 = 6_000_000 // a window start
+	steps := []struct {
+		name    string
+		at      int64
+		allowed bool
+		want    Verdict
+	}{
+		{"window 1, 1st", w1 + 998, true, Conforming},
+		{"window 1, 2nd: full", w1 + 999, true, Conforming},
+		{"window 2, 1st", w1 + 1000, true, Conforming},
+		{"window 1 again, observed late: beyond its quota", w1 + 999, true, Overspend},
+		{"window 1 again, denied late: its quota explains it", w1 + 999, false, Denied},
+		{"window 2, 2nd: counted apart from window 1's late ones", w1 + 1001, true, Conforming},
+		{"window 2, 3rd: full", w1 + 1002, true, Overspend},
+	}
+	for _, s := range steps {
+		if got := c.ObserveAs(0, s.at, 1, s.allowed, 0); got != s.want {
+			t.Errorf("%s: verdict %v, want %v", s.name, got, s.want)
+		}
+	}
+	over, denied := c.QuotaTotals()
+	if tot := c.Totals(); tot.OverspendRequests != 2 || tot.FalseDenies != 0 || over != 2 || denied != 1 {
+		t.Errorf("totals %+v, quota overspend %d denied %d: want 2 overspend by the quota, 1 quota denial, no false deny",
+			tot, over, denied)
 	}
 }
