@@ -264,13 +264,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	}
 	// A false deny the envelopes later took back as reordering (see check.Bucket.Observe)
 	// is in neither total: the fewer of the two is what both still call false.
-	falseDenies := min(t.falseDenies, c.checkers[0].Totals().FalseDenies, c.checkers[1].Totals().FalseDenies)
-	sum.Overspend = results.Overspend{
-		Requests: t.overspend, Tokens: t.overTokens,
-		Ratio:       results.Ratio(t.overspend, t.allowed+t.failOpen),
-		FalseDenies: falseDenies, FalseDenyRatio: results.Ratio(falseDenies, t.denied+t.failClosed),
-		ByCause: c.causeNames(), UnknownOutcomes: c.unknownOutcomes,
-	}
+	sum.Overspend = blackBoxOverspend(c, p, t)
 	sum.HotKeys = engine.HotKeys(c.keyCounts, p.keyName)
 	sum.SLO = results.SLO{Pass: true}
 	return sum
@@ -295,4 +289,33 @@ func loadNote(o Options, c *collector, decisions, offered int64) string {
 		notes = append(notes, fmt.Sprintf("%d responses could not be tied to their tenant (request failed before sending)", c.unknownKs))
 	}
 	return strings.Join(notes, "; ")
+}
+
+// blackBoxOverspend is the attack's overspend: a request counts only when the envelopes at both
+// ends of its send-to-answer interval agree (see collector), so every figure is the lesser of
+// the two envelopes' — the confirmed ones from the collector's own count of agreeing verdicts.
+func blackBoxOverspend(c *collector, p *plan, t *secStats) results.Overspend {
+	a, b := c.checkers[0].Totals(), c.checkers[1].Totals()
+	falseDenies := min(t.falseDenies, a.FalseDenies, b.FalseDenies)
+	allowed, denied := t.allowed+t.failOpen, t.denied+t.failClosed
+	o := results.Overspend{
+		Requests: t.overspend, Tokens: t.overTokens, Ratio: results.Ratio(t.overspend, allowed),
+		FalseDenies: falseDenies, FalseDenyRatio: results.Ratio(falseDenies, denied),
+		ByCause: c.causeNames(), UnknownOutcomes: c.unknownOutcomes,
+		PossibleRequests:    max(t.overspend, min(a.PossibleOverspendRequests, b.PossibleOverspendRequests)),
+		PossibleTokens:      max(t.overTokens, min(a.PossibleOverspendTokens, b.PossibleOverspendTokens)),
+		PossibleFalseDenies: max(falseDenies, min(a.PossibleFalseDenies, b.PossibleFalseDenies)),
+		Bound:               results.Bound{Parts: map[string]float64{}},
+	}
+	o.PossibleRatio = results.Ratio(o.PossibleRequests, allowed)
+	o.PossibleFalseDenyRatio = results.Ratio(o.PossibleFalseDenies, denied)
+	lesser := a
+	if b.WorstExcess < a.WorstExcess {
+		lesser = b
+	}
+	o.BurstExcess = results.BurstExcess{Tokens: min(a.BurstExcess, b.BurstExcess), WorstTokens: lesser.WorstExcess}
+	if lesser.WorstKey >= 0 {
+		o.BurstExcess.WorstKey = p.keyName(lesser.WorstKey)
+	}
+	return o
 }

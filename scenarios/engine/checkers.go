@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"ratelab/limiter"
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
 	"ratelab/scenarios/cluster"
@@ -75,4 +76,30 @@ func (s *Session) wireFaults() {
 		cl = s.store.cl
 	}
 	s.faults = faults.New(cl, s.Spec.Faults, h)
+}
+
+// OverspendOf is the summary's overspend from a checker's totals: confirmed and possible
+// figures, their ratios to the requests let through (allowed) and refused (denied), and the
+// burst excess with its worst key named by keyName. The bound is Finish's.
+func (s *Session) OverspendOf(ot check.Totals, allowed, denied int64, keyName func(key int) string) results.Overspend {
+	o := results.Overspend{
+		Requests:               ot.OverspendRequests,
+		Tokens:                 ot.OverspendTokens,
+		Ratio:                  results.Ratio(ot.OverspendRequests, allowed),
+		PossibleRequests:       ot.PossibleOverspendRequests,
+		PossibleTokens:         ot.PossibleOverspendTokens,
+		PossibleRatio:          results.Ratio(ot.PossibleOverspendRequests, allowed),
+		FalseDenies:            ot.FalseDenies,
+		FalseDenyRatio:         results.Ratio(ot.FalseDenies, denied),
+		PossibleFalseDenies:    ot.PossibleFalseDenies,
+		PossibleFalseDenyRatio: results.Ratio(ot.PossibleFalseDenies, denied),
+		ByCause:                ot.ByCause,
+		UnknownOutcomes:        ot.Unknown,
+		BurstExcess:            results.BurstExcess{Tokens: ot.BurstExcess, WorstTokens: ot.WorstExcess},
+		Bound:                  results.Bound{Parts: map[string]float64{}},
+	}
+	if ot.WorstKey >= 0 && keyName != nil {
+		o.BurstExcess.WorstKey = keyName(ot.WorstKey)
+	}
+	return o
 }

@@ -96,16 +96,7 @@ func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration,
 	}
 	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.dropped)
 	sum.LatencyClamped = t.hist.Clamped()
-	ot := d.s.checker.Totals()
-	sum.Overspend = results.Overspend{
-		Requests:        ot.OverspendRequests,
-		Tokens:          ot.OverspendTokens,
-		Ratio:           results.Ratio(ot.OverspendRequests, t.allowed+t.failOpen),
-		FalseDenies:     ot.FalseDenies,
-		FalseDenyRatio:  results.Ratio(ot.FalseDenies, t.denied+t.failClosed),
-		ByCause:         ot.ByCause,
-		UnknownOutcomes: ot.Unknown,
-	}
+	sum.Overspend = d.s.OverspendOf(d.s.checker.Totals(), t.allowed+t.failOpen, t.denied+t.failClosed, d.s.tally.keyName)
 	sum.HotKeys = d.s.tally.hotKeys()
 }
 
