@@ -12,8 +12,8 @@ import (
 // A v2 bound is a promise about every key of its part (the burst excess of each key stays within
 // it), and the parts' keys are disjoint, so bounds do not add: two parts that each promise 10
 // tokens per key promise 10 tokens per key together, not 20. The merged bound is the largest
-// part's, with that part's breakdown (so Tokens stays the sum of Parts): every key of the merged
-// run was promised at most that much. Within is judged part by part, each part's worst key
+// part's, with its own breakdown by source (so Tokens stays the sum of Bound.Parts): every key of
+// the merged run was promised at most that much. Within is judged part by part, each part's worst key
 // against its own part's bound, recomputed from the parts' figures: true when every part with a
 // bound kept it, false when one did not, nil when no part had a bound. A part's breach is never
 // hidden by another part's larger bound, so Within may be false while the merged worst key is

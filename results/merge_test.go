@@ -55,7 +55,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 		}
 		n := int64(len(lat))
 		iv := Interval{TS: float64(sec), Offered: n + 1, Sent: n, Dropped: 1, Allowed: n - n/4, Denied: n / 4,
-			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99)}
+			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99), Late: 1}
 		if err := tw.Write(iv); err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,16 @@ func mergeParts(t *testing.T, parts ...fakePart) (*Summary, string) {
 func TestMergeSumsV2Fields(t *testing.T) {
 	t.Parallel()
 	lat := seededLatencies(4, 2, 100, time.Millisecond)
-	sum, _ := mergeParts(t, fakePart{index: 0, count: 2, lat: lat}, fakePart{index: 1, count: 2, lat: lat})
+	sum, out := mergeParts(t, fakePart{index: 0, count: 2, lat: lat}, fakePart{index: 1, count: 2, lat: lat})
+	f, err := os.Open(filepath.Join(out, TimeseriesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ReadTimeseries(f)
+	if err != nil || len(rows) != 2 || rows[0].Late != 2 || rows[0].DroppedShare() != Ratio(2, 202) {
+		t.Errorf("merged rows %+v, %v; want late 2 and dropped share 2/202 per second", rows, err)
+	}
 	l := sum.Load
 	// Per part: 2 seconds of 101 offered (1 dropped in flight each), plus 1 dropped behind.
 	if l.Offered != 2*203 || l.Late != 4 || l.Dropped != 6 || l.DroppedInflight != 4 || l.DroppedBehind != 2 || l.LostSeconds != 2 {
