@@ -61,11 +61,10 @@ type Interval struct {
 	P999Ms float64
 	// Overspend is the number of allowed requests beyond the envelope in this second.
 	Overspend int64
-	// CentralOps is, when the limiter runs on Redis, the number of this second's decisions that
-	// were allowed, denied or ended in an error (fail-open and fail-closed answers not counted):
-	// one store call each for a central limiter, while a lease limiter's local decisions are
-	// counted too. 0 without Redis. The summary's central.ops counts the commands the nodes
-	// answered instead.
+	// CentralOps is, when the limiter runs on Redis, the number of this second's decision
+	// commands, as the summary's central.ops counts them over the run: a decision's EVALSHA (or
+	// EVAL), its retry after NOSCRIPT, a lease fetch. In lease mode most decisions make none. 0
+	// without Redis.
 	CentralOps int64
 	// FailedOpen is the number of requests let through because the store failed.
 	FailedOpen int64
