@@ -34,7 +34,11 @@ type chart struct {
 	name    string // file stem, e.g. "latency"
 	caption string // what the figure shows, for the HTML and Markdown
 	plot    *plot.Plot
-	svg     []byte // the rendered SVG, kept to inline it in report.html
+	// lower is an optional second panel drawn under plot, lowerShare of the height, on the same
+	// x axis (aligned with plot's, whose tick labels it carries); its legend entries go in
+	// plot's legend.
+	lower *plot.Plot
+	svg   []byte // the rendered SVG, kept to inline it in report.html
 }
 
 // newPlot returns a plot with the report's common look: title, axis labels, grid.
@@ -50,7 +54,11 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 // addSeries draws one named series with its palette style and adds it to the legend. An empty
 // series is left out (its legend entry would promise a line that is not there); a single point
 // gets a dot, since a one-point line draws nothing.
-func addSeries(p *plot.Plot, name string, xys plotter.XYs) error {
+func addSeries(p *plot.Plot, name string, xys plotter.XYs) error { return addSeriesTo(p, p, name, xys) }
+
+// addSeriesTo is addSeries drawing on p and listing the series in the legend of legend: a lower
+// panel's series goes in the legend of the plot above it.
+func addSeriesTo(p, legend *plot.Plot, name string, xys plotter.XYs) error {
 	if len(xys) == 0 {
 		return nil
 	}
@@ -60,7 +68,7 @@ func addSeries(p *plot.Plot, name string, xys plotter.XYs) error {
 	}
 	l.LineStyle = lineStyle(name)
 	p.Add(l)
-	p.Legend.Add(name, l)
+	legend.Legend.Add(name, l)
 	if len(xys) == 1 {
 		s, err := plotter.NewScatter(xys)
 		if err != nil {
@@ -152,9 +160,9 @@ const (
 	legendTop   = 24 // points below the top edge, clear of the title
 )
 
-// render draws p in the given format ("png" or "svg") at the report's chart size, with the
-// legend in a column on the right.
-func render(p *plot.Plot, format string) ([]byte, error) {
+// render draws ch in the given format ("png" or "svg") at the report's chart size, with the
+// legend in a column on the right and the lower panel, when there is one, under the plot.
+func render(ch *chart, format string) ([]byte, error) {
 	c, err := draw.NewFormattedCanvas(chartWidth, chartHeight, format)
 	if err != nil {
 		return nil, err
@@ -162,9 +170,18 @@ func render(p *plot.Plot, format string) ([]byte, error) {
 	dc := draw.New(c)
 	dc.SetColor(color.White) // the whole canvas, legend column included (plot fills only its part)
 	dc.Fill(dc.Rectangle.Path())
+	p := ch.plot
 	legend := p.Legend
 	p.Legend = plot.NewLegend()
-	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	area := draw.Crop(dc, 0, -legendWidth, 0, 0)
+	if ch.lower == nil {
+		p.Draw(area)
+	} else {
+		h := (area.Max.Y - area.Min.Y) * lowerShare
+		top, bottom := alignX(p, draw.Crop(area, 0, 0, h, 0), ch.lower, draw.Crop(area, 0, 0, 0, h-area.Max.Y+area.Min.Y))
+		p.Draw(top)
+		ch.lower.Draw(bottom)
+	}
 	p.Legend = legend
 	legend.Top, legend.Left = true, true
 	legend.Draw(draw.Crop(dc, chartWidth-legendWidth+vg.Points(legendLeft), 0, 0, -vg.Points(legendTop)))
@@ -175,10 +192,36 @@ func render(p *plot.Plot, format string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// lowerShare is the share of a chart's height its lower panel takes: with its x axis' ticks and
+// label, enough for a readable data area.
+const lowerShare = 0.4
+
+// unlabelled marks an axis with another ticker's ticks, without their labels: the upper panel
+// of a chart keeps its grid and ticks while the lower panel, on the same x axis, names them.
+type unlabelled struct{ plot.Ticker }
+
+// Ticks implements plot.Ticker.
+func (u unlabelled) Ticks(min, max float64) []plot.Tick {
+	ticks := u.Ticker.Ticks(min, max)
+	for i := range ticks {
+		ticks[i].Label = ""
+	}
+	return ticks
+}
+
+// alignX narrows the canvases of two stacked plots with the same x axis so that their data
+// areas span the same x range: their y axes' labels differ in width, and the data areas would
+// not line up otherwise. The axes' widths do not depend on the canvas, so one narrowing does it.
+func alignX(a *plot.Plot, ca draw.Canvas, b *plot.Plot, cb draw.Canvas) (draw.Canvas, draw.Canvas) {
+	da, db := a.DataCanvas(ca), b.DataCanvas(cb)
+	left, right := max(da.Min.X, db.Min.X), min(da.Max.X, db.Max.X)
+	return draw.Crop(ca, left-da.Min.X, right-da.Max.X, 0, 0), draw.Crop(cb, left-db.Min.X, right-db.Max.X, 0, 0)
+}
+
 // save writes c as <dir>/<name>.<format> for each format and keeps the SVG for inlining.
 func (c *chart) save(dir string, formats []string) error {
 	for _, format := range formats {
-		data, err := render(c.plot, format)
+		data, err := render(c, format)
 		if err != nil {
 			return fmt.Errorf("chart %s.%s: %w", c.name, format, err)
 		}

@@ -27,9 +27,11 @@ const timeLabel = "time since start (s)"
 const faultCaption = " Dash-dot vertical lines mark injected faults (labelled with their kind); " +
 	"the shading runs from injection to recovery, when the run saw one."
 
-// latencyChart plots p50, p99 and p99.9 per second on a log y axis. Seconds with no samples
-// have latency 0; a log axis cannot show 0, so those points are dropped (a gap is honest: the
-// second completed nothing).
+// latencyChart plots p50, p99 and p99.9 per second on a log y axis and, in a panel below on a
+// linear axis, the share of each second's offered requests the generator dropped: a second's
+// percentiles are over its answered requests, so a small p99 beside a large dropped share reads
+// as the overload it is. Seconds with no samples have latency 0; a log axis cannot show 0, so
+// those points are dropped (a gap is honest: the second completed nothing).
 func latencyChart(rows []results.Interval, faults []results.Fault) (*chart, error) {
 	title := "Latency per second (ms, log scale)"
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -62,9 +64,38 @@ func latencyChart(rows []results.Interval, faults []results.Fault) (*chart, erro
 	}
 	setTimeAxis(p, rows)
 	setLogY(p, lo, hi)
+	lower, err := droppedPanel(p, rows, faults)
+	if err != nil {
+		return nil, err
+	}
+	p.X.Label.Text = "" // the panel below names the shared x axis
+	p.X.Tick.Marker = unlabelled{p.X.Tick.Marker}
 	addFaultMarkers(p, faults)
-	return &chart{name: LatencyChart, caption: "Latency percentiles per second, measured from each " +
-		"request's intended start (ms, log scale).", plot: p}, nil
+	return &chart{name: LatencyChart, caption: "Latency percentiles per second of the answered requests, " +
+		"measured from each request's intended start (ms, log scale); below, the share of the second's " +
+		"offered requests the generator dropped, which those percentiles leave out (the summary's latency " +
+		"over offered requests counts them as slower than any latency).", plot: p, lower: lower}, nil
+}
+
+// droppedPanel is the latency chart's lower panel: the dropped share of each second's offered
+// requests in percent, on a linear axis from 0 (a share is often 0, which a log axis cannot
+// show). Its legend entry goes in the latency plot's legend, as the panels share one column.
+func droppedPanel(latency *plot.Plot, rows []results.Interval, faults []results.Fault) (*plot.Plot, error) {
+	p := newPlot("", timeLabel, "dropped %")
+	p.Add(faultBands(faults))
+	xys := make(plotter.XYs, len(rows))
+	peak := 0.0
+	for i := range rows {
+		share := 100 * rows[i].DroppedShare()
+		xys[i] = plotter.XY{X: rows[i].TS, Y: share}
+		peak = max(peak, share)
+	}
+	if err := addSeriesTo(p, latency, seriesDroppedShare, xys); err != nil {
+		return nil, err
+	}
+	setTimeAxis(p, rows)
+	p.Y.Min, p.Y.Max = 0, min(100, max(1, peak*1.15))
+	return p, nil
 }
 
 // throughputChart plots what was offered, sent, allowed, denied and dropped in each second.
@@ -111,7 +142,7 @@ func throughputChart(rows []results.Interval, faults []results.Fault) (*chart, e
 	addFaultMarkers(p, faults)
 	return &chart{name: ThroughputChart, caption: "Requests per second: offered by the pacer, sent by " +
 		"the generator, and the decisions' outcomes (failed open/closed and errors when there were any); " +
-		"dropped = not sent because max_inflight was reached.",
+		"dropped = not sent (max_inflight requests in flight, or the dispatcher behind its schedule).",
 		plot: p}, nil
 }
 
@@ -165,8 +196,9 @@ func redirectsChart(rows []results.Interval, faults []results.Fault) (*chart, er
 }
 
 // overspendChart plots the cumulative number of overspend requests: the count at x is every
-// overspend request up to the end of second x. A horizontal line shows the theoretical bound
-// (in tokens, which equals requests when every request costs 1 token) when the run has one.
+// overspend request up to the end of second x. A horizontal line shows a bound on the whole
+// run's overspend (in tokens, which equals requests when every request costs 1 token) when the
+// run has one: a v1 summary's (see wholeRunBound).
 func overspendChart(rows []results.Interval, boundTokens float64, faults []results.Fault) (*chart, error) {
 	title := "Cumulative overspend (requests beyond the envelope)"
 	if len(rows) == 0 {
@@ -201,9 +233,14 @@ func overspendChart(rows []results.Interval, boundTokens float64, faults []resul
 		p.Y.Max = math.Max(p.Y.Max, boundTokens*1.1)
 	}
 	addFaultMarkers(p, faults)
-	return &chart{name: OverspendChart, caption: "Cumulative overspend: allowed requests the exact " +
-		"token bucket had no tokens for. The dashed line is the theoretical bound, when one applies.",
-		plot: p}, nil
+	caption := "Cumulative overspend (confirmed): allowed requests the exact token bucket had no tokens for. " +
+		"It grows with every idle episode of a lease and is bounded by nothing; the design's bound is on each " +
+		"key's burst excess, set against it in the summary."
+	if boundTokens > 0 {
+		caption = "Cumulative overspend: allowed requests the exact token bucket had no tokens for. " +
+			"The dashed line is the v1 bound on the whole run's overspend."
+	}
+	return &chart{name: OverspendChart, caption: caption, plot: p}, nil
 }
 
 // hdrChart plots latency by percentile the way HdrHistogram's plotter does: x = 1/(1-p) on a log

@@ -1,8 +1,13 @@
-// Package report turns a run directory into plots and a report: per-second latency, throughput,
+// Package report turns a run directory into plots and a report: per-second latency (with the
+// share of each second's offered requests the generator dropped in a panel below), throughput,
 // redirects (stacked by kind) and cumulative overspend charts, each marking the run's injected
 // faults, and an HDR percentile chart (PNG and SVG, drawn with gonum/plot); one self-contained
-// report.html (SVGs and CSS inline, no network, no JavaScript) and a report.md for CI job
-// summaries, both with a Faults table that reads each fault's detection, recovery and damage.
+// report.html (SVGs and CSS inline, no network, no JavaScript beyond an inline self-check) and a
+// report.md for CI job summaries, both with the latency over offered and over served requests,
+// overspend confirmed and possible, the burst excess against its bound, and a Faults table that
+// reads each fault's detection, recovery and damage and marks failed faults. WriteText prints
+// the same figures in short after `ratelab run`. A summary read from a v1 file is shown by its own
+// (old) definitions and says so.
 //
 // It reads only the files a run left behind (through package results) and writes only into that
 // directory. It never runs load, never talks to Redis and never decides pass/fail: the SLO

@@ -11,8 +11,11 @@ import (
 type faultRow struct {
 	At, Kind, Target, Detected, Recovered string
 	// Reading says in one line what the fault did, e.g. "detected after 1.1 s, recovered 2.4 s
-	// after injection; in 8–11 s: 37 failed decisions, 3 overspend requests".
+	// after injection; in 8–11 s: 37 failed decisions, 3 overspend requests". A fault that
+	// could not be carried out starts with "FAILED, not carried out:" and its error.
 	Reading string
+	// Failed is true when the fault could not be carried out.
+	Failed bool
 }
 
 // faultRows formats the summary's faults, in schedule order, against the per-second rows.
@@ -22,7 +25,10 @@ func faultRows(faults []results.Fault, rows []results.Interval) []faultRow {
 		out[i] = faultRow{
 			At: fmtSec(f.AtS), Kind: f.Kind, Target: f.Target,
 			Detected: fmtSecOrDash(f.DetectedS), Recovered: fmtSecOrDash(f.RecoveredS),
-			Reading: faultReading(f, rows),
+			Reading: faultReading(f, rows), Failed: f.Failed,
+		}
+		if f.Failed {
+			out[i].Reading = "FAILED, not carried out: " + orDash(f.Error) + "; " + out[i].Reading
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"ratelab/results"
 )
 
 // Number formats shared by the HTML and Markdown reports. They depend only on their input, so
@@ -55,6 +57,36 @@ func fmtRate(v float64) string { return fmtFixed(v, 1) }
 // fmtMs formats a latency in milliseconds to the microsecond, the histogram's unit.
 func fmtMs(v float64) string { return fmtFixed(v, 3) }
 
+// notMeasurable is printed for a latency percentile that fell among the dropped requests.
+const notMeasurable = "not measurable"
+
+// fmtLatency formats a latency over offered requests: fmtMs, or "not measurable".
+func fmtLatency(m results.Ms) string {
+	if !m.Measurable() {
+		return notMeasurable
+	}
+	return fmtMs(float64(m))
+}
+
+// fmtPercentile names the percentile pct as "p98.5": rounded down to 0.01, so that a
+// percentile it names as measurable is measurable (p98.996 reads p98.99, not p99).
+func fmtPercentile(pct float64) string {
+	s := strconv.FormatFloat(math.Floor(pct*100)/100, 'f', 2, 64)
+	return "p" + strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
+// fmtWithin says whether the worst key kept the bound: "yes", "no", or "none" when no bound
+// applies.
+func fmtWithin(within *bool) string {
+	switch {
+	case within == nil:
+		return "none"
+	case *within:
+		return "yes"
+	}
+	return "no"
+}
+
 // fmtPct formats a ratio as a percentage with 4 decimals: 0.0013333 -> "0.1333%".
 func fmtPct(ratio float64) string { return strconv.FormatFloat(ratio*100, 'f', 4, 64) + "%" }
 
@@ -62,8 +94,12 @@ func fmtPct(ratio float64) string { return strconv.FormatFloat(ratio*100, 'f', 4
 func fmtShare(ratio float64) string { return strconv.FormatFloat(ratio*100, 'f', 2, 64) + "%" }
 
 // fmtFloat formats a value of unknown scale (SLO limits and values, bounds): whole numbers with
-// separators, others with 6 significant digits.
+// separators, others with 6 significant digits; +Inf, a check's value that is not measurable,
+// as "not measurable".
 func fmtFloat(v float64) string {
+	if math.IsInf(v, 1) {
+		return notMeasurable
+	}
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return fmtInt(int64(v))
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"ratelab/results"
 )
 
 func TestFormats(t *testing.T) {
@@ -43,6 +45,18 @@ func TestFormats(t *testing.T) {
 		{"time zero", fmtTime(time.Time{}), "unknown"},
 		{"md", mdEscape("a|b *c* _d_ `e` [f] <g>\nh"), `a\|b \*c\* \_d\_ 'e' \[f\] &lt;g&gt; h`},
 		{"md code", mdCode("rl:{t1}:a|b `x`\n"), `rl:{t1}:a\|b 'x' `},
+		{"latency", fmtLatency(2301.5), "2,301.500"},
+		{"latency not measurable", fmtLatency(results.Unmeasurable), "not measurable"},
+		{"float not measurable", fmtFloat(math.Inf(1)), "not measurable"},
+		{"percentile", fmtPercentile(96.04), "p96.04"},
+		{"percentile whole", fmtPercentile(98), "p98"},
+		{"percentile rounds down", fmtPercentile(98.996), "p98.99"},
+		{"percentile half", fmtPercentile(99.5), "p99.5"},
+		{"within none", fmtWithin(nil), "none"},
+		{"within yes", fmtWithin(&[]bool{true}[0]), "yes"},
+		{"within no", fmtWithin(&[]bool{false}[0]), "no"},
+		{"bound parts", boundParts(map[string]float64{"replication_gap": 500.5, "leases": 1000}), "leases 1,000 + replication gap 500.5"},
+		{"bound parts none", boundParts(nil), ""},
 	}
 	for _, tt := range tests {
 		if tt.have != tt.want {

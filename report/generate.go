@@ -28,6 +28,7 @@ var funcs = map[string]any{
 	"int":     fmtInt,
 	"rate":    fmtRate,
 	"ms":      fmtMs,
+	"lat":     fmtLatency,
 	"pct":     fmtPct,
 	"share":   fmtShare,
 	"float":   fmtFloat,
@@ -97,7 +98,7 @@ func buildCharts(r *run) ([]*chart, error) {
 		func() (*chart, error) { return latencyChart(r.rows, faults) },
 		func() (*chart, error) { return throughputChart(r.rows, faults) },
 		func() (*chart, error) { return redirectsChart(r.rows, faults) },
-		func() (*chart, error) { return overspendChart(r.rows, r.summary.Overspend.Bound.Tokens, faults) },
+		func() (*chart, error) { return overspendChart(r.rows, wholeRunBound(r.summary), faults) },
 	}
 	charts := make([]*chart, 0, len(perSecond)+1)
 	for _, b := range perSecond {
@@ -123,6 +124,17 @@ func buildCharts(r *run) ([]*chart, error) {
 		charts = append(charts, c)
 	}
 	return charts, nil
+}
+
+// wholeRunBound is the bound the cumulative overspend chart draws: a v1 summary's bound, which
+// bounded the whole run's overspend. A v2 bound is on each key's burst excess, which the
+// cumulative count (it grows with every idle episode of a lease) is not: the chart draws none
+// and the summary tables set the burst excess against it.
+func wholeRunBound(s *results.Summary) float64 {
+	if s.V1() {
+		return s.Overspend.Bound.Tokens
+	}
+	return 0
 }
 
 // mdEscape makes text safe inside a Markdown table cell or paragraph: it escapes the characters

@@ -81,11 +81,12 @@ func checkCharts(t *testing.T, dir string) {
 		series []string
 		absent []string
 	}{
-		{LatencyChart, append([]string{seriesP50, seriesP99, seriesP999, "latency (ms)", "time since start (s)"}, faults...), nil},
+		{LatencyChart, append([]string{seriesP50, seriesP99, seriesP999, seriesDroppedShare, "latency (ms)", "dropped %", "time since start (s)"}, faults...), nil},
 		{ThroughputChart, append([]string{seriesOffered, seriesSent, seriesAllowed, seriesDenied, seriesDropped, "requests/s"}, faults...), nil},
 		{RedirectsChart, append([]string{seriesMoved, seriesAsk, seriesTryAgain, seriesClusterDown, seriesNoScript,
 			seriesTimeout, seriesConn, "count/s", "stacked"}, faults...), []string{seriesOther}},
-		{OverspendChart, append([]string{seriesOverspend, seriesBound, "bound 40 tokens", "overspend (requests)"}, faults...), nil},
+		// A v2 bound is per key, on the burst excess: not drawn against the cumulative count.
+		{OverspendChart, append([]string{seriesOverspend, "overspend (requests)"}, faults...), []string{seriesBound, "bound 40"}},
 		{HDRChart, []string{seriesLatency, "99.9%", "percentile"}, faults},
 		{NodesChart, []string{seriesNodeShare, seriesEvenShare, "7001", "(hottest key)",
 			"7006", "node (port on 127.0.0.1)", "share of ops (%)", "% of Redis ops"}, faults},
@@ -136,7 +137,9 @@ func checkSelfContained(t *testing.T, html string) {
 	}
 	for _, want := range []string{"name: hot-tenant &lt;demo&gt;", "<title>ratelab report: hot-tenant &lt;demo&gt;</title>",
 		`SLO verdict: <span class="fail">FAIL</span>`, "<code>rl:{t1}:search|v2</code>", "<strong>Offered rate not reached.</strong>",
-		"<h2>Faults</h2>", "<td>unknown outcomes (client timeouts)</td><td class=\"num\">7</td>",
+		"<h2>Faults</h2>", "<td>unknown outcomes (client timeouts)</td><td class=\"num\" colspan=\"2\">7</td>",
+		`<tr><td>p99</td><td class="num">not measurable</td>`, "not measurable above p9",
+		`<td class="num fail" colspan="2">no</td>`, "40 tokens (leases 30 &#43; replication gap 10)",
 		`<td class="num">8</td><td>kill-primary</td><td>127.0.0.1:7001</td><td class="num">9.1</td><td class="num">10.4</td>` +
 			`<td>detected after 1.1 s, recovered 2.4 s after injection; in 8–11 s: 102 failed decisions, `,
 		`<td class="num">8.6</td><td>script-flush</td><td>127.0.0.1:7002</td><td class="num">8.7</td><td class="num">—</td>` +
@@ -224,6 +227,19 @@ func TestGenerateEdgeCases(t *testing.T) {
 		{name: "faults in an empty run", have: fixture{seed: 12, rows: 0, faults: twoFaults},
 			want:     []string{"| 8 | kill-primary |", "| 8.6 | script-flush |", "**No data:**"},
 			svgLacks: map[string][]string{LatencyChart: {"kill-primary", seriesFault}, RedirectsChart: {"script-flush"}}},
+		{name: "v1 summary", have: fixture{seed: 13, rows: 5, v1: true},
+			want: []string{"**Old definitions.** summary v1: latency over answered requests only, overspend without ranges (old definitions)",
+				"| latency p50 / p90 / p99 / p99.9 / max (answered requests, v1) |", "| central ops (v1: every command) |"},
+			wantHTML: []string{"<strong>Old definitions.</strong>", "Latency (ms, answered requests, v1)", "v1 bound (whole run)"},
+			notHTML:  []string{"not measurable", "burst excess"},
+			svgText:  map[string][]string{OverspendChart: {seriesBound, "bound 40 tokens"}}},
+		{name: "failed fault", have: fixture{seed: 14, rows: 5, faults: []results.Fault{
+			{AtS: 2, Kind: "pause", Target: "127.0.0.1:7001", ForS: 1, Failed: true, Error: "SIGSTOP: no such process"}}},
+			want: []string{"> **1 fault(s) FAILED:** the run did not test what its scenario asked",
+				"| 2 | pause | 127.0.0.1:7001 | — | — | FAILED, not carried out: SIGSTOP: no such process; "},
+			wantHTML: []string{`<td class="fail">pause</td>`, "FAILED, not carried out: SIGSTOP: no such process"}},
+		{name: "nothing dropped", have: fixture{seed: 15, rows: 0},
+			notHTML: []string{"not measurable above"}},
 		{name: "corrupt histogram", have: fixture{seed: 9, rows: 5}, remove: "corrupt:" + results.HistogramFile,
 			want: []string{"latency.hdr.json: read histogram: not a JSON object"}, noFiles: []string{"latency_hdr.svg"}},
 	}

@@ -53,7 +53,7 @@ func nodesChart(s *results.Summary) (*chart, error) {
 		p.Legend.Add(seriesNodeShare, bars)
 		p.NominalX(names...)
 	}
-	caption := "Each Redis node's share of the run's Redis operations (EVALSHA, EVAL, CLUSTER SLOTS), " +
+	caption := "Each Redis node's share of the run's Redis operations (every command its client sent: decisions and the others), " +
 		"counted by a hook on its client."
 	if prim := s.Environment.Primaries; prim > 0 && len(nodes) > 0 {
 		even := 100 / float64(prim)

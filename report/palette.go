@@ -9,17 +9,19 @@ import (
 
 // Series names, used as legend labels in every chart.
 const (
-	seriesOffered   = "offered"
-	seriesSent      = "sent (achieved)"
-	seriesAllowed   = "allowed"
-	seriesDenied    = "denied"
-	seriesDropped   = "dropped"
-	seriesP50       = "p50"
-	seriesP99       = "p99"
-	seriesP999      = "p99.9"
-	seriesOverspend = "overspend"
-	seriesBound     = "bound"
-	seriesLatency   = "latency"
+	seriesOffered = "offered"
+	seriesSent    = "sent (achieved)"
+	seriesAllowed = "allowed"
+	seriesDenied  = "denied"
+	seriesDropped = "dropped"
+	// seriesDroppedShare is the dropped share of each second's offered requests, in percent.
+	seriesDroppedShare = "dropped share"
+	seriesP50          = "p50"
+	seriesP99          = "p99"
+	seriesP999         = "p99.9"
+	seriesOverspend    = "overspend"
+	seriesBound        = "bound"
+	seriesLatency      = "latency"
 
 	seriesFailedOpen   = "failed open"
 	seriesFailedClosed = "failed closed"
@@ -44,17 +46,19 @@ const (
 // palette gives every series one colour, the same in every chart (Tableau 10 hues, which stay
 // distinguishable for the common colour-vision deficiencies when paired with the dash styles).
 var palette = map[string]color.RGBA{
-	seriesOffered:   {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
-	seriesSent:      {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
-	seriesAllowed:   {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
-	seriesDenied:    {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
-	seriesDropped:   {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
-	seriesP50:       {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
-	seriesP99:       {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
-	seriesP999:      {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
-	seriesOverspend: {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
-	seriesBound:     {R: 0x00, G: 0x00, B: 0x00, A: 0xff}, // black
-	seriesLatency:   {R: 0x39, G: 0x3b, B: 0x79, A: 0xff}, // navy
+	seriesOffered: {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+	seriesSent:    {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	seriesAllowed: {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	seriesDenied:  {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	seriesDropped: {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+	// The same red: the same requests, as a share of the second's offered ones.
+	seriesDroppedShare: {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	seriesP50:          {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
+	seriesP99:          {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	seriesP999:         {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	seriesOverspend:    {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
+	seriesBound:        {R: 0x00, G: 0x00, B: 0x00, A: 0xff}, // black
+	seriesLatency:      {R: 0x39, G: 0x3b, B: 0x79, A: 0xff}, // navy
 	// Outcomes of a failing store, and the per-node chart.
 	seriesFailedOpen:   {R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive (the last Tableau 10 hue)
 	seriesFailedClosed: {R: 0x80, G: 0x00, B: 0x26, A: 0xff}, // dark red

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"html/template"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,6 +36,25 @@ type view struct {
 	Charts []chartView
 	// Scenario is the resolved scenario YAML, "" when absent.
 	Scenario string
+
+	// V1Note is results.V1Note for a summary read from a v1 file (old definitions), "" otherwise.
+	V1Note string
+	// Offered is the number of requests offered (sent + dropped when a v1 summary lacks it), and
+	// DroppedShare the share of them the generator dropped.
+	Offered      int64
+	DroppedShare float64
+	// Measurable says, when requests were dropped, above which percentile the latency over
+	// offered requests is not measurable: "not measurable above p98.5: 1.50% of the offered
+	// requests were dropped"; "" when every percentile is measurable or the summary is v1.
+	Measurable string
+	// BoundParts lists where the overspend bound comes from: "leases 1,000 + replication gap
+	// 500.5"; "" when no bound applies. Within says whether the worst key kept it: "yes", "no"
+	// or "none".
+	BoundParts string
+	Within     string
+	// FailedFaults counts the faults that could not be carried out: the run did not test what
+	// its scenario asked.
+	FailedFaults int
 }
 
 // count is one named count.
@@ -71,6 +91,19 @@ func newView(r *run, charts []*chart) *view {
 		ErrorTotal: e.Total(),
 		Faults:     faultRows(s.Faults, r.rows),
 		Scenario:   r.scenario,
+		BoundParts: boundParts(s.Overspend.Bound.Parts),
+		Within:     fmtWithin(s.Overspend.Bound.Within),
+	}
+	v.Offered, v.DroppedShare = offered(&s.Load)
+	if s.V1() {
+		v.V1Note = results.V1Note
+	} else {
+		v.Measurable = measurableNote(&s.LatencyMs)
+	}
+	for _, f := range s.Faults {
+		if f.Failed {
+			v.FailedFaults++
+		}
 	}
 	var detail []string
 	for _, k := range v.ErrorKinds {
@@ -95,6 +128,40 @@ func newView(r *run, charts []*chart) *view {
 		})
 	}
 	return v
+}
+
+// offered returns the requests offered and the share of them dropped. A v1 summary has no
+// offered count: its sent + dropped is what v1 called offered.
+func offered(l *results.Load) (int64, float64) {
+	n := l.Offered
+	if n == 0 {
+		n = l.Sent + l.Dropped
+	}
+	return n, results.Ratio(l.Dropped, n)
+}
+
+// measurableNote says above which percentile the latency over offered requests is not
+// measurable, and why; "" when nothing was dropped.
+func measurableNote(l *results.Latency) string {
+	switch {
+	case l.Dropped == 0:
+		return ""
+	case l.MeasurablePct <= 0:
+		return "not measurable: no offered request was answered"
+	}
+	return "not measurable above " + fmtPercentile(l.MeasurablePct) + ": " + fmtShare(1-l.MeasurablePct/100) +
+		" of the offered requests were dropped"
+}
+
+// boundParts lists a bound's parts by name, "leases 1,000 + replication gap 500.5"; "" when
+// there are none.
+func boundParts(parts map[string]float64) string {
+	names := slices.Sorted(maps.Keys(parts))
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtFloat(parts[n])
+	}
+	return strings.Join(out, " + ")
 }
 
 // inlineSVG strips what precedes the <svg> element (the XML declaration and a comment), which

@@ -1,7 +1,9 @@
 // Package results owns the record of a run: the summary (summary.json, schema
-// "ratelab.summary/v1"), the per-second intervals (timeseries.csv, written row by row as the run
-// goes), and HDR latency histograms with their file form (latency.hdr.json).
+// "ratelab.summary/v2", whose figures docs/metrics.md defines; "ratelab.summary/v1" files are
+// read too, and say so), the per-second intervals (timeseries.csv, written row by row as the
+// run goes), HDR latency histograms with their file forms (latency.hdr.json, latency-seconds.hdr),
+// the per-key ledger (keys.csv), and the merge of the run directories of a split load's parts.
 //
 // It is a leaf: it imports nothing from ratelab, never talks to Redis, never generates load and
-// never draws plots. It only defines, writes and reads the files a run leaves behind.
+// never draws plots. It only defines, writes, reads and merges the files a run leaves behind.
 package results

@@ -6,9 +6,16 @@ package results
 // and latency are booked there when it completes. The row is written once the second's decisions
 // are done or it has waited for them as long as the engine allows; decisions that complete later
 // count only in the summary's totals. Latencies are in milliseconds from the second's HDR
-// histogram, 0 when no decision of the second was booked. In a merged run (Merge) the counts are
-// the sums of the inputs' rows (faults and policy version their largest) and the latencies come
-// from their merged histograms.
+// histogram, 0 when no decision of the second was booked.
+//
+// The per-second percentiles are over the second's ANSWERED requests (the summary's
+// latency_served_ms, second by second), not over its offered ones as the summary's latency_ms:
+// a second's drops show beside them, in Dropped and in the dropped_share column
+// (DroppedShare), so a second whose p99 is small while a third of its requests were dropped
+// reads as such.
+//
+// In a merged run (Merge) the counts are the sums of the inputs' rows (faults and policy version
+// their largest) and the latencies come from their merged histograms.
 type Interval struct {
 	// TS is the start of the interval, in seconds since the start of the load (column t_s).
 	TS float64
@@ -54,11 +61,10 @@ type Interval struct {
 	P999Ms float64
 	// Overspend is the number of allowed requests beyond the envelope in this second.
 	Overspend int64
-	// CentralOps is, when the limiter runs on Redis, the number of this second's decisions that
-	// were allowed, denied or ended in an error (fail-open and fail-closed answers not counted):
-	// one store call each for a central limiter, while a lease limiter's local decisions are
-	// counted too. 0 without Redis. The summary's central.ops counts the commands the nodes
-	// answered instead.
+	// CentralOps is, when the limiter runs on Redis, the number of this second's decision
+	// commands, as the summary's central.ops counts them over the run: a decision's EVALSHA (or
+	// EVAL), its retry after NOSCRIPT, a lease fetch. In lease mode most decisions make none. 0
+	// without Redis.
 	CentralOps int64
 	// FailedOpen is the number of requests let through because the store failed.
 	FailedOpen int64
@@ -84,17 +90,31 @@ type Interval struct {
 	// PolicyVersion is the version of the tariffs live at the end of this second (0 when the
 	// run has no tariffs), so a reload shows in the row where the new limits took effect.
 	PolicyVersion int64
+	// Late is the number of this second's decisions answered after the run's window ended: in
+	// the row's outcomes and in the summary's load.late, not in its achieved rate.
+	Late int64
 }
 
-// column is one CSV column: its header name and a pointer to its field (exactly one of i, f).
+// DroppedShare is Dropped / Offered: the share of the second's offered requests the generator
+// dropped, 0 when nothing was offered. It is the dropped_share column of timeseries.csv, written
+// from the counts (never stored apart, so it cannot disagree with them).
+func (iv *Interval) DroppedShare() float64 { return Ratio(iv.Dropped, iv.Offered) }
+
+// column is one CSV column: its header name and a pointer to its field, or for a column derived
+// from other columns the function that computes it (exactly one of i, f, d).
 type column struct {
 	name string
 	i    func(*Interval) *int64
 	f    func(*Interval) *float64
+	d    func(*Interval) float64
 }
 
 // columns is the CSV layout, in file order. Every reader relies on the first requiredColumns;
-// the rest are optional when reading (a file without them reads as 0 there).
+// the rest are optional when reading (a file without them reads as 0 there). New columns go at
+// the end, so that readers of older files, and older readers of newer files, keep working:
+// late and dropped_share came last, so files written before them lack them. A derived column
+// (d) is written for other readers (a spreadsheet, pandas); ReadTimeseries checks its number
+// and computes the value from the counts instead.
 var columns = [...]column{
 	{name: "t_s", f: func(r *Interval) *float64 { return &r.TS }},
 	{name: "offered", i: func(r *Interval) *int64 { return &r.Offered }},
@@ -123,6 +143,8 @@ var columns = [...]column{
 	{name: "p90_ms", f: func(r *Interval) *float64 { return &r.P90Ms }},
 	{name: "faults", i: func(r *Interval) *int64 { return &r.Faults }},
 	{name: "policy_version", i: func(r *Interval) *int64 { return &r.PolicyVersion }},
+	{name: "late", i: func(r *Interval) *int64 { return &r.Late }},
+	{name: "dropped_share", d: (*Interval).DroppedShare},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have.

@@ -2,14 +2,16 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 )
 
-// Ms is a latency in milliseconds. +Inf means not measurable: a percentile that falls among the
-// requests the generator dropped, which count as slower than any finite latency. JSON writes it
-// as a number, or null for +Inf, and reads null back as +Inf: a reader never takes "not
-// measurable" for 0.
+// Ms is a latency in milliseconds. +Inf (Unmeasurable) means not measurable: a percentile that
+// falls among the requests the generator dropped, which count as slower than any finite latency.
+// JSON writes it as a number, or null for +Inf, and reads null back as +Inf, so a reader never
+// takes "not measurable" for 0. NaN and -Inf are no latency: MarshalJSON and WriteSummary refuse
+// them.
 type Ms float64
 
 // Unmeasurable is the Ms of a percentile that falls among the dropped requests.
@@ -26,10 +28,13 @@ func (m Ms) String() string {
 	return strconv.FormatFloat(float64(m), 'f', 3, 64)
 }
 
-// MarshalJSON writes m as a number, or null when it is not measurable.
+// MarshalJSON writes m as a number, or null when it is Unmeasurable.
 func (m Ms) MarshalJSON() ([]byte, error) {
-	if !m.Measurable() {
+	switch f := float64(m); {
+	case math.IsInf(f, 1):
 		return []byte("null"), nil
+	case math.IsNaN(f) || math.IsInf(f, -1):
+		return nil, fmt.Errorf("latency %v is not a latency (want a number, or +Inf for not measurable): %w", f, ErrInvalid)
 	}
 	return json.Marshal(float64(m))
 }
@@ -61,14 +66,16 @@ type Latency struct {
 	P99  Ms `json:"p99"`
 	P999 Ms `json:"p999"`
 	Max  Ms `json:"max"`
-	// MeasurablePct is 100 x answered / offered: every percentile at or below it is measurable.
+	// MeasurablePct is 100 x answered / offered: every percentile at or below it is measurable
+	// (0 when nothing was offered).
 	MeasurablePct float64 `json:"measurable_pct"`
 	// Dropped is the number of offered requests counted as slower than any latency.
 	Dropped int64 `json:"dropped"`
 }
 
 // ServedLatency holds the latency percentiles of the requests that were answered (errors
-// included), in milliseconds: the distribution the generator measured, without the drops.
+// included), in milliseconds: the distribution the generator measured, without the drops. All
+// 0 when nothing was answered.
 type ServedLatency struct {
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
@@ -78,31 +85,46 @@ type ServedLatency struct {
 	Max float64 `json:"max"`
 }
 
+// rankSlack absorbs the rounding of q x offered / answered, so that a percentile landing exactly
+// on the last answered request (p99.9 of 1000 offered with 999 answered) stays measurable.
+const rankSlack = 1e-12
+
 // LatencyOf returns the percentiles over offered requests and over answered ones, from the
-// histogram of the answered requests' latencies and the count of requests dropped unanswered.
+// histogram of the answered requests' latencies and the count of requests dropped unanswered
+// (a negative count reads as 0). With A answered of O = A + dropped offered, the q-th
+// percentile over offered requests is the answered ones' percentile q x O / A when that is at
+// most 100, and Unmeasurable above. With nothing offered every percentile is Unmeasurable: there
+// is no latency to speak of.
 func LatencyOf(h *Histogram, dropped int64) (Latency, ServedLatency) {
+	dropped = max(dropped, 0)
 	served := h.Count()
 	var s ServedLatency
 	if served > 0 {
 		s = ServedLatency{P50: h.QuantileMs(50), P90: h.QuantileMs(90), P99: h.QuantileMs(99), P999: h.QuantileMs(99.9), Max: h.MaxMs()}
 	}
-	offered := served + max(dropped, 0)
-	l := Latency{Dropped: max(dropped, 0), P50: Unmeasurable, P90: Unmeasurable, P99: Unmeasurable, P999: Unmeasurable, Max: Unmeasurable}
-	if offered == 0 {
+	offered := served + dropped
+	l := Latency{Dropped: dropped, P50: Unmeasurable, P90: Unmeasurable, P99: Unmeasurable, P999: Unmeasurable, Max: Unmeasurable}
+	if offered == 0 || served == 0 {
 		return l, s
 	}
 	l.MeasurablePct = 100 * float64(served) / float64(offered)
 	at := func(q float64) Ms {
-		// Rank q% of the offered requests; the answered ones come first (dropped ones are slower).
-		rank := q / 100 * float64(offered)
-		if rank > float64(served) || served == 0 {
+		// The answered requests come first in rank order: the dropped ones are slower.
+		p := q * float64(offered) / float64(served)
+		if p > 100*(1+rankSlack) {
 			return Unmeasurable
 		}
-		return Ms(h.QuantileMs(100 * rank / float64(served)))
+		return Ms(h.QuantileMs(min(p, 100)))
 	}
 	l.P50, l.P90, l.P99, l.P999 = at(50), at(90), at(99), at(99.9)
-	if dropped <= 0 && served > 0 {
+	if dropped == 0 {
 		l.Max = Ms(h.MaxMs())
 	}
 	return l, s
+}
+
+// servedAsOffered is the Latency of a run that counted no drops (a v1 summary): the served
+// percentiles as they are, every one measurable.
+func servedAsOffered(s ServedLatency) Latency {
+	return Latency{P50: Ms(s.P50), P90: Ms(s.P90), P99: Ms(s.P99), P999: Ms(s.P999), Max: Ms(s.Max)}
 }

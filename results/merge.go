@@ -45,19 +45,29 @@ type partRun struct {
 
 // Merge combines the run directories of the parts of one load (ratelab run --part i/N, same
 // scenario and seed) into the run directory out, which then reads like a single run's: counts
-// and rates add; latency percentiles come from the merged whole-run histogram and, per second,
+// and rates add (offered, late, drops by cause, lost seconds, clamped latencies, central ops and
+// other ops too); latency percentiles come from the merged whole-run histogram and, per second,
 // from the merged per-second histograms (exact up to HDR precision, never an average of
-// percentiles); overspend, false denies and their causes add and the ratios are recomputed; hot
-// keys are recomputed from the merged per-key ledgers. This is exact because every key's
-// decisions, and the envelope that judged them, were in one part.
+// percentiles), over offered requests with the summed drops (LatencyOf) and over answered ones;
+// overspend, false denies and their causes add, confirmed and possible, and the ratios are
+// recomputed; the burst excess sums add and its worst key is the worst part's; hot keys are
+// recomputed from the merged per-key ledgers. This is exact because every key's decisions, and
+// the envelope that judged them, were in one part.
 //
-// What cannot be merged exactly is said in the summary's load note: the schedule lag p99 is the
-// worst part's, the process footprint the largest part's. Faults are the first part's list
-// (every part ran the same schedule). Missing parts are allowed and named in the note and in
+// The overspend bound is per key, so it does not add: the merged bound is the largest part's and
+// within is judged part by part (see mergeBound). Faults are the first part's list (every part
+// ran the same schedule), marked failed when they failed in any part. What cannot be merged
+// exactly is said in the summary's load note: the schedule lag p99 is the worst part's, the
+// process footprint the largest part's. Missing parts are allowed and named in the note and in
 // part.missing; their traffic is absent from every total.
 //
-// Merge refuses (ErrMerge) runs of different scenarios (scenario.yaml must be identical), seeds
-// or part counts, the same part twice, and runs that are not parts. out must not be one of dirs.
+// Parts read from v1 summaries merge into a v1 summary by v1's definitions (latency over
+// answered requests, whole-run bounds that add), written back as v1, its note starting with
+// V1Note.
+//
+// Merge refuses (ErrMerge) runs of different scenarios (scenario.yaml must be identical), seeds,
+// part counts or summary schemas (v1 with v2), the same part twice, and runs that are not parts.
+// out must not be one of dirs.
 func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	var cfg mergeConfig
 	for _, o := range opts {
@@ -185,6 +195,9 @@ func checkMergeable(runs []*partRun) error {
 			return fmt.Errorf("merge %s: already a merged run (parts %v); merge the parts' own directories instead: %w", r.dir, s.Part.Merged, ErrMerge)
 		case s.Scenario != first.sum.Scenario:
 			return fmt.Errorf("merge: %s ran scenario %q, %s ran %q; merge parts of one scenario: %w", r.dir, s.Scenario, first.dir, first.sum.Scenario, ErrMerge)
+		case s.Schema != first.sum.Schema:
+			return fmt.Errorf("merge: %s is a %s summary, %s a %s one: the definitions differ (latency over answered or offered requests, overspend ranges); "+
+				"rerun the older parts with this ratelab: %w", r.dir, s.Schema, first.dir, first.sum.Schema, ErrMerge)
 		case s.Seed != first.sum.Seed:
 			return fmt.Errorf("merge: %s ran seed %d, %s seed %d; parts must share the seed (they split one schedule): %w", r.dir, s.Seed, first.dir, first.sum.Seed, ErrMerge)
 		case s.Part.Count != first.sum.Part.Count:

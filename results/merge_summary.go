@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// mergeSummaries builds the merged summary from the parts' (sorted by index): the totals of
-// every input, then what is recomputed from them (latency, ratios, node shares, hot keys), then
-// the part record and the note that says how the merge was done.
+// mergeSummaries builds the merged summary from the parts' (sorted by index, all of one schema):
+// the totals of every input, then what is recomputed from them (latency, ratios, bound, node
+// shares, hot keys, failed faults), then the part record and the note that says how the merge
+// was done. Parts read from v1 files merge into a v1 summary, by v1's definitions.
 func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary {
 	sum := mergedBase(runs[0].sum)
 	nodes := nodeTotals{byAddr: map[string]*NodeStats{}}
@@ -32,25 +33,26 @@ func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary 
 		maxProcess(&sum.Process, &s.Process, i == 0)
 	}
 	setMergedLatency(sum, hist)
-	sum.Overspend.Ratio = Ratio(sum.Overspend.Requests, sum.Outcomes.Allowed+sum.Outcomes.FailedOpen)
-	sum.Overspend.FalseDenyRatio = Ratio(sum.Overspend.FalseDenies, sum.Outcomes.Denied+sum.Outcomes.FailedClosed)
-	sum.Nodes = nodes.appendTo(sum.Nodes, sum.Central.Ops)
+	setOverspendRatios(&sum.Overspend, &sum.Outcomes)
+	mergeBound(sum, runs)
+	sum.Faults = mergeFaults(runs)
+	sum.Nodes = nodes.appendTo(sum.Nodes)
 	sum.HotKeys = TopKeys(keys, MergeHotKeys, func(k string) string { return hotNode[k] })
 
 	count := runs[0].sum.Part.Count
 	missing := missingIndexes(merged, count)
 	sum.Part = &Part{Index: -1, Count: count, Merged: merged, Missing: missing}
-	sum.Load.Note = mergedNote(merged, missing, count, notes)
+	sum.Load.Note = mergedNote(sum.V1(), merged, missing, count, notes)
 	return sum
 }
 
 // mergedBase is the merged summary before any input is added: the first input's identity,
-// environment (its core count reset, as cores add), fault list and SLO verdict.
+// schema, environment (its core count reset, as cores add) and SLO verdict.
 func mergedBase(first *Summary) *Summary {
 	sum := NewSummary(first.Scenario, first.Seed, first.StartedAt)
+	sum.Schema = first.Schema
 	sum.Environment = first.Environment
 	sum.Environment.Cores = 0
-	sum.Faults = slices.Clone(first.Faults)
 	sum.SLO = first.SLO
 	return sum
 }
@@ -68,8 +70,10 @@ func addRunTotals(sum, s *Summary) {
 	addOutcomes(&sum.Outcomes, &s.Outcomes)
 	addErrors(&sum.Errors, &s.Errors)
 	addOverspend(&sum.Overspend, &s.Overspend)
+	sum.LatencyClamped += s.LatencyClamped
 	sum.Central.Ops += s.Central.Ops
 	sum.Central.OpsPerS += s.Central.OpsPerS
+	sum.Central.OtherOps += s.Central.OtherOps
 }
 
 // addLoad adds s to l. Rates and counts add; the schedule lag p99 is the worst input's, as
@@ -77,9 +81,14 @@ func addRunTotals(sum, s *Summary) {
 func addLoad(l, s *Load) {
 	l.OfferedRPS += s.OfferedRPS
 	l.AchievedRPS += s.AchievedRPS
+	l.Offered += s.Offered
 	l.Decisions += s.Decisions
+	l.Late += s.Late
 	l.Sent += s.Sent
 	l.Dropped += s.Dropped
+	l.DroppedInflight += s.DroppedInflight
+	l.DroppedBehind += s.DroppedBehind
+	l.LostSeconds += s.LostSeconds
 	l.MaxInflight += s.MaxInflight
 	l.Concurrency += s.Concurrency
 	l.GeneratorLimited = l.GeneratorLimited || s.GeneratorLimited
@@ -105,22 +114,40 @@ func addErrors(e, s *Errors) {
 	e.Other += s.Other
 }
 
-// addOverspend adds the counts of s to ov; the ratios are recomputed from the merged totals.
+// addOverspend adds the counts of s to ov, confirmed and possible alike; the ratios are
+// recomputed from the merged totals (setOverspendRatios) and the bound by mergeBound. The burst
+// excess is per key and the parts' keys are disjoint: the sums add and the worst key is the
+// worst part's (the first of equals).
 func addOverspend(ov, s *Overspend) {
 	ov.Requests += s.Requests
 	ov.Tokens += s.Tokens
+	ov.PossibleRequests += s.PossibleRequests
+	ov.PossibleTokens += s.PossibleTokens
 	ov.FalseDenies += s.FalseDenies
-	ov.Bound.Tokens += s.Bound.Tokens
+	ov.PossibleFalseDenies += s.PossibleFalseDenies
 	ov.UnknownOutcomes += s.UnknownOutcomes
 	for c, n := range s.ByCause {
 		ov.ByCause[c] += n
 	}
+	ov.BurstExcess.Tokens += s.BurstExcess.Tokens
+	if s.BurstExcess.WorstTokens > ov.BurstExcess.WorstTokens || ov.BurstExcess.WorstKey == "" && s.BurstExcess.WorstKey != "" {
+		ov.BurstExcess.WorstKey, ov.BurstExcess.WorstTokens = s.BurstExcess.WorstKey, s.BurstExcess.WorstTokens
+	}
+}
+
+// setOverspendRatios recomputes the ratios of ov from its counts and the outcomes: overspend per
+// request let through, false denies per request denied, confirmed and possible.
+func setOverspendRatios(ov *Overspend, o *Outcomes) {
+	through, denied := o.Allowed+o.FailedOpen, o.Denied+o.FailedClosed
+	ov.Ratio, ov.PossibleRatio = Ratio(ov.Requests, through), Ratio(ov.PossibleRequests, through)
+	ov.FalseDenyRatio, ov.PossibleFalseDenyRatio = Ratio(ov.FalseDenies, denied), Ratio(ov.PossibleFalseDenies, denied)
 }
 
 // nodeTotals adds the inputs' per-node counts, keeping the order in which nodes first appear.
 type nodeTotals struct {
 	byAddr map[string]*NodeStats
 	order  []string
+	ops    int64 // every node's ops: the denominator of the shares
 }
 
 func (t *nodeTotals) add(nodes []NodeStats) {
@@ -132,6 +159,7 @@ func (t *nodeTotals) add(nodes []NodeStats) {
 			t.order = append(t.order, n.Addr)
 		}
 		dst.Ops += n.Ops
+		t.ops += n.Ops
 		dst.Moved += n.Moved
 		dst.Ask += n.Ask
 		dst.NoScript += n.NoScript
@@ -142,11 +170,11 @@ func (t *nodeTotals) add(nodes []NodeStats) {
 	}
 }
 
-// appendTo appends the merged nodes to dst, each with its share of ops (all nodes' ops).
-func (t *nodeTotals) appendTo(dst []NodeStats, ops int64) []NodeStats {
+// appendTo appends the merged nodes to dst, each with its share of every node's ops.
+func (t *nodeTotals) appendTo(dst []NodeStats) []NodeStats {
 	for _, a := range t.order {
 		n := t.byAddr[a]
-		n.Share = Ratio(n.Ops, ops)
+		n.Share = Ratio(n.Ops, t.ops)
 		dst = append(dst, *n)
 	}
 	return dst
@@ -180,9 +208,14 @@ func maxSplit(a, b *MemSplit) *MemSplit {
 	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
 }
 
-// setMergedLatency sets the whole-run latency from the merged histogram and the merged drops.
+// setMergedLatency sets the whole-run latency from the merged histogram and the merged drops:
+// over offered requests and over answered ones. A v1 merge keeps v1's definition, latency over
+// the answered requests only, in both.
 func setMergedLatency(sum *Summary, hist *Histogram) {
 	sum.LatencyMs, sum.LatencyServedMs = LatencyOf(hist, sum.Load.Dropped)
+	if sum.V1() {
+		sum.LatencyMs = servedAsOffered(sum.LatencyServedMs)
+	}
 }
 
 // missingIndexes lists the indexes in [0, count) that merged lacks.
@@ -197,11 +230,19 @@ func missingIndexes(merged []int, count int) []int {
 }
 
 // mergedNote is the merged summary's load note: a warning naming missing parts, how the merge
-// combined the inputs, then each input's own note.
-func mergedNote(merged, missing []int, count int, notes []string) string {
+// combined the inputs (and, for v1 parts, that their definitions are the old ones), then each
+// input's own note.
+func mergedNote(v1 bool, merged, missing []int, count int, notes []string) string {
+	bound := "the overspend bound is the largest part's (a bound per key: bounds of disjoint keys do not add), judged part by part"
+	if v1 {
+		bound = "the v1 overspend bounds (whole-run bounds) add"
+	}
 	head := fmt.Sprintf("merged from parts %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
-		"hot keys from the merged %s; schedule lag p99 is the worst part's and the process footprint the largest part's",
-		joinInts(merged), count, LedgerFile)
+		"hot keys from the merged %s; schedule lag p99 is the worst part's and the process footprint the largest part's; %s",
+		joinInts(merged), count, LedgerFile, bound)
+	if v1 {
+		head = V1Note + "; " + head
+	}
 	if len(missing) > 0 {
 		head = fmt.Sprintf("WARNING: parts %s of %d missing: every total covers parts %s only; ", joinInts(missing), count, joinInts(merged)) + head
 	}

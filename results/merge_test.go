@@ -22,6 +22,12 @@ type fakePart struct {
 	lat          [][]time.Duration // per second
 	keys         []KeyCount
 	partless     bool // write no part record (an whole run)
+	v1           bool // write a v1 summary, as an older ratelab did
+	// bound and worst are the part's overspend bound (nil: none) and worst key's burst excess.
+	bound    map[string]float64
+	worst    float64
+	worstKey string
+	faults   []Fault
 }
 
 // write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, ledger.
@@ -49,7 +55,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 		}
 		n := int64(len(lat))
 		iv := Interval{TS: float64(sec), Offered: n + 1, Sent: n, Dropped: 1, Allowed: n - n/4, Denied: n / 4,
-			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99)}
+			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99), Late: 1}
 		if err := tw.Write(iv); err != nil {
 			t.Fatal(err)
 		}
@@ -60,11 +66,31 @@ func (f fakePart) write(t testing.TB, dir string) {
 		sum.Load.Decisions += n
 		sum.Load.Sent += n
 		sum.Load.Dropped++
+		sum.Load.Offered += n + 1
+		sum.Load.DroppedInflight++
 		sum.Outcomes.Allowed += n - n/4
 		sum.Outcomes.Denied += n / 4
 		sum.Overspend.Requests++
 		sum.Overspend.Tokens++
+		sum.Overspend.PossibleRequests += 2
+		sum.Overspend.PossibleTokens += 2
+		sum.Overspend.FalseDenies++
+		sum.Overspend.PossibleFalseDenies += 3
+		sum.Overspend.UnknownOutcomes++
 		sum.Overspend.ByCause["central"]++
+	}
+	sum.Load.Late, sum.Load.DroppedBehind, sum.Load.LostSeconds = 2, 1, 1
+	sum.Load.Dropped++ // the one dropped behind, in no row
+	sum.Load.Offered++
+	sum.LatencyClamped = 1
+	sum.Central = Central{Ops: 100, OpsPerS: 50, OtherOps: 7}
+	sum.Nodes = []NodeStats{{Addr: "n1", Ops: 60}, {Addr: "n2", Ops: 47}}
+	sum.Overspend.BurstExcess = BurstExcess{Tokens: 2 * f.worst, WorstKey: f.worstKey, WorstTokens: f.worst}
+	sum.Overspend.Bound.Parts = f.bound
+	sum.Overspend.JudgeBound()
+	sum.Faults = f.faults
+	if f.v1 {
+		sum.Schema = SchemaSummaryV1
 	}
 	sum.DurationS = float64(len(f.lat))
 	sum.Load.OfferedRPS = float64(sum.Load.Sent+sum.Load.Dropped) / sum.DurationS
@@ -142,10 +168,14 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 			}
 		}
 	}
+	// Over offered requests: the union's answered latencies and every part's drops (4 per part).
+	if want, _ := LatencyOf(union, 8); sum.LatencyMs != want || sum.Load.Dropped != 8 {
+		t.Errorf("merged latency over offered %+v (dropped %d); want %+v from the union and 8 drops", sum.LatencyMs, sum.Load.Dropped, want)
+	}
 	for _, c := range []struct {
 		q    float64
 		have float64
-	}{{50, sum.LatencyMs.P50}, {90, sum.LatencyMs.P90}, {99, sum.LatencyMs.P99}, {99.9, sum.LatencyMs.P999}} {
+	}{{50, sum.LatencyServedMs.P50}, {90, sum.LatencyServedMs.P90}, {99, sum.LatencyServedMs.P99}, {99.9, sum.LatencyServedMs.P999}} {
 		if want := union.QuantileMs(c.q); c.have != want {
 			t.Errorf("merged p%v = %v ms, the union histogram's is %v", c.q, c.have, want)
 		}
@@ -241,6 +271,8 @@ func TestMergeRefuses(t *testing.T) {
 		{"other scenario.yaml", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, yaml: "name: hot\nduration: 9s\n", lat: lat}}, "", "different scenario.yaml"},
 		{"overlapping parts", []fakePart{{index: 1, count: 2, lat: lat}, {index: 1, count: 2, lat: lat}}, "", "both part 1/2"},
 		{"output is an input", []fakePart{{index: 0, count: 2, lat: lat}}, "s0", "is also an input"},
+		{"v1 with v2", []fakePart{{index: 0, count: 2, lat: lat}, {index: 1, count: 2, lat: lat, v1: true}}, "",
+			`is a ratelab.summary/v1 summary`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

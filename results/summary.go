@@ -2,21 +2,31 @@ package results
 
 import "time"
 
-// SchemaSummary is the value of Summary.Schema this package writes and reads.
+// SchemaSummary is the schema of the summaries this package writes: the definitions of
+// docs/metrics.md.
 const SchemaSummary = "ratelab.summary/v2"
 
 // SchemaSummaryV1 is the schema of summaries written before the definitions of docs/metrics.md:
-// latency over answered requests only, overspend without ranges over unknown outcomes, central
-// operations counting every command. ReadSummary reads it (see Summary.Schema); compare refuses
-// to set it against v2.
+// latency over answered requests only, overspend without ranges over unknown outcomes, a bound
+// on the whole run's overspend, central operations counting every command. ReadSummary maps it
+// into the v2 struct and keeps Schema = SchemaSummaryV1, so every reader can tell (see V1);
+// WriteSummary writes such a summary back in the v1 layout; Merge and compare refuse to set it
+// against v2.
 const SchemaSummaryV1 = "ratelab.summary/v1"
+
+// V1Note is what a reader of a v1 summary says beside its numbers: the report, the text summary,
+// a merge's note and compare.
+const V1Note = "summary v1: latency over answered requests only, overspend without ranges (old definitions)"
 
 // Summary is summary.json: the whole run in one record. The JSON names are the contract with
 // every reader (report, compare, CI jobs); they are snake_case and never renamed, as a renamed
 // field would read as absent. Counts are decisions (one decision = one request to the limiter)
 // unless a field says tokens.
 type Summary struct {
-	// Schema is always SchemaSummary; ReadSummary rejects anything else.
+	// Schema is SchemaSummary, or SchemaSummaryV1 in a summary read from a v1 file: then the
+	// v2-only fields are zero and the latency fields hold v1's latency over answered requests
+	// (see ReadSummary). Any other value is rejected by ReadSummary and replaced by SchemaSummary
+	// when written.
 	Schema string `json:"schema"`
 	// Scenario is the scenario's name (a built-in name or the spec's name field).
 	Scenario string `json:"scenario"`
@@ -39,13 +49,14 @@ type Summary struct {
 	// LatencyMs holds the whole run's latency percentiles over every offered request, measured
 	// from each request's intended start; a dropped request counts as slower than any latency.
 	LatencyMs Latency `json:"latency_ms"`
-	// LatencyServedMs holds the percentiles of the answered requests only.
+	// LatencyServedMs holds the percentiles of the answered requests only: what the limiter took
+	// for the requests it got.
 	LatencyServedMs ServedLatency `json:"latency_served_ms"`
 	// LatencyClamped counts latencies beyond the histogram's range, recorded at its maximum.
 	LatencyClamped int64 `json:"latency_clamped"`
 	// Overspend is the correctness headline: requests allowed beyond the policy's envelope.
 	Overspend Overspend `json:"overspend"`
-	// Central counts the operations that reached the shared store.
+	// Central counts the commands the Redis nodes received: decision commands and the others.
 	Central Central `json:"central"`
 	// HotKeys lists the keys that took the largest shares of decisions, largest first.
 	HotKeys []HotKey `json:"hot_keys"`
@@ -121,8 +132,8 @@ type Load struct {
 	Sent int64 `json:"sent"`
 	// Dropped is the number of requests the generator did not start: MaxInflight requests were
 	// already in flight, or the dispatcher had fallen further behind its schedule than the engine
-	// allows (Note says how many of each). In a black-box attack it is the requests offered but
-	// never answered. They are counted, never silently skipped.
+	// allows (DroppedInflight and DroppedBehind say how many of each). In a black-box attack it
+	// is the requests offered but never answered. They are counted, never silently skipped.
 	Dropped int64 `json:"dropped"`
 	// DroppedInflight and DroppedBehind split Dropped by cause: MaxInflight requests were in
 	// flight, or the dispatcher was further behind its schedule than the engine allows.
@@ -188,76 +199,10 @@ func (e Errors) Total() int64 {
 	return e.Timeout + e.Moved + e.Ask + e.TryAgain + e.ClusterDown + e.NoScript + e.Conn + e.Other
 }
 
-// Overspend compares the allowed stream of every key with its policy's exact envelope: an
-// allowed request the envelope had no tokens for is overspend; a denied request the envelope had
-// tokens for is a false deny. Requests let through or denied by a fail policy are judged too.
-//
-// A decision that timed out may or may not have run in the store: its outcome is unknown. Every
-// figure is given at both ends of what the unknown outcomes allow, as Jepsen's checkers treat
-// indeterminate operations: CONFIRMED holds however they went (overspend with every unknown
-// assumed not debited, false denies with every unknown assumed debited), POSSIBLE under some
-// resolution (the opposite assumptions). The unprefixed figures are the confirmed ones.
-type Overspend struct {
-	// Requests is the number of allowed requests beyond the envelope (confirmed).
-	Requests int64 `json:"requests"`
-	// Tokens is the sum of the costs of those requests, in tokens (confirmed).
-	Tokens int64 `json:"tokens"`
-	// Ratio is Requests / (Outcomes.Allowed + Outcomes.FailedOpen): overspend per request let
-	// through, by the limiter or by fail-open (0 when nothing was let through); see Ratio.
-	Ratio float64 `json:"ratio"`
-	// PossibleRequests, PossibleTokens and PossibleRatio are the same with every unknown outcome
-	// assumed debited: the most overspend the run can have had.
-	PossibleRequests int64   `json:"possible_requests"`
-	PossibleTokens   int64   `json:"possible_tokens"`
-	PossibleRatio    float64 `json:"possible_ratio"`
-	// FalseDenies is the number of denied requests the envelope had tokens for (confirmed).
-	FalseDenies int64 `json:"false_denies"`
-	// FalseDenyRatio is FalseDenies / (Outcomes.Denied + Outcomes.FailedClosed): false denies per
-	// request denied, by the limiter or by fail-closed (0 when nothing was denied).
-	FalseDenyRatio float64 `json:"false_deny_ratio"`
-	// PossibleFalseDenies and PossibleFalseDenyRatio assume every unknown outcome not debited.
-	PossibleFalseDenies    int64   `json:"possible_false_denies"`
-	PossibleFalseDenyRatio float64 `json:"possible_false_deny_ratio"`
-	// UnknownOutcomes counts decisions whose outcome the client never learnt (timeouts).
-	UnknownOutcomes int64 `json:"unknown_outcomes"`
-	// ByCause splits Requests by the cause the engine attributed ("failover", "fail-open",
-	// "lease", "clock-skew", "window-boundary", "unattributed"...).
-	ByCause map[string]int64 `json:"by_cause"`
-	// BurstExcess is how far the allowed stream went beyond the burst (see BurstExcess).
-	BurstExcess BurstExcess `json:"burst_excess"`
-	// Bound is what the run's design promises of the burst excess, and whether it held.
-	Bound Bound `json:"bound"`
-}
-
-// BurstExcess is, per key, the smallest b' such that the key's allowed stream conforms to the
-// policy's rate with burst b', minus the burst: the deepest deficit of the exact bucket when
-// overspent tokens are debited too (and every unknown outcome debited, so an upper bound for
-// every resolution). Unlike the cumulative overspend it does not grow with idle episodes: it is
-// what a lease or a failover can let through at once. For window policies it is 0.
-type BurstExcess struct {
-	// Tokens is the sum over keys.
-	Tokens float64 `json:"tokens"`
-	// WorstKey and WorstTokens name the key with the largest excess.
-	WorstKey    string  `json:"worst_key"`
-	WorstTokens float64 `json:"worst_tokens"`
-}
-
-// Bound is the design's promise for the burst excess of every key, in tokens: for leases the
-// most tokens outstanding in leases at any moment, plus what named faults add (tokens a failover
-// can return: the replication gap at the kill). Within says whether the worst key kept it;
-// absent (null) when the run's design promises none.
-type Bound struct {
-	// Tokens is the sum of Parts.
-	Tokens float64 `json:"tokens"`
-	// Parts names where the bound comes from: "leases", "replication_gap", ...
-	Parts map[string]float64 `json:"parts"`
-	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies.
-	Within *bool `json:"within"`
-}
-
 // Central counts the operations that made or refilled decisions on the shared store: a
 // decision's EVALSHA (or EVAL), its retry after NOSCRIPT, a lease fetch. Every other command the
-// nodes received (PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...) is in OtherOps.
+// nodes received (PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...) is in OtherOps. In a summary read
+// from a v1 file Ops counts every command and OtherOps is 0.
 type Central struct {
 	// Ops is the number of decision operations.
 	Ops int64 `json:"ops"`
@@ -333,9 +278,10 @@ type MemSplit struct {
 type NodeStats struct {
 	// Addr is the node's address.
 	Addr string `json:"addr"`
-	// Ops counts the commands the node answered (EVALSHA, EVAL, and the client's CLUSTER SLOTS).
+	// Ops counts the commands the node received from the run's clients: decision commands and
+	// the others alike.
 	Ops int64 `json:"ops"`
-	// Share is Ops / the sum of every node's Ops (central.ops), in [0, 1].
+	// Share is Ops / the sum of every node's Ops, in [0, 1].
 	Share float64 `json:"share"`
 	// Moved, Ask, NoScript, TryAgain and ClusterDown count those replies from the node; Timeout
 	// and Conn the calls to it that timed out or lost their connection.
@@ -376,7 +322,8 @@ type Fault struct {
 	// RecoveredS is when decisions succeeded again, in seconds since the start.
 	RecoveredS float64 `json:"recovered_s"`
 	// Failed is true when the fault could not be carried out (Error says why): the run did not
-	// test what its scenario asked, and exits with code 4.
+	// test what its scenario asked, and exits with code 4. In a merged run a fault failed when it
+	// failed in any part, and Error names the part.
 	Failed bool   `json:"failed,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
@@ -395,7 +342,8 @@ type Check struct {
 	Name string `json:"name"`
 	// Limit is the threshold from the spec.
 	Limit float64 `json:"limit"`
-	// Value is the measured value.
+	// Value is the measured value; +Inf when it is not measurable (a latency percentile that fell
+	// among the dropped requests), written as JSON null.
 	Value float64 `json:"value"`
 	// Pass is the check's verdict.
 	Pass bool `json:"pass"`
@@ -419,10 +367,16 @@ func Ratio(num, den int64) float64 {
 	return float64(num) / float64(den)
 }
 
-// normalize sets the schema and replaces nil lists and maps with empty ones, so JSON readers
-// see [] and {} rather than null.
+// V1 reports whether s was read from a v1 file: its latency is over answered requests only, its
+// overspend has no ranges, and its bound is v1's (see SchemaSummaryV1 and V1Note).
+func (s *Summary) V1() bool { return s.Schema == SchemaSummaryV1 }
+
+// normalize sets the schema (v1 stays v1) and replaces nil lists and maps with empty ones, so
+// JSON readers see [] and {} rather than null.
 func (s *Summary) normalize() {
-	s.Schema = SchemaSummary
+	if s.Schema != SchemaSummaryV1 {
+		s.Schema = SchemaSummary
+	}
 	if s.Nodes == nil {
 		s.Nodes = []NodeStats{}
 	}

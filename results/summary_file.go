@@ -17,30 +17,49 @@ const maxSummaryBytes = 16 << 20
 
 // WriteSummary writes s to path as indented JSON, atomically: it writes a temporary file in the
 // same directory and renames it over path, so a reader sees the old file or the new one, never
-// half of one. The schema is set to SchemaSummary and nil lists and maps are written as [] and {};
-// s itself is not modified. A NaN or infinite number is an error naming its JSON field.
+// half of one. Nil lists and maps are written as [] and {}; s itself is not modified.
+//
+// The file is a v2 summary (SchemaSummary) unless s was read from a v1 file (s.V1()): then it is
+// written back in the v1 layout with SchemaSummaryV1, v2-only fields left out, so a v1 run never
+// claims the v2 definitions (see summary_v1.go). A NaN or infinite number is an error naming its
+// JSON field, except the +Inf that stands for "not measurable" in a latency (Ms) or a check's
+// value, written as null.
 func WriteSummary(path string, s *Summary) error {
 	if s == nil {
 		return fmt.Errorf("write summary %s: summary is nil: %w", path, ErrInvalid)
 	}
 	c := *s
 	c.normalize()
-	if field := nonFinite(reflect.ValueOf(c), ""); field != "" {
+	var out any = &c
+	if c.V1() {
+		out = toV1(&c)
+	}
+	if field := nonFinite(reflect.ValueOf(out).Elem(), "", false); field != "" {
 		return fmt.Errorf("write summary %s: field %s is NaN or infinite; JSON cannot carry it, "+
-			"store 0 when the quantity is undefined: %w", path, field, ErrInvalid)
+			"store 0 when the quantity is undefined (+Inf only for a latency that is not measurable): %w", path, field, ErrInvalid)
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep "<=" in check names readable; this is a file, not HTML
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(&c); err != nil {
+	if err := encodeJSON(&buf, out, "  "); err != nil {
 		return fmt.Errorf("write summary %s: %w", path, err)
 	}
 	return WriteFileAtomic(path, buf.Bytes())
 }
 
-// ReadSummary reads a summary written by WriteSummary. A file whose schema is not SchemaSummary
-// is rejected with ErrSchema; unknown fields are ignored (newer writers may add some).
+// encodeJSON writes v as JSON to buf, indented by indent when it is not empty, without escaping
+// "<", ">" and "&": keep "<=" in check names readable; this is a file, not HTML.
+func encodeJSON(buf *bytes.Buffer, v any, indent string) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	return enc.Encode(v)
+}
+
+// ReadSummary reads a summary written by WriteSummary: a v2 file (SchemaSummary) as it is, a v1
+// file (SchemaSummaryV1) mapped into the v2 struct with Schema kept at SchemaSummaryV1 (see
+// summary_v1.go for what each v1 field becomes). Any other schema is rejected with ErrSchema;
+// unknown fields are ignored (newer writers may add some).
 func ReadSummary(path string) (*Summary, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -57,17 +76,24 @@ func ReadSummary(path string) (*Summary, error) {
 	if err := json.Unmarshal(buf.Bytes(), &head); err != nil {
 		return nil, fmt.Errorf("read summary %s: not a JSON object: %v: %w", path, err, ErrCorrupt)
 	}
+	s := new(Summary)
 	switch {
 	case head.Schema == nil:
 		return nil, fmt.Errorf("read summary %s: no \"schema\" field; want %q (is this a ratelab summary.json?): %w",
 			path, SchemaSummary, ErrSchema)
-	case *head.Schema != SchemaSummary:
-		return nil, fmt.Errorf("read summary %s: schema %q; this ratelab reads %q only: %w",
-			path, *head.Schema, SchemaSummary, ErrSchema)
-	}
-	s := new(Summary)
-	if err := json.Unmarshal(buf.Bytes(), s); err != nil {
-		return nil, fmt.Errorf("read summary %s: %v: %w", path, err, ErrCorrupt)
+	case *head.Schema == SchemaSummaryV1:
+		v := new(summaryV1)
+		if err := json.Unmarshal(buf.Bytes(), v); err != nil {
+			return nil, fmt.Errorf("read summary %s: %v: %w", path, err, ErrCorrupt)
+		}
+		s = fromV1(v)
+	case *head.Schema == SchemaSummary:
+		if err := json.Unmarshal(buf.Bytes(), s); err != nil {
+			return nil, fmt.Errorf("read summary %s: %v: %w", path, err, ErrCorrupt)
+		}
+	default:
+		return nil, fmt.Errorf("read summary %s: schema %q; this ratelab reads %q and %q only: %w",
+			path, *head.Schema, SchemaSummary, SchemaSummaryV1, ErrSchema)
 	}
 	s.normalize()
 	return s, nil
@@ -105,11 +131,22 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 	return nil
 }
 
-// nonFinite returns the JSON path of the first NaN or infinite float64 in v, or "".
-func nonFinite(v reflect.Value, path string) string {
+var (
+	msType    = reflect.TypeFor[Ms]()
+	checkType = reflect.TypeFor[Check]()
+)
+
+// nonFinite returns the JSON path of the first NaN or infinite float64 in v, or "". +Inf is
+// allowed where JSON writes it as null: in an Ms (Unmeasurable) and in a Check's value (allowInf
+// for that field).
+func nonFinite(v reflect.Value, path string, allowInf bool) string {
 	switch v.Kind() {
 	case reflect.Float32, reflect.Float64:
-		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+		f := v.Float()
+		if math.IsInf(f, 1) && (allowInf || v.Type() == msType) {
+			return ""
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return path
 		}
 	case reflect.Struct:
@@ -119,18 +156,58 @@ func nonFinite(v reflect.Value, path string) string {
 			if name == "" || name == "-" {
 				continue
 			}
-			if p := nonFinite(v.Field(i), join(path, name)); p != "" {
+			inf := t == checkType && t.Field(i).Name == "Value"
+			if p := nonFinite(v.Field(i), join(path, name), inf); p != "" {
 				return p
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			if p := nonFinite(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); p != "" {
+			if p := nonFinite(v.Index(i), fmt.Sprintf("%s[%d]", path, i), false); p != "" {
 				return p
 			}
 		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return nonFinite(v.Elem(), path, allowInf)
+		}
 	}
 	return ""
+}
+
+// checkJSON is the JSON form of a Check: Value is null when it is not measurable (+Inf).
+type checkJSON struct {
+	Name  string   `json:"name"`
+	Limit float64  `json:"limit"`
+	Value *float64 `json:"value"`
+	Pass  bool     `json:"pass"`
+}
+
+// MarshalJSON writes c with its value as null when it is +Inf (a latency percentile that is not
+// measurable); NaN and -Inf are refused.
+func (c Check) MarshalJSON() ([]byte, error) {
+	j := checkJSON{Name: c.Name, Limit: c.Limit, Pass: c.Pass}
+	if !math.IsInf(c.Value, 1) {
+		j.Value = &c.Value
+	}
+	var buf bytes.Buffer
+	if err := encodeJSON(&buf, j, ""); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads a check, a null value as +Inf (not measurable).
+func (c *Check) UnmarshalJSON(b []byte) error {
+	var j checkJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = Check{Name: j.Name, Limit: j.Limit, Value: math.Inf(1), Pass: j.Pass}
+	if j.Value != nil {
+		c.Value = *j.Value
+	}
+	return nil
 }
 
 func join(path, name string) string {

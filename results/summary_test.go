@@ -17,8 +17,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// sampleSummary fills every field with a distinct non-zero value, so the golden shows them all.
+// sampleSummary fills every field with a distinct non-zero value, so the golden shows them all;
+// the drops make p99.9 and max not measurable (null).
 func sampleSummary() *Summary {
+	within := false
 	return &Summary{
 		Scenario:    "hot-tenant-failover",
 		Seed:        42,
@@ -27,21 +29,32 @@ func sampleSummary() *Summary {
 		Interrupted: true,
 		Environment: Environment{RedisVersion: "7.0.15", Provider: "local", Primaries: 3, Replicas: 1,
 			Cores: 2, Go: "go1.26.8", Ratelab: "v0.1.0", Mode: "central"},
-		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Decisions: 1119280, Sent: 1119300, Dropped: 90700,
+		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Offered: 1210000, Decisions: 1119280, Late: 20,
+			Sent: 1119300, Dropped: 90700, DroppedInflight: 90000, DroppedBehind: 700, LostSeconds: 1,
 			MaxInflight: 512, Concurrency: 64, GeneratorLimited: true, ScheduleLagP99Ms: 0.375,
 			Note: "achieved 18500.5/s < offered 20000/s: 90700 requests dropped at max_inflight 512"},
-		Outcomes:  Outcomes{Allowed: 900000, Denied: 200000, FailedOpen: 10000, FailedClosed: 9000, Errors: 280},
-		Errors:    Errors{Timeout: 1, Moved: 2, Ask: 3, TryAgain: 4, ClusterDown: 5, NoScript: 6, Conn: 7, Other: 8},
-		LatencyMs: Latency{P50: 0.412, P90: 0.9, P99: 2.5, P999: 12.75, Max: 2301.5},
-		Overspend: Overspend{Requests: 1200, Tokens: 1300, Ratio: Ratio(1200, 900000), FalseDenies: 30,
-			FalseDenyRatio: Ratio(30, 200000), BoundTokens: 1500.5,
-			ByCause: map[string]int64{"failover": 1100, "fail-open": 100}},
-		Central: Central{Ops: 1119000, OpsPerS: 18495.87},
+		Outcomes: Outcomes{Allowed: 900000, Denied: 200000, FailedOpen: 10000, FailedClosed: 9000, Errors: 280},
+		Errors:   Errors{Timeout: 1, Moved: 2, Ask: 3, TryAgain: 4, ClusterDown: 5, NoScript: 6, Conn: 7, Other: 8},
+		LatencyMs: Latency{P50: 0.45, P90: 1.1, P99: 8.5, P999: Unmeasurable, Max: Unmeasurable,
+			MeasurablePct: 92.5, Dropped: 90700},
+		LatencyServedMs: ServedLatency{P50: 0.412, P90: 0.9, P99: 2.5, P999: 12.75, Max: 2301.5},
+		LatencyClamped:  3,
+		Overspend: Overspend{Requests: 1200, Tokens: 1300, Ratio: Ratio(1200, 910000),
+			PossibleRequests: 1250, PossibleTokens: 1350, PossibleRatio: Ratio(1250, 910000),
+			FalseDenies: 30, FalseDenyRatio: Ratio(30, 209000),
+			PossibleFalseDenies: 31, PossibleFalseDenyRatio: Ratio(31, 209000), UnknownOutcomes: 50,
+			ByCause:     map[string]int64{"failover": 1100, "fail-open": 100},
+			BurstExcess: BurstExcess{Tokens: 1600.25, WorstKey: "rl:{t1}:search", WorstTokens: 1510.5},
+			Bound: Bound{Tokens: 1500.5, Parts: map[string]float64{BoundLeases: 1000, BoundReplicationGap: 500.5},
+				Within: &within}},
+		Central: Central{Ops: 1119000, OpsPerS: 18495.87, OtherOps: 420},
 		HotKeys: []HotKey{{Key: "rl:{t1}:search", Share: 0.21, Node: "127.0.0.1:7001"}},
 		Nodes:   []NodeStats{{Addr: "127.0.0.1:7001", Ops: 1200, Share: 0.5, Moved: 3, Ask: 1, NoScript: 1}},
-		Faults:  []Fault{{AtS: 20, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 21.1, RecoveredS: 22.4}},
+		Faults: []Fault{{AtS: 20, Kind: "kill", Target: "127.0.0.1:7001", DetectedS: 21.1, RecoveredS: 22.4},
+			{AtS: 30, Kind: "pause", Target: "127.0.0.1:7002", ForS: 2, Failed: true, Error: "SIGSTOP: no such process"}},
 		SLO: SLO{Pass: false, Checks: []Check{
-			{Name: "p99_ms <=", Limit: 5, Value: 2.5, Pass: true},
+			{Name: "p99_ms <=", Limit: 10, Value: 8.5, Pass: true},
+			{Name: "p999_ms <=", Limit: 50, Value: math.Inf(1), Pass: false},
 			{Name: "overspend.ratio <=", Limit: 0.001, Value: 0.00133, Pass: false},
 		}},
 	}
@@ -73,12 +86,14 @@ func TestSummaryGolden(t *testing.T) {
 }
 
 // requiredFields is every JSON field summary.json always writes (those without omitempty), the
-// names readers rely on. sampleSummary sets no optional field, so it writes exactly these.
+// names readers rely on, plus the optional ones sampleSummary sets (faults[].for_s, failed,
+// error).
 var requiredFields = []string{
 	"schema", "scenario", "seed", "started_at", "duration_s", "interrupted",
 	"environment", "environment.redis_version", "environment.provider", "environment.primaries",
 	"environment.replicas", "environment.cores", "environment.go", "environment.ratelab", "environment.mode",
-	"load", "load.offered_rps", "load.achieved_rps", "load.decisions", "load.sent", "load.dropped",
+	"load", "load.offered_rps", "load.achieved_rps", "load.offered", "load.decisions", "load.late",
+	"load.sent", "load.dropped", "load.dropped_inflight", "load.dropped_behind", "load.lost_seconds",
 	"load.max_inflight", "load.concurrency", "load.generator_limited", "load.note",
 	"load.schedule_lag_p99_ms",
 	"outcomes", "outcomes.allowed", "outcomes.denied", "outcomes.failed_open", "outcomes.failed_closed",
@@ -86,27 +101,37 @@ var requiredFields = []string{
 	"errors", "errors.timeout", "errors.moved", "errors.ask", "errors.tryagain", "errors.clusterdown",
 	"errors.noscript", "errors.conn", "errors.other",
 	"latency_ms", "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
-	"overspend", "overspend.requests", "overspend.tokens", "overspend.ratio", "overspend.false_denies",
-	"overspend.false_deny_ratio", "overspend.bound_tokens", "overspend.unknown_outcomes", "overspend.by_cause",
-	"central", "central.ops", "central.ops_per_s",
+	"latency_ms.measurable_pct", "latency_ms.dropped",
+	"latency_served_ms", "latency_served_ms.p50", "latency_served_ms.p90", "latency_served_ms.p99",
+	"latency_served_ms.p999", "latency_served_ms.max", "latency_clamped",
+	"overspend", "overspend.requests", "overspend.tokens", "overspend.ratio",
+	"overspend.possible_requests", "overspend.possible_tokens", "overspend.possible_ratio",
+	"overspend.false_denies", "overspend.false_deny_ratio",
+	"overspend.possible_false_denies", "overspend.possible_false_deny_ratio",
+	"overspend.unknown_outcomes", "overspend.by_cause",
+	"overspend.burst_excess", "overspend.burst_excess.tokens", "overspend.burst_excess.worst_key",
+	"overspend.burst_excess.worst_tokens",
+	"overspend.bound", "overspend.bound.tokens", "overspend.bound.parts", "overspend.bound.within",
+	"central", "central.ops", "central.ops_per_s", "central.other_ops",
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
 	"nodes", "nodes[].addr", "nodes[].ops", "nodes[].share", "nodes[].moved", "nodes[].ask", "nodes[].noscript",
 	"nodes[].tryagain", "nodes[].clusterdown", "nodes[].timeout", "nodes[].conn",
 	"process", "process.rss_warm_mb", "process.rss_end_mb", "process.heap_warm_mb", "process.heap_end_mb", "process.goroutines_warm", "process.goroutines_end",
 	"faults", "faults[].at_s", "faults[].kind", "faults[].target", "faults[].detected_s", "faults[].recovered_s",
+	"faults[].for_s", "faults[].failed", "faults[].error",
 	"slo", "slo.pass", "slo.checks", "slo.checks[].name", "slo.checks[].limit", "slo.checks[].value",
 	"slo.checks[].pass",
 }
 
-// jsonPaths lists the field paths of a decoded JSON value; map keys under by_cause are data, not
-// fields, so the walk stops there.
+// jsonPaths lists the field paths of a decoded JSON value; map keys under by_cause and
+// bound.parts are data, not fields, so the walk stops there.
 func jsonPaths(v any, prefix string, out *[]string) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, child := range v {
 			p := join(prefix, k)
 			*out = append(*out, p)
-			if p != "overspend.by_cause" {
+			if p != "overspend.by_cause" && p != "overspend.bound.parts" {
 				jsonPaths(child, p, out)
 			}
 		}
@@ -139,13 +164,15 @@ func TestSummaryRequiredFieldNames(t *testing.T) {
 
 func TestSummaryRoundTrip(t *testing.T) {
 	t.Parallel()
+	notJudged := []string{"overspend.bound.within"}
 	tests := []struct {
-		name string
-		have *Summary
+		name  string
+		have  *Summary
+		nulls []string // the JSON paths written as null, sorted
 	}{
-		{"full", sampleSummary()},
-		{"empty lists become empty, not null", NewSummary("smoke", 7, time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))},
-		{"zero value", &Summary{}},
+		{"full", sampleSummary(), []string{"latency_ms.max", "latency_ms.p999", "slo.checks[].value"}},
+		{"empty lists become empty, not null", NewSummary("smoke", 7, time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)), notJudged},
+		{"zero value", &Summary{}, notJudged},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,8 +195,8 @@ func TestSummaryRoundTrip(t *testing.T) {
 				t.Errorf("round trip\nhave %+v\nwant %+v", *have, want)
 			}
 			raw, _ := os.ReadFile(path)
-			if bytes.Contains(raw, []byte("null")) {
-				t.Errorf("summary.json contains null:\n%s", raw)
+			if nulls := jsonNulls(t, raw); !slices.Equal(nulls, tt.nulls) {
+				t.Errorf("summary.json has null at %v, want %v (only what is not measurable or judged):\n%s", nulls, tt.nulls, raw)
 			}
 			entries, _ := os.ReadDir(filepath.Dir(path))
 			if len(entries) != 1 {
@@ -187,10 +214,12 @@ func TestReadSummaryRejects(t *testing.T) {
 		want     error
 		wantText string
 	}{
-		{"wrong schema", `{"schema":"ratelab.summary/v2","scenario":"x"}`, ErrSchema, `"ratelab.summary/v2"`},
+		{"wrong schema", `{"schema":"ratelab.summary/v3","scenario":"x"}`, ErrSchema, `"ratelab.summary/v3"; this ratelab reads "ratelab.summary/v2" and "ratelab.summary/v1"`},
 		{"no schema", `{"scenario":"x"}`, ErrSchema, `no "schema" field`},
 		{"not json", `{"schema":`, ErrCorrupt, "not a JSON object"},
-		{"wrong type", `{"schema":"ratelab.summary/v1","seed":"abc"}`, ErrCorrupt, "seed"},
+		{"wrong type", `{"schema":"ratelab.summary/v2","seed":"abc"}`, ErrCorrupt, "seed"},
+		{"wrong type in v1", `{"schema":"ratelab.summary/v1","seed":"abc"}`, ErrCorrupt, "seed"},
+		{"wrong latency", `{"schema":"ratelab.summary/v2","latency_ms":{"p99":"slow"}}`, ErrCorrupt, "latency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,8 +244,13 @@ func TestWriteSummaryRejectsNonFinite(t *testing.T) {
 		field string
 	}{
 		{"ratio NaN", func(s *Summary) { s.Overspend.Ratio = math.NaN() }, "overspend.ratio"},
-		{"p99 Inf", func(s *Summary) { s.LatencyMs.P99 = math.Inf(1) }, "latency_ms.p99"},
-		{"check value", func(s *Summary) { s.SLO.Checks[1].Value = math.NaN() }, "slo.checks[1].value"},
+		{"ratio +Inf", func(s *Summary) { s.Overspend.Ratio = math.Inf(1) }, "overspend.ratio"},
+		{"p99 NaN", func(s *Summary) { s.LatencyMs.P99 = Ms(math.NaN()) }, "latency_ms.p99"},
+		{"p99 -Inf", func(s *Summary) { s.LatencyMs.P99 = Ms(math.Inf(-1)) }, "latency_ms.p99"},
+		{"served p99 +Inf", func(s *Summary) { s.LatencyServedMs.P99 = math.Inf(1) }, "latency_served_ms.p99"},
+		{"check value NaN", func(s *Summary) { s.SLO.Checks[1].Value = math.NaN() }, "slo.checks[1].value"},
+		{"check limit +Inf", func(s *Summary) { s.SLO.Checks[1].Limit = math.Inf(1) }, "slo.checks[1].limit"},
+		{"bound NaN", func(s *Summary) { s.Overspend.Bound.Tokens = math.NaN() }, "overspend.bound.tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,6 +267,34 @@ func TestWriteSummaryRejectsNonFinite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonNulls lists the JSON paths of raw whose value is null, sorted (array indexes as []).
+func jsonNulls(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch v := v.(type) {
+		case nil:
+			out = append(out, path)
+		case map[string]any:
+			for k, c := range v {
+				walk(c, join(path, k))
+			}
+		case []any:
+			for _, c := range v {
+				walk(c, path+"[]")
+			}
+		}
+	}
+	walk(v, "")
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func TestRatio(t *testing.T) {

@@ -60,7 +60,12 @@ func (t *TimeseriesWriter) Write(iv Interval) error {
 			t.buf = strconv.AppendInt(t.buf, v, 10)
 			continue
 		}
-		v := *c.f(r)
+		var v float64
+		if c.d != nil {
+			v = c.d(r)
+		} else {
+			v = *c.f(r)
+		}
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("timeseries: row t_s=%g: column %s = %g; want a finite number >= 0 "+
 				"(write 0 for a second with no samples): %w", iv.TS, c.name, v, ErrInvalid)
@@ -87,7 +92,9 @@ func (t *TimeseriesWriter) flush() error {
 
 // ReadTimeseries reads a timeseries.csv. Columns are matched by header name: the first
 // requiredColumns columns of the layout must be present, later known columns are optional (0
-// when absent) and unknown columns are ignored. On a corrupt row (ErrCorrupt) or a last line cut
+// when absent: files written before late and dropped_share read with Late 0) and unknown
+// columns are ignored. A derived column (dropped_share) must hold a number; its value is
+// computed from the counts (Interval.DroppedShare), present or not. On a corrupt row (ErrCorrupt) or a last line cut
 // short by an interrupted write (ErrTruncated: no end of line) it returns the rows read so far
 // together with an error naming the line and column.
 func ReadTimeseries(r io.Reader) ([]Interval, error) {
@@ -214,7 +221,9 @@ func parseRow(line []byte, n int, layout []int) (Interval, error) {
 		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
 			return iv, fieldError(n, i, c.name, f, "a finite number >= 0")
 		}
-		*c.f(&iv) = v
+		if c.f != nil {
+			*c.f(&iv) = v
+		}
 	}
 	return iv, nil
 }

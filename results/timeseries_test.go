@@ -12,7 +12,8 @@ import (
 
 // wantHeader is the column order readers rely on: the requiredColumns (17), then the optional ones.
 const wantHeader = "t_s,offered,sent,dropped,allowed,denied,errors,timeout,moved,ask,noscript,clusterdown," +
-	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms,faults,policy_version"
+	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms,faults,policy_version," +
+	"late,dropped_share"
 
 // seededIntervals returns n plausible rows from a seeded generator.
 func seededIntervals(seed uint64, n int) []Interval {
@@ -31,7 +32,7 @@ func seededIntervals(seed uint64, n int) []Interval {
 			ClusterDown: rng.Int64N(3), P50Ms: p50, P99Ms: p50 * 3.5, P999Ms: p50 * 7.25,
 			Overspend: rng.Int64N(4), CentralOps: sent, FailedOpen: rng.Int64N(2), FailedClosed: rng.Int64N(2),
 			TryAgain: rng.Int64N(2), Conn: rng.Int64N(2), Other: rng.Int64N(2), FalseDenies: rng.Int64N(2),
-			MaxMs: p50*10 + rng.Float64(), PolicyVersion: 1 + int64(i)/60,
+			MaxMs: p50*10 + rng.Float64(), PolicyVersion: 1 + int64(i)/60, Late: rng.Int64N(2),
 		}
 	}
 	return rows
@@ -169,16 +170,18 @@ func TestReadTimeseriesDamaged(t *testing.T) {
 		{"truncated last line", lines[0] + row(1) + row(2) + strings.Join(strings.Split(row(3), ",")[:3], ",") + ",1",
 			2, ErrTruncated, "line 4 column 4 (dropped): no end of line"},
 		{"last row without newline", lines[0] + row(1) + strings.TrimSuffix(row(2), "\n"), 1, ErrTruncated,
-			"line 3 column 27 (policy_version)"},
+			"line 3 column 29 (dropped_share)"},
 		{"float in a count column", lines[0] + row(1) + withField(row(2), 2, "1.5"), 1, ErrCorrupt,
 			`line 3 column 3 (sent): "1.5" is not a count`},
 		{"garbage latency", lines[0] + row(1) + row(2) + withField(row(3), 13, "fast"), 2, ErrCorrupt,
 			`line 4 column 14 (p99_ms): "fast" is not a finite number`},
-		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 25) + "\n", 2, ErrCorrupt,
+		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 27) + "\n", 2, ErrCorrupt,
 			"line 4 column 2 (offered)"},
-		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 14) + "\n", 0, ErrCorrupt,
+		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 16) + "\n", 0, ErrCorrupt,
 			"line 2 column 13 (p50_ms)"},
-		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 27"},
+		{"garbage dropped share", lines[0] + row(1) + withField(strings.TrimSuffix(row(2), "\n"), 28, "most") + "\n", 1, ErrCorrupt,
+			`line 3 column 29 (dropped_share): "most" is not a finite number`},
+		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 29"},
 		{"empty file", "", 0, ErrTruncated, "line 1: empty file"},
 		{"truncated header", "t_s,offered,se", 0, ErrTruncated, `line 1: header cut short after "t_s,offered,se"`},
 		{"missing column", strings.Replace(lines[0], ",moved", "", 1), 0, ErrCorrupt, `required column "moved"`},
@@ -217,34 +220,57 @@ func TestReadTimeseriesLenient(t *testing.T) {
 	}
 }
 
-// TestReadTimeseriesWithoutPolicyVersion reads a file without the optional policy_version
-// column: its rows read as they were written, with PolicyVersion 0 (no tariffs).
-func TestReadTimeseriesWithoutPolicyVersion(t *testing.T) {
+// TestReadTimeseriesWithoutLaterColumns reads files written before the optional columns that
+// came last: without late and dropped_share, and without policy_version too. Their rows read as
+// they were written, the absent counts 0 (no tariffs, nothing late); dropped_share, derived,
+// still reads from the counts.
+func TestReadTimeseriesWithoutLaterColumns(t *testing.T) {
 	t.Parallel()
 	rows := seededIntervals(6, 3)
-	var old strings.Builder
-	for i, line := range strings.Split(strings.TrimSuffix(string(writeRows(t, rows)), "\n"), "\n") {
-		fields := strings.Split(line, ",")
-		if i == 0 && fields[len(fields)-1] != "policy_version" {
-			t.Fatalf("header %q: want policy_version last", line)
+	for _, tt := range []struct {
+		drop  int // trailing columns left out
+		clear func(*Interval)
+	}{
+		{2, func(iv *Interval) { iv.Late = 0 }},
+		{3, func(iv *Interval) { iv.Late, iv.PolicyVersion = 0, 0 }},
+	} {
+		var old strings.Builder
+		for i, line := range strings.Split(strings.TrimSuffix(string(writeRows(t, rows)), "\n"), "\n") {
+			fields := strings.Split(line, ",")
+			if i == 0 && strings.Join(fields[len(fields)-3:], ",") != "policy_version,late,dropped_share" {
+				t.Fatalf("header %q: want policy_version, late, dropped_share last", line)
+			}
+			old.WriteString(strings.Join(fields[:len(fields)-tt.drop], ",") + "\n")
 		}
-		old.WriteString(strings.Join(fields[:len(fields)-1], ",") + "\n")
-	}
-	have, err := ReadTimeseries(strings.NewReader(old.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(have) != len(rows) {
-		t.Fatalf("read %d rows, want %d", len(have), len(rows))
-	}
-	for i := range have {
-		want := rows[i]
-		if want.PolicyVersion == 0 {
-			t.Fatalf("row %d: the seeded rows must carry a version for this test to mean anything", i)
+		have, err := ReadTimeseries(strings.NewReader(old.String()))
+		if err != nil {
+			t.Fatal(err)
 		}
-		want.PolicyVersion = 0
-		if have[i] != want {
-			t.Errorf("row %d\nhave %+v\nwant %+v", i, have[i], want)
+		if len(have) != len(rows) {
+			t.Fatalf("read %d rows, want %d", len(have), len(rows))
+		}
+		for i := range have {
+			want := rows[i]
+			if want.PolicyVersion == 0 || want.Dropped == 0 {
+				t.Fatalf("row %d: the seeded rows must carry a version and drops for this test to mean anything", i)
+			}
+			tt.clear(&want)
+			if have[i] != want || have[i].DroppedShare() != Ratio(want.Dropped, want.Offered) {
+				t.Errorf("without %d columns, row %d\nhave %+v\nwant %+v", tt.drop, i, have[i], want)
+			}
+		}
+	}
+}
+
+// dropped_share is written from the counts: dropped / offered, 0 when nothing was offered.
+func TestTimeseriesDroppedShare(t *testing.T) {
+	t.Parallel()
+	data := writeRows(t, []Interval{{Offered: 3, Sent: 2, Dropped: 1}, {}, {Offered: 4, Dropped: 4}})
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, want := range []string{"0.3333333333333333", "0", "1"} {
+		fields := strings.Split(lines[i+1], ",")
+		if have := fields[len(fields)-1]; have != want {
+			t.Errorf("row %d: dropped_share %s, want %s", i, have, want)
 		}
 	}
 }

@@ -47,6 +47,10 @@ func Line(s Status) string {
 		b.WriteString("  starting")
 	} else {
 		fmt.Fprintf(&b, "  offered %.0f/s achieved %.0f/s  p99 %s", float64(s.Last.Offered), float64(Achieved(s.Last)), ms(s.Last.P99Ms))
+		// The second's p99 is over its answered requests: its drops are said beside it.
+		if s.Last.Dropped > 0 {
+			fmt.Fprintf(&b, " (answered; %.1f%% dropped)", 100*s.Last.DroppedShare())
+		}
 	}
 	fmt.Fprintf(&b, "  errors %d  overspend %d", s.Errors, s.Overspend)
 	if s.FailedOpen > 0 {

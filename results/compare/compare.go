@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"ratelab/results"
 )
 
 // Defaults of Options.
@@ -57,12 +59,16 @@ type Row struct {
 	Metric Metric
 	// Base and New are each set's values, sorted.
 	Base, New []float64
-	// BaseMedian, NewMedian and their confidence intervals (infinite with too few runs).
+	// BaseMedian, NewMedian and their confidence intervals (infinite with too few runs). A
+	// latency median is +Inf when it is not measurable (the middle run's percentile fell among
+	// its dropped requests).
 	BaseMedian, BaseLo, BaseHi float64
 	NewMedian, NewLo, NewHi    float64
-	// DeltaPct is (NewMedian/BaseMedian - 1) * 100; NaN when BaseMedian is 0.
+	// DeltaPct is (NewMedian/BaseMedian - 1) * 100; NaN when BaseMedian is 0 or either median is
+	// not measurable.
 	DeltaPct float64
-	// Delta is NewMedian - BaseMedian, in the metric's unit.
+	// Delta is NewMedian - BaseMedian, in the metric's unit: +Inf when only NEW's median is not
+	// measurable, -Inf when only BASE's is, 0 when neither is.
 	Delta float64
 	// P is the Mann-Whitney U test's two-sided p-value.
 	P float64
@@ -109,8 +115,20 @@ func (r *Report) Regressions() []string {
 
 // Compare compares every metric of Metrics between base and new. A metric regresses only when
 // the U test finds the sets different (p < alpha) and new's median is worse than base's by more
-// than the metric's threshold.
+// than the metric's threshold. A latency percentile that is not measurable (+Inf) is worse than
+// any finite one and beyond every threshold: against a finite BASE it regresses as soon as the
+// U test finds the sets different.
+//
+// Sets of different summary schemas are refused (ErrSchemas): v1's latency was over answered
+// requests, v2's is over offered ones. Two v1 sets compare, with a note that they use the old
+// definitions.
 func Compare(base, new *Set, opts Options) (*Report, error) {
+	if base.Schema != new.Schema {
+		return nil, fmt.Errorf("compare: BASE %s holds %s runs, NEW %s holds %s runs: the definitions differ "+
+			"(latency over answered or over offered requests, overspend ranges), so the numbers do not compare; "+
+			"rerun the %s side with this ratelab (a committed baseline: make perf-check-baseline): %w",
+			strings.Join(base.Paths, ","), base.Schema, strings.Join(new.Paths, ","), new.Schema, oldSide(base, new), ErrSchemas)
+	}
 	opts = opts.withDefaults()
 	if opts.Alpha <= 0 || opts.Alpha >= 1 {
 		return nil, fmt.Errorf("compare: alpha = %g: want 0 < alpha < 1, e.g. 0.05", opts.Alpha)
@@ -148,6 +166,9 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 	for _, s := range new.Skipped {
 		rep.Notes = append(rep.Notes, "NEW left out "+s)
 	}
+	if base.Schema == results.SchemaSummaryV1 {
+		rep.Notes = append(rep.Notes, results.V1Note)
+	}
 	for _, m := range Metrics {
 		row := Row{Metric: m, Threshold: m.Default}
 		if t, ok := opts.Thresholds[m.Name]; ok {
@@ -158,18 +179,36 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 		row.NewMedian = median(row.New)
 		row.BaseLo, row.BaseHi, _ = medianCI(row.Base, opts.Confidence)
 		row.NewLo, row.NewHi, _ = medianCI(row.New, opts.Confidence)
-		row.Delta = row.NewMedian - row.BaseMedian
-		row.DeltaPct = math.NaN()
-		if row.BaseMedian != 0 {
-			row.DeltaPct = (row.NewMedian/row.BaseMedian - 1) * 100
-		} else if row.NewMedian == 0 {
-			row.DeltaPct = 0
-		}
+		row.Delta, row.DeltaPct = deltas(row.BaseMedian, row.NewMedian)
 		row.P = mannWhitneyP(row.Base, row.New)
 		row.Verdict = verdict(row, opts.Alpha, tooFew)
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
+}
+
+// oldSide names the side whose runs have the v1 schema, the one to rerun.
+func oldSide(base, new *Set) string {
+	if new.Schema == results.SchemaSummaryV1 {
+		return "NEW"
+	}
+	return "BASE"
+}
+
+// deltas returns new - base and the change in percent of base (see Row.Delta and Row.DeltaPct).
+func deltas(base, new float64) (delta, pct float64) {
+	bInf, nInf := math.IsInf(base, 1), math.IsInf(new, 1)
+	switch {
+	case bInf && nInf:
+		return 0, math.NaN()
+	case bInf || nInf:
+		return new - base, math.NaN()
+	case base != 0:
+		return new - base, (new/base - 1) * 100
+	case new == 0:
+		return 0, 0
+	}
+	return new - base, math.NaN()
 }
 
 // verdict judges one row.

@@ -5,5 +5,9 @@
 // significant (p < alpha) AND worse than the metric's threshold, so run-to-run noise on a busy
 // machine does not fail a gate.
 //
+// Latency is compared over offered requests: a percentile that fell among the dropped requests
+// is not measurable, worse than any finite one. Runs of different summary schemas (v1 against
+// v2) are refused: their definitions differ.
+//
 // It reads summary.json files and writes tables; it never starts a run.
 package compare

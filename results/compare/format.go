@@ -17,8 +17,8 @@ func (row Row) cells() []string {
 	m := row.Metric
 	return []string{
 		m.Name + unitSuffix(m.Unit),
-		num(row.BaseMedian) + " " + ciPct(row.BaseMedian, row.BaseLo, row.BaseHi),
-		num(row.NewMedian) + " " + ciPct(row.NewMedian, row.NewLo, row.NewHi),
+		withCI(row.BaseMedian, row.BaseLo, row.BaseHi),
+		withCI(row.NewMedian, row.NewLo, row.NewHi),
 		row.delta(),
 		fmt.Sprintf("%.3f (%d+%d)", row.P, len(row.Base), len(row.New)),
 		row.threshold(),
@@ -33,9 +33,24 @@ func unitSuffix(u string) string {
 	return " (" + u + ")"
 }
 
+// withCI is a median and its confidence interval, or "not measurable" alone.
+func withCI(center, lo, hi float64) string {
+	if math.IsInf(center, 1) {
+		return notMeasurable
+	}
+	return num(center) + " " + ciPct(center, lo, hi)
+}
+
+// notMeasurable is printed for a latency median that fell among the dropped requests.
+const notMeasurable = "not measurable"
+
 // delta is the change of the medians: a percentage, or an absolute amount for metrics judged by an
-// absolute threshold (a ratio near zero) and when BASE is 0.
+// absolute threshold (a ratio near zero) and when BASE is 0; "not measurable" when either median
+// is.
 func (row Row) delta() string {
+	if math.IsInf(row.BaseMedian, 1) || math.IsInf(row.NewMedian, 1) {
+		return notMeasurable
+	}
 	if !row.Threshold.Relative || math.IsNaN(row.DeltaPct) {
 		return signed(row.Delta)
 	}
@@ -51,8 +66,11 @@ func (row Row) threshold() string {
 	return sign + row.Threshold.String()
 }
 
-// num formats a value with 4 significant digits.
+// num formats a value with 4 significant digits, +Inf as "not measurable".
 func num(v float64) string {
+	if math.IsInf(v, 1) {
+		return notMeasurable
+	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
@@ -69,8 +87,8 @@ func signed(v float64) string {
 }
 
 // ciPct is the confidence interval as ± its largest distance from the median in percent (as
-// benchstat prints it); ±∞ when the runs are too few for an interval; the interval itself
-// around a zero median.
+// benchstat prints it); ±∞ when the runs are too few for an interval or its upper end is not
+// measurable; the interval itself around a zero median.
 func ciPct(center, lo, hi float64) string {
 	switch {
 	case math.IsInf(lo, 0) || math.IsInf(hi, 0):

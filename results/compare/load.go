@@ -13,6 +13,11 @@ import (
 // ErrNoRuns is wrapped by Load when a path holds no run: neither a summary.json nor rep-*/summary.json.
 var ErrNoRuns = errors.New("no runs found")
 
+// ErrSchemas is wrapped by Load and Compare when runs of different summary schemas meet (v1 with
+// v2): their latency and overspend are defined differently, so a difference between them would
+// measure the definitions, not the build.
+var ErrSchemas = errors.New("summary schemas differ")
+
 // Rep is one loaded repetition: where it came from and its summary.
 type Rep struct {
 	Dir     string
@@ -27,6 +32,9 @@ type Set struct {
 	Runs []Rep
 	// Skipped names the runs left out and why (an interrupted repetition measured less).
 	Skipped []string
+	// Schema is the runs' summary schema (results.SchemaSummary, or results.SchemaSummaryV1 for
+	// runs of an older ratelab): the same for every run, as Load refuses a mix.
+	Schema string
 }
 
 // Scenarios lists the distinct scenario names of the set's runs.
@@ -45,12 +53,13 @@ func (s *Set) Scenarios() []string {
 // Load reads a set of runs from paths. Each path is a run directory (with summary.json), a
 // directory of repetitions (rep-*/summary.json, as `ratelab run --repeat` writes), or a
 // summary.json file. Interrupted runs are left out and listed in Skipped. An error names the
-// path and what is missing.
+// path and what is missing; runs of two summary schemas in one set are refused (ErrSchemas).
 func Load(paths ...string) (*Set, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("load runs: no path given: %w", ErrNoRuns)
 	}
 	set := &Set{Paths: paths}
+	var first string // the directory of the first run, named when a later one's schema differs
 	for _, p := range paths {
 		files, err := summaryFiles(p)
 		if err != nil {
@@ -62,6 +71,12 @@ func Load(paths ...string) (*Set, error) {
 				return nil, err
 			}
 			dir := filepath.Dir(f)
+			if set.Schema == "" {
+				set.Schema, first = s.Schema, dir
+			} else if s.Schema != set.Schema {
+				return nil, fmt.Errorf("load runs %v: %s is a %s run, %s a %s one; rerun the %s runs with this ratelab: %w",
+					paths, first, set.Schema, dir, s.Schema, results.SchemaSummaryV1, ErrSchemas)
+			}
 			if s.Interrupted {
 				set.Skipped = append(set.Skipped, fmt.Sprintf("%s: interrupted after %.1f s", dir, s.DurationS))
 				continue

@@ -19,13 +19,16 @@ type Metric struct {
 	HigherIsWorse bool
 	// Default is the threshold a significant change must exceed to count as a regression.
 	Default Threshold
-	// Value reads the metric from a summary.
+	// Value reads the metric from a summary; +Inf for a latency that is not measurable.
 	Value func(*results.Summary) float64
 }
 
-// Metrics are the compared metrics, in table order. Latency thresholds are relative: a p99 that
-// moves by 10% matters whatever its size. Ratios near zero get absolute thresholds: from 1e-5
-// to 2e-5 is +100% and means nothing; +1e-3 is one request in a thousand.
+// Metrics are the compared metrics, in table order. Latency is over offered requests (latency_ms):
+// a percentile that fell among the dropped requests is +Inf, worse than any finite one. Overspend
+// and false denies are the confirmed figures, as the SLO checks judge them. Latency thresholds
+// are relative: a p99 that moves by 10% matters whatever its size. Ratios near zero get
+// absolute thresholds: from 1e-5 to 2e-5 is +100% and means nothing; +1e-3 is one request in a
+// thousand.
 var Metrics = []Metric{
 	{"p50_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return float64(s.LatencyMs.P50) }},
 	{"p99_ms", "ms", true, Threshold{Value: 0.10, Relative: true}, func(s *results.Summary) float64 { return float64(s.LatencyMs.P99) }},

@@ -11,32 +11,67 @@ import (
 // median with a distribution-free confidence interval from order statistics, and a two-sided
 // Mann-Whitney U test (exact for small samples, ties included). Only the minimum-runs
 // arithmetic below is ratelab's, to say in the output when a verdict cannot be reached.
+//
+// A latency percentile that is not measurable is +Inf: worse than any finite value. The U test
+// ranks +Inf as the largest value (ties among them included), so it needs nothing. The median
+// interpolates between order statistics, where +Inf makes NaN (0 x Inf); so the medians are
+// taken with every +Inf replaced by the largest float64, and a result above the sample's largest
+// finite value, which only a +Inf can produce, is +Inf again: the median of {1, +Inf} is +Inf,
+// that of {1, 2, +Inf} is 2.
 
 // sample wraps a copy of xs (benchmath sorts the values it is given).
 func sample(xs []float64) *benchmath.Sample {
 	return benchmath.NewSample(slices.Clone(xs), &benchmath.DefaultThresholds)
 }
 
-// median returns the sample median of xs (the mean of the middle two for an even count).
+// finiteSample wraps a copy of xs with +Inf replaced by math.MaxFloat64, and returns the largest
+// finite value of xs (-Inf when there is none) to map the results back with (unInf).
+func finiteSample(xs []float64) (*benchmath.Sample, float64) {
+	c := slices.Clone(xs)
+	top := math.Inf(-1)
+	for i, x := range c {
+		if math.IsInf(x, 1) {
+			c[i] = math.MaxFloat64
+		} else {
+			top = max(top, x)
+		}
+	}
+	return benchmath.NewSample(c, &benchmath.DefaultThresholds), top
+}
+
+// unInf maps a statistic of a finiteSample back: above the largest finite value is +Inf.
+func unInf(v, top float64) float64 {
+	if v > top {
+		return math.Inf(1)
+	}
+	return v
+}
+
+// median returns the sample median of xs (the mean of the middle two for an even count); +Inf
+// when the middle holds a value that is not measurable.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	return benchmath.AssumeNothing.Summary(sample(xs), 0.95).Center
+	s, top := finiteSample(xs)
+	return unInf(benchmath.AssumeNothing.Summary(s, 0.95).Center, top)
 }
 
 // medianCI returns benchmath's distribution-free confidence interval for the median of xs and
 // its actual coverage (at least confidence). A side that runs out of values is infinite: 5
-// values cannot give a finite 95% interval.
+// values cannot give a finite 95% interval. An upper end at a value that is not measurable is
+// +Inf too.
 func medianCI(xs []float64, confidence float64) (lo, hi, coverage float64) {
 	if len(xs) == 0 {
 		return math.NaN(), math.NaN(), 0
 	}
-	s := benchmath.AssumeNothing.Summary(sample(xs), confidence)
-	return s.Lo, s.Hi, s.Confidence
+	smp, top := finiteSample(xs)
+	s := benchmath.AssumeNothing.Summary(smp, confidence)
+	return unInf(s.Lo, top), unInf(s.Hi, top), s.Confidence
 }
 
-// mannWhitneyP is the two-sided p-value of the U test that a and b come from one distribution.
+// mannWhitneyP is the two-sided p-value of the U test that a and b come from one distribution;
+// +Inf ranks above every finite value.
 func mannWhitneyP(a, b []float64) float64 {
 	return benchmath.AssumeNothing.Compare(sample(a), sample(b)).P
 }

@@ -1,0 +1,71 @@
+package results
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// mergeBound sets the merged run's overspend bound from the parts'.
+//
+// A v2 bound is a promise about every key of its part (the burst excess of each key stays within
+// it), and the parts' keys are disjoint, so bounds do not add: two parts that each promise 10
+// tokens per key promise 10 tokens per key together, not 20. The merged bound is the largest
+// part's, with its own breakdown by source (so Tokens stays the sum of Bound.Parts): every key of
+// the merged run was promised at most that much. Within is judged part by part, each part's worst key
+// against its own part's bound, recomputed from the parts' figures: true when every part with a
+// bound kept it, false when one did not, nil when no part had a bound. A part's breach is never
+// hidden by another part's larger bound, so Within may be false while the merged worst key is
+// within the merged Tokens; Within true implies it is.
+//
+// A v1 bound (BoundV1) bounded the whole run's overspend, so v1 bounds add, and Within stays nil.
+func mergeBound(sum *Summary, runs []*partRun) {
+	b := &sum.Overspend.Bound
+	b.Parts, b.Tokens, b.Within = map[string]float64{}, 0, nil
+	if sum.V1() {
+		for _, r := range runs {
+			for name, t := range r.sum.Overspend.Bound.Parts {
+				b.Parts[name] += t
+			}
+			b.Tokens += r.sum.Overspend.Bound.Tokens
+		}
+		return
+	}
+	var largest *Overspend
+	within := true
+	for _, r := range runs {
+		o := r.sum.Overspend // a copy: JudgeBound below must not touch the part's summary
+		if len(o.Bound.Parts) == 0 {
+			continue
+		}
+		o.JudgeBound()
+		within = within && *o.Bound.Within
+		if largest == nil || o.Bound.Tokens > largest.Bound.Tokens {
+			largest = &o
+		}
+	}
+	if largest == nil {
+		return
+	}
+	b.Parts, b.Tokens, b.Within = maps.Clone(largest.Bound.Parts), largest.Bound.Tokens, &within
+}
+
+// mergeFaults is the first part's fault list (every part ran the same schedule), each fault
+// marked failed when it failed in any part, with every failing part's error, named by part.
+func mergeFaults(runs []*partRun) []Fault {
+	out := slices.Clone(runs[0].sum.Faults)
+	errs := make([][]string, len(out))
+	for _, r := range runs {
+		for i, f := range r.sum.Faults {
+			if i < len(out) && f.Failed {
+				out[i].Failed = true
+				errs[i] = append(errs[i], fmt.Sprintf("[part %d] %s", r.sum.Part.Index, f.Error))
+			}
+		}
+	}
+	for i := range out {
+		out[i].Error = strings.Join(errs[i], "; ")
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package results
+
+// Overspend compares the allowed stream of every key with its policy's exact envelope: an
+// allowed request the envelope had no tokens for is overspend; a denied request the envelope had
+// tokens for is a false deny. Requests let through or denied by a fail policy are judged too.
+//
+// A decision that timed out may or may not have run in the store: its outcome is unknown. Every
+// figure is given at both ends of what the unknown outcomes allow, as Jepsen's checkers treat
+// indeterminate operations: CONFIRMED holds however they went (overspend with every unknown
+// assumed not debited, false denies with every unknown assumed debited), POSSIBLE under some
+// resolution (the opposite assumptions). The unprefixed figures are the confirmed ones.
+type Overspend struct {
+	// Requests is the number of allowed requests beyond the envelope (confirmed).
+	Requests int64 `json:"requests"`
+	// Tokens is the sum of the costs of those requests, in tokens (confirmed).
+	Tokens int64 `json:"tokens"`
+	// Ratio is Requests / (Outcomes.Allowed + Outcomes.FailedOpen): overspend per request let
+	// through, by the limiter or by fail-open (0 when nothing was let through); see Ratio.
+	Ratio float64 `json:"ratio"`
+	// PossibleRequests, PossibleTokens and PossibleRatio are the same with every unknown outcome
+	// assumed debited: the most overspend the run can have had.
+	PossibleRequests int64   `json:"possible_requests"`
+	PossibleTokens   int64   `json:"possible_tokens"`
+	PossibleRatio    float64 `json:"possible_ratio"`
+	// FalseDenies is the number of denied requests the envelope had tokens for (confirmed).
+	FalseDenies int64 `json:"false_denies"`
+	// FalseDenyRatio is FalseDenies / (Outcomes.Denied + Outcomes.FailedClosed): false denies per
+	// request denied, by the limiter or by fail-closed (0 when nothing was denied).
+	FalseDenyRatio float64 `json:"false_deny_ratio"`
+	// PossibleFalseDenies and PossibleFalseDenyRatio assume every unknown outcome not debited.
+	PossibleFalseDenies    int64   `json:"possible_false_denies"`
+	PossibleFalseDenyRatio float64 `json:"possible_false_deny_ratio"`
+	// UnknownOutcomes counts decisions whose outcome the client never learnt (timeouts).
+	UnknownOutcomes int64 `json:"unknown_outcomes"`
+	// ByCause splits Requests by the cause the engine attributed ("failover", "fail-open",
+	// "lease", "clock-skew", "window-boundary", "unattributed"...).
+	ByCause map[string]int64 `json:"by_cause"`
+	// BurstExcess is how far the allowed stream went beyond the burst (see BurstExcess).
+	BurstExcess BurstExcess `json:"burst_excess"`
+	// Bound is what the run's design promises of the burst excess, and whether it held.
+	Bound Bound `json:"bound"`
+}
+
+// BurstExcess is, per key, the smallest b' such that the key's allowed stream conforms to the
+// policy's rate with burst b', minus the burst: the deepest deficit of the exact bucket when
+// overspent tokens are debited too (and every unknown outcome debited, so an upper bound for
+// every resolution). Unlike the cumulative overspend it does not grow with idle episodes: it is
+// what a lease or a failover can let through at once. For window policies it is 0.
+type BurstExcess struct {
+	// Tokens is the sum over keys.
+	Tokens float64 `json:"tokens"`
+	// WorstKey and WorstTokens name the key with the largest excess.
+	WorstKey    string  `json:"worst_key"`
+	WorstTokens float64 `json:"worst_tokens"`
+}
+
+// Bound is the design's promise for the burst excess of every key, in tokens: for leases the
+// most tokens outstanding in leases at any moment, plus what named faults add (tokens a failover
+// can return: the replication gap at the kill). Within says whether the worst key kept it; nil
+// (JSON null) when the run's design promises none. Overspend.JudgeBound sets Tokens and Within
+// from Parts.
+//
+// A bound is per key, so bounds of disjoint keys do not add: Merge keeps the largest part's
+// bound (every key of the merged run was promised at most that) and judges Within part by part
+// (see Merge).
+type Bound struct {
+	// Tokens is the sum of Parts.
+	Tokens float64 `json:"tokens"`
+	// Parts names where the bound comes from (BoundLeases, BoundReplicationGap; BoundV1 in a
+	// summary read from a v1 file). A part present with 0 tokens is a promise of no excess; no
+	// part at all is no promise.
+	Parts map[string]float64 `json:"parts"`
+	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies (Parts empty), and
+	// in a summary read from a v1 file.
+	Within *bool `json:"within"`
+}
+
+// Names of Bound.Parts.
+const (
+	// BoundLeases is the most tokens outstanding in leases at any moment.
+	BoundLeases = "leases"
+	// BoundReplicationGap is the tokens a failover can return: the replication gap measured at
+	// the fault.
+	BoundReplicationGap = "replication_gap"
+	// BoundV1 is a v1 summary's bound_tokens: v1's bound on the whole run's overspend, not a
+	// per-key bound on the burst excess.
+	BoundV1 = "v1"
+)
+
+// boundSlack absorbs float rounding in Within: the envelope's refill arithmetic and the sum of
+// the parts may differ in the last bits from the same number of tokens.
+const boundSlack = 1e-9
+
+// JudgeBound sets Bound.Tokens to the sum of Bound.Parts and Bound.Within to whether
+// BurstExcess.WorstTokens is within it (nil when Parts is empty: no bound applies).
+func (o *Overspend) JudgeBound() {
+	o.Bound.Tokens = 0
+	o.Bound.Within = nil
+	if len(o.Bound.Parts) == 0 {
+		return
+	}
+	for _, t := range o.Bound.Parts {
+		o.Bound.Tokens += t
+	}
+	within := o.BurstExcess.WorstTokens <= o.Bound.Tokens+boundSlack*max(1, o.Bound.Tokens)
+	o.Bound.Within = &within
+}
