@@ -121,7 +121,7 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 	o.FalseDenyRatio, o.PossibleFalseDenyRatio = results.Ratio(2, s.Outcomes.Denied), results.Ratio(4, s.Outcomes.Denied)
 	o.ByCause = map[string]int64{"failover": o.Requests - 3, "clock-skew": 3}
 	o.BurstExcess = results.BurstExcess{Tokens: 52.5, WorstKey: "rl:{t1}:search|v2", WorstTokens: 41.5}
-	o.Bound.Parts = map[string]float64{results.BoundLeases: 30, results.BoundReplicationGap: 10}
+	o.Bound.Sources = map[string]float64{results.BoundLeases: 30, results.BoundReplicationGap: 10}
 	o.JudgeBound()
 	s.Central.OpsPerS = float64(s.Central.Ops) / d
 	s.Central.OtherOps = 36

@@ -120,7 +120,7 @@ func (t *textRows) overspend(s *results.Summary) {
 	t.row("false denies", "confirmed %d (possible %d), ratio %.2g (possible %.2g)",
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
 	bound := "no bound applies"
-	if parts := boundParts(o.Bound.Parts); parts != "" {
+	if parts := boundParts(o.Bound.Sources); parts != "" {
 		bound = fmt.Sprintf("bound %s tokens (%s)", fmtFloat(o.Bound.Tokens), parts)
 	}
 	worst := ""

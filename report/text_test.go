@@ -68,7 +68,7 @@ func TestWriteTextV2(t *testing.T) {
 	s.Overspend = results.Overspend{Requests: 3, PossibleRequests: 5, Tokens: 3, PossibleTokens: 5, UnknownOutcomes: 2,
 		FalseDenies: 1, PossibleFalseDenies: 4,
 		BurstExcess: results.BurstExcess{Tokens: 7, WorstKey: "rl:{t1}:read", WorstTokens: 6},
-		Bound:       results.Bound{Parts: map[string]float64{results.BoundLeases: 5}}}
+		Bound:       results.Bound{Sources: map[string]float64{results.BoundLeases: 5}}}
 	s.Overspend.JudgeBound()
 	s.Central = results.Central{Ops: 900, OpsPerS: 90, OtherOps: 12}
 	s.Faults = []results.Fault{{AtS: 3, Kind: "pause", Target: "n1", Failed: true, Error: "SIGSTOP: no such process"}}

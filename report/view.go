@@ -91,7 +91,7 @@ func newView(r *run, charts []*chart) *view {
 		ErrorTotal: e.Total(),
 		Faults:     faultRows(s.Faults, r.rows),
 		Scenario:   r.scenario,
-		BoundParts: boundParts(s.Overspend.Bound.Parts),
+		BoundParts: boundParts(s.Overspend.Bound.Sources),
 		Within:     fmtWithin(s.Overspend.Bound.Within),
 	}
 	v.Offered, v.DroppedShare = offered(&s.Load)

@@ -12,7 +12,7 @@ import (
 // A v2 bound is a promise about every key of its part (the burst excess of each key stays within
 // it), and the parts' keys are disjoint, so bounds do not add: two parts that each promise 10
 // tokens per key promise 10 tokens per key together, not 20. The merged bound is the largest
-// part's, with its own breakdown by source (so Tokens stays the sum of Bound.Parts): every key of
+// part's, with its own breakdown by source (so Tokens stays the sum of Bound.Sources): every key of
 // the merged run was promised at most that much. Within is judged part by part, each part's worst key
 // against its own part's bound, recomputed from the parts' figures: true when every part with a
 // bound kept it, false when one did not, nil when no part had a bound. A part's breach is never
@@ -22,11 +22,11 @@ import (
 // A v1 bound (BoundV1) bounded the whole run's overspend, so v1 bounds add, and Within stays nil.
 func mergeBound(sum *Summary, runs []*partRun) {
 	b := &sum.Overspend.Bound
-	b.Parts, b.Tokens, b.Within = map[string]float64{}, 0, nil
+	b.Sources, b.Tokens, b.Within = map[string]float64{}, 0, nil
 	if sum.V1() {
 		for _, r := range runs {
-			for name, t := range r.sum.Overspend.Bound.Parts {
-				b.Parts[name] += t
+			for name, t := range r.sum.Overspend.Bound.Sources {
+				b.Sources[name] += t
 			}
 			b.Tokens += r.sum.Overspend.Bound.Tokens
 		}
@@ -36,7 +36,7 @@ func mergeBound(sum *Summary, runs []*partRun) {
 	within := true
 	for _, r := range runs {
 		o := r.sum.Overspend // a copy: JudgeBound below must not touch the part's summary
-		if len(o.Bound.Parts) == 0 {
+		if len(o.Bound.Sources) == 0 {
 			continue
 		}
 		o.JudgeBound()
@@ -48,7 +48,7 @@ func mergeBound(sum *Summary, runs []*partRun) {
 	if largest == nil {
 		return
 	}
-	b.Parts, b.Tokens, b.Within = maps.Clone(largest.Bound.Parts), largest.Bound.Tokens, &within
+	b.Sources, b.Tokens, b.Within = maps.Clone(largest.Bound.Sources), largest.Bound.Tokens, &within
 }
 
 // mergeFaults is the first part's fault list (every part ran the same schedule), each fault

@@ -86,7 +86,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 	sum.Central = Central{Ops: 100, OpsPerS: 50, OtherOps: 7}
 	sum.Nodes = []NodeStats{{Addr: "n1", Ops: 60}, {Addr: "n2", Ops: 47}}
 	sum.Overspend.BurstExcess = BurstExcess{Tokens: 2 * f.worst, WorstKey: f.worstKey, WorstTokens: f.worst}
-	sum.Overspend.Bound.Parts = f.bound
+	sum.Overspend.Bound.Sources = f.bound
 	sum.Overspend.JudgeBound()
 	sum.Faults = f.faults
 	if f.v1 {

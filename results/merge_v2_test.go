@@ -60,7 +60,7 @@ func TestMergeSumsV2Fields(t *testing.T) {
 	if len(sum.Nodes) != 2 || sum.Nodes[0].Ops != 120 || sum.Nodes[0].Share != Ratio(120, 214) {
 		t.Errorf("nodes %+v; want n1 with 120 of the nodes' 214 ops", sum.Nodes)
 	}
-	if o.Bound.Within != nil || len(o.Bound.Parts) != 0 {
+	if o.Bound.Within != nil || len(o.Bound.Sources) != 0 {
 		t.Errorf("bound %+v; no part had one", o.Bound)
 	}
 }
@@ -96,7 +96,7 @@ func TestMergeBound(t *testing.T) {
 			t.Parallel()
 			sum, out := mergeParts(t, tt.a, tt.b)
 			o := sum.Overspend
-			if o.Bound.Tokens != tt.tokens || !reflect.DeepEqual(o.Bound.Parts, tt.parts) || !reflect.DeepEqual(o.Bound.Within, tt.within) {
+			if o.Bound.Tokens != tt.tokens || !reflect.DeepEqual(o.Bound.Sources, tt.parts) || !reflect.DeepEqual(o.Bound.Within, tt.within) {
 				t.Errorf("bound %+v (within %v); want %v tokens, parts %v, within %v", o.Bound, deref(o.Bound.Within), tt.tokens, tt.parts, deref(tt.within))
 			}
 			if o.BurstExcess.WorstTokens != tt.worst || o.BurstExcess.WorstKey != tt.worstKey || o.BurstExcess.Tokens != 2*(tt.a.worst+tt.b.worst) {
@@ -133,7 +133,7 @@ func TestMergeV1Parts(t *testing.T) {
 		t.Errorf("v1 merged latency %+v served %+v; want the served values", sum.LatencyMs, sum.LatencyServedMs)
 	}
 	// v1 bounds bounded the whole run: they add.
-	if b := sum.Overspend.Bound; b.Tokens != 14 || !reflect.DeepEqual(b.Parts, map[string]float64{BoundV1: 14}) || b.Within != nil {
+	if b := sum.Overspend.Bound; b.Tokens != 14 || !reflect.DeepEqual(b.Sources, map[string]float64{BoundV1: 14}) || b.Within != nil {
 		t.Errorf("v1 bound %+v; want 14 tokens (10 + 4), parts {v1: 14}, within nil", b)
 	}
 	raw, _ := os.ReadFile(filepath.Join(out, SummaryFile))

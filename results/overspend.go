@@ -58,24 +58,24 @@ type BurstExcess struct {
 // most tokens outstanding in leases at any moment, plus what named faults add (tokens a failover
 // can return: the replication gap at the kill). Within says whether the worst key kept it; nil
 // (JSON null) when the run's design promises none. Overspend.JudgeBound sets Tokens and Within
-// from Parts.
+// from Sources.
 //
 // A bound is per key, so bounds of disjoint keys do not add: Merge keeps the largest part's
 // bound (every key of the merged run was promised at most that) and judges Within part by part
 // (see Merge).
 type Bound struct {
-	// Tokens is the sum of Parts.
+	// Tokens is the sum of Sources.
 	Tokens float64 `json:"tokens"`
-	// Parts names where the bound comes from (BoundLeases, BoundReplicationGap; BoundV1 in a
+	// Sources names where the bound comes from (BoundLeases, BoundReplicationGap; BoundV1 in a
 	// summary read from a v1 file). A part present with 0 tokens is a promise of no excess; no
 	// part at all is no promise.
-	Parts map[string]float64 `json:"parts"`
-	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies (Parts empty), and
+	Sources map[string]float64 `json:"sources"`
+	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies (Sources empty), and
 	// in a summary read from a v1 file.
 	Within *bool `json:"within"`
 }
 
-// Names of Bound.Parts.
+// Names of Bound.Sources.
 const (
 	// BoundLeases is the most tokens outstanding in leases at any moment.
 	BoundLeases = "leases"
@@ -91,15 +91,15 @@ const (
 // the parts may differ in the last bits from the same number of tokens.
 const boundSlack = 1e-9
 
-// JudgeBound sets Bound.Tokens to the sum of Bound.Parts and Bound.Within to whether
-// BurstExcess.WorstTokens is within it (nil when Parts is empty: no bound applies).
+// JudgeBound sets Bound.Tokens to the sum of Bound.Sources and Bound.Within to whether
+// BurstExcess.WorstTokens is within it (nil when Sources is empty: no bound applies).
 func (o *Overspend) JudgeBound() {
 	o.Bound.Tokens = 0
 	o.Bound.Within = nil
-	if len(o.Bound.Parts) == 0 {
+	if len(o.Bound.Sources) == 0 {
 		return
 	}
-	for _, t := range o.Bound.Parts {
+	for _, t := range o.Bound.Sources {
 		o.Bound.Tokens += t
 	}
 	within := o.BurstExcess.WorstTokens <= o.Bound.Tokens+boundSlack*max(1, o.Bound.Tokens)

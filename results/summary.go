@@ -392,7 +392,7 @@ func (s *Summary) normalize() {
 	if s.Overspend.ByCause == nil {
 		s.Overspend.ByCause = map[string]int64{}
 	}
-	if s.Overspend.Bound.Parts == nil {
-		s.Overspend.Bound.Parts = map[string]float64{}
+	if s.Overspend.Bound.Sources == nil {
+		s.Overspend.Bound.Sources = map[string]float64{}
 	}
 }

@@ -45,7 +45,7 @@ func sampleSummary() *Summary {
 			PossibleFalseDenies: 31, PossibleFalseDenyRatio: Ratio(31, 209000), UnknownOutcomes: 50,
 			ByCause:     map[string]int64{"failover": 1100, "fail-open": 100},
 			BurstExcess: BurstExcess{Tokens: 1600.25, WorstKey: "rl:{t1}:search", WorstTokens: 1510.5},
-			Bound: Bound{Tokens: 1500.5, Parts: map[string]float64{BoundLeases: 1000, BoundReplicationGap: 500.5},
+			Bound: Bound{Tokens: 1500.5, Sources: map[string]float64{BoundLeases: 1000, BoundReplicationGap: 500.5},
 				Within: &within}},
 		Central: Central{Ops: 1119000, OpsPerS: 18495.87, OtherOps: 420},
 		HotKeys: []HotKey{{Key: "rl:{t1}:search", Share: 0.21, Node: "127.0.0.1:7001"}},

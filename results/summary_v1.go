@@ -11,7 +11,7 @@ import "time"
 //     LatencyMs carries the same values (v1 did not count the drops, so MeasurablePct and
 //     Dropped stay 0);
 //   - v1's overspend.bound_tokens bounded the whole run's overspend: it becomes Bound.Tokens with
-//     Parts {BoundV1: x}, and Within stays nil (v1 judged no burst excess); a bound of 0 was v1's
+//     Sources {BoundV1: x}, and Within stays nil (v1 judged no burst excess); a bound of 0 was v1's
 //     "no bound applies", so it maps to no part;
 //   - v1's central.ops counted every command: it stays in Central.Ops;
 //   - every field v1 did not have (load.offered, the possible_* ranges, burst_excess, other_ops,
@@ -90,13 +90,13 @@ func fromV1(v *summaryV1) *Summary {
 			Requests: v.Overspend.Requests, Tokens: v.Overspend.Tokens, Ratio: v.Overspend.Ratio,
 			FalseDenies: v.Overspend.FalseDenies, FalseDenyRatio: v.Overspend.FalseDenyRatio,
 			UnknownOutcomes: v.Overspend.UnknownOutcomes, ByCause: v.Overspend.ByCause,
-			Bound: Bound{Tokens: v.Overspend.BoundTokens, Parts: map[string]float64{}},
+			Bound: Bound{Tokens: v.Overspend.BoundTokens, Sources: map[string]float64{}},
 		},
 		Central: Central{Ops: v.Central.Ops, OpsPerS: v.Central.OpsPerS},
 		HotKeys: v.HotKeys, Nodes: v.Nodes, Process: v.Process, Faults: v.Faults, SLO: v.SLO, Part: v.Part,
 	}
 	if v.Overspend.BoundTokens != 0 {
-		s.Overspend.Bound.Parts[BoundV1] = v.Overspend.BoundTokens
+		s.Overspend.Bound.Sources[BoundV1] = v.Overspend.BoundTokens
 	}
 	return s
 }

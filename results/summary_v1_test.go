@@ -34,7 +34,7 @@ func TestReadSummaryV1(t *testing.T) {
 		t.Errorf("latency_ms %+v; want %+v", s.LatencyMs, want)
 	}
 	b := s.Overspend.Bound
-	if b.Tokens != 1500.5 || !reflect.DeepEqual(b.Parts, map[string]float64{BoundV1: 1500.5}) || b.Within != nil {
+	if b.Tokens != 1500.5 || !reflect.DeepEqual(b.Sources, map[string]float64{BoundV1: 1500.5}) || b.Within != nil {
 		t.Errorf("bound %+v (within %v); want 1500.5 tokens, parts {v1: 1500.5}, within nil", b, b.Within)
 	}
 	if s.Overspend.Requests != 1200 || s.Overspend.Ratio != Ratio(1200, 900000) || s.Central.Ops != 1119000 ||
@@ -94,7 +94,7 @@ func TestReadSummaryV1NoBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := s.Overspend.Bound; b.Tokens != 0 || len(b.Parts) != 0 || b.Within != nil {
+	if b := s.Overspend.Bound; b.Tokens != 0 || len(b.Sources) != 0 || b.Within != nil {
 		t.Errorf("bound %+v; want none", b)
 	}
 }
@@ -200,7 +200,7 @@ func TestJudgeBound(t *testing.T) {
 		{"rounding", map[string]float64{BoundLeases: 0.1, BoundReplicationGap: 0.2}, 0.30000000000000004, 0.30000000000000004, "true"},
 	}
 	for _, tt := range tests {
-		o := Overspend{BurstExcess: BurstExcess{WorstTokens: tt.worst}, Bound: Bound{Tokens: 99, Parts: tt.parts}}
+		o := Overspend{BurstExcess: BurstExcess{WorstTokens: tt.worst}, Bound: Bound{Tokens: 99, Sources: tt.parts}}
 		o.JudgeBound()
 		within := "nil"
 		if o.Bound.Within != nil {

@@ -459,7 +459,7 @@ func repLine(i, n int, s *results.Summary) string {
 	if s.Interrupted {
 		verdict = "INTERRUPTED after " + strconv.FormatFloat(s.DurationS, 'f', 1, 64) + " s"
 	}
-	return fmt.Sprintf("rep %2d/%d  p50 %8.3f ms  p99 %8.3f ms  p99.9 %8.3f ms  achieved %8.0f/s  overspend %.2g  errors %d  %s",
+	return fmt.Sprintf("rep %2d/%d  p50 %8s ms  p99 %8s ms  p99.9 %8s ms  achieved %8.0f/s  overspend %.2g  errors %d  %s",
 		i, n, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.P999, s.Load.AchievedRPS, s.Overspend.Ratio, s.Outcomes.Errors, verdict)
 }
 

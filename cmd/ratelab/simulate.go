@@ -182,7 +182,7 @@ Writes --out for 'ratelab simulate --calibration'.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s\nservice %s mean %.1f µs cv %.2f; run p50 %.3f ms p99 %.3f ms at %.0f/s\n%s\n",
+			fmt.Fprintf(w, "%s\nservice %s mean %.1f µs cv %.2f; run p50 %s ms p99 %s ms at %.0f/s\n%s\n",
 				cal.Source, cal.Service.Kind, cal.Service.MeanUs, cal.Service.CV, sum.LatencyMs.P50, sum.LatencyMs.P99, sum.Load.AchievedRPS, out)
 			return nil
 		},

@@ -305,7 +305,7 @@ func blackBoxOverspend(c *collector, p *plan, t *secStats) results.Overspend {
 		PossibleRequests:    max(t.overspend, min(a.PossibleOverspendRequests, b.PossibleOverspendRequests)),
 		PossibleTokens:      max(t.overTokens, min(a.PossibleOverspendTokens, b.PossibleOverspendTokens)),
 		PossibleFalseDenies: max(falseDenies, min(a.PossibleFalseDenies, b.PossibleFalseDenies)),
-		Bound:               results.Bound{Parts: map[string]float64{}},
+		Bound:               results.Bound{Sources: map[string]float64{}},
 	}
 	o.PossibleRatio = results.Ratio(o.PossibleRequests, allowed)
 	o.PossibleFalseDenyRatio = results.Ratio(o.PossibleFalseDenies, denied)

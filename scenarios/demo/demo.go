@@ -152,7 +152,7 @@ func hotTenantStep() stepPlan {
 			s := r[0].Summary
 			f := []Fact{
 				{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
-				{"p99 latency", fmt.Sprintf("%.2f ms", s.LatencyMs.P99)},
+				{"p99 latency", fmt.Sprintf("%s ms", s.LatencyMs.P99)},
 			}
 			if len(s.HotKeys) > 0 {
 				k := s.HotKeys[0]
@@ -188,7 +188,7 @@ func pauseStep() stepPlan {
 				{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
 				{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
 				{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
-				{"p99 latency: fail open / fail closed", fmt.Sprintf("%.2f / %.2f ms", o.LatencyMs.P99, c.LatencyMs.P99)},
+				{"p99 latency: fail open / fail closed", fmt.Sprintf("%s / %s ms", o.LatencyMs.P99, c.LatencyMs.P99)},
 			}
 		},
 	}
@@ -200,7 +200,7 @@ func leaseStep() stepPlan {
 		title: "4. Leases cut Redis load, and what they cost",
 		narration: []string{
 			"Each gateway takes up to 50 tokens at once and spends them locally: Redis sees one call per lease instead of one per request.",
-			"The cost is overspend bounded by the leased tokens nobody used yet, and false denies when one gateway holds tokens another needs. Compare the central operations per second, overspend, false denies and p99 with the plain token bucket on the same load.",
+			"The cost is overspend — a burst beyond the limit no larger than the tokens outstanding in leases — and false denies when one gateway holds tokens another needs. Compare the central operations per second, overspend, false denies and p99 with the plain token bucket on the same load.",
 		},
 		runs: []runPlan{
 			{"lease", "lease-vs-central", "4-lease", shorten(6 * time.Second)},
@@ -214,9 +214,9 @@ func leaseStep() stepPlan {
 			}
 			return []Fact{
 				{"Redis ops/s: lease vs central", fmt.Sprintf("%.0f vs %.0f (%s)", l.Central.OpsPerS, c.Central.OpsPerS, red)},
-				{"lease overspend vs bound", fmt.Sprintf("%d tokens vs bound %.0f", l.Overspend.Tokens, l.Overspend.Bound.Tokens)},
+				{"lease overspend", fmt.Sprintf("%d tokens in all; burst excess %.0f tokens on the worst key against a bound of %.0f", l.Overspend.Tokens, l.Overspend.BurstExcess.WorstTokens, l.Overspend.Bound.Tokens)},
 				{"false denies: lease vs central", fmt.Sprintf("%d (%.2g) vs %d (%.2g)", l.Overspend.FalseDenies, l.Overspend.FalseDenyRatio, c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
-				{"p99 latency: lease vs central", fmt.Sprintf("%.2f vs %.2f ms", l.LatencyMs.P99, c.LatencyMs.P99)},
+				{"p99 latency: lease vs central", fmt.Sprintf("%s vs %s ms", l.LatencyMs.P99, c.LatencyMs.P99)},
 			}
 		},
 	}

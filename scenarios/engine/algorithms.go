@@ -158,7 +158,7 @@ func FormatAlgorithms(rows []AlgorithmRun) string {
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		s := r.Summary
-		fmt.Fprintf(&b, "| %s | %d | %d (%.2g) | %d (%.2g) | %.3f | %.3f | %.0f |\n", r.Kind, s.Outcomes.Allowed,
+		fmt.Fprintf(&b, "| %s | %d | %d (%.2g) | %d (%.2g) | %.3f | %s | %.0f |\n", r.Kind, s.Outcomes.Allowed,
 			s.Overspend.Requests, s.Overspend.Ratio, s.Overspend.FalseDenies, s.Overspend.FalseDenyRatio,
 			r.OpsPerDecision(), s.LatencyMs.P99, s.Load.AchievedRPS)
 	}

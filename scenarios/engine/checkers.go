@@ -96,7 +96,7 @@ func (s *Session) OverspendOf(ot check.Totals, allowed, denied int64, keyName fu
 		ByCause:                ot.ByCause,
 		UnknownOutcomes:        ot.Unknown,
 		BurstExcess:            results.BurstExcess{Tokens: ot.BurstExcess, WorstTokens: ot.WorstExcess},
-		Bound:                  results.Bound{Parts: map[string]float64{}},
+		Bound:                  results.Bound{Sources: map[string]float64{}},
 	}
 	if ot.WorstKey >= 0 && keyName != nil {
 		o.BurstExcess.WorstKey = keyName(ot.WorstKey)

@@ -382,7 +382,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		if sum.Central.Ops*2 > sum.Load.Decisions {
 			t.Errorf("central ops %d for %d decisions: leases must cut central calls", sum.Central.Ops, sum.Load.Decisions)
 		}
-		if sum.Overspend.Bound.Parts["leases"] <= 0 || !strings.Contains(sum.Load.Note, "lease fetches") {
+		if sum.Overspend.Bound.Sources["leases"] <= 0 || !strings.Contains(sum.Load.Note, "lease fetches") {
 			t.Errorf("bound %+v, note %q: want the leases' part of the bound and the lease figures in the note", sum.Overspend.Bound, sum.Load.Note)
 		}
 	})

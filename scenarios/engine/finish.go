@@ -24,8 +24,8 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	}
 	s.faults.Stop()
 	sum := m.Summary
-	if sum.Overspend.Bound.Parts == nil {
-		sum.Overspend.Bound.Parts = map[string]float64{}
+	if sum.Overspend.Bound.Sources == nil {
+		sum.Overspend.Bound.Sources = map[string]float64{}
 	}
 	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
 	sum.Environment = s.env
@@ -39,11 +39,11 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		var bound float64
 		sum.Faults, bound = s.faults.Recorded()
 		if bound > 0 {
-			sum.Overspend.Bound.Parts["replication_gap"] += bound
+			sum.Overspend.Bound.Sources[results.BoundReplicationGap] += bound
 		}
 		faults.MeasureRecovery(sum.Faults, m.Rows)
 	}
-	fillBound(&sum.Overspend)
+	sum.Overspend.JudgeBound()
 	var cleanupErr error
 	if s.store != nil {
 		cleanupErr = s.store.cleanup()
@@ -99,7 +99,7 @@ func (s *Session) fillLeases(sum *results.Summary) {
 		refreshes += l.Refreshes()
 		refreshErrs += l.RefreshErrors()
 	}
-	sum.Overspend.Bound.Parts["leases"] += float64(outstanding)
+	sum.Overspend.Bound.Sources[results.BoundLeases] += float64(outstanding)
 	decisions := max(sum.Load.Decisions, 1)
 	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
 		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)
@@ -118,18 +118,4 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
 	}
 	return f.Close()
-}
-
-// fillBound sums the bound's parts and says whether the worst key's burst excess kept it; a run
-// whose design promises no bound (no part) has Within nil.
-func fillBound(o *results.Overspend) {
-	o.Bound.Tokens = 0
-	for _, v := range o.Bound.Parts {
-		o.Bound.Tokens += v
-	}
-	o.Bound.Within = nil
-	if len(o.Bound.Parts) > 0 {
-		within := o.BurstExcess.WorstTokens <= o.Bound.Tokens
-		o.Bound.Within = &within
-	}
 }

@@ -31,6 +31,7 @@ func (d *driver) row(sec int, s *secStats) results.Interval {
 		NoScript:     s.errs[limiter.KindNoScript],
 		Overspend:    s.overspend,
 		FalseDenies:  s.falseDenies,
+		Late:         d.lateAnswers[sec].Load(),
 	}
 	if d.s.store != nil {
 		iv.CentralOps = s.allowed + s.denied + s.errors()
