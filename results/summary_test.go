@@ -111,7 +111,7 @@ var requiredFields = []string{
 	"overspend.unknown_outcomes", "overspend.by_cause",
 	"overspend.burst_excess", "overspend.burst_excess.tokens", "overspend.burst_excess.worst_key",
 	"overspend.burst_excess.worst_tokens",
-	"overspend.bound", "overspend.bound.tokens", "overspend.bound.parts", "overspend.bound.within",
+	"overspend.bound", "overspend.bound.tokens", "overspend.bound.sources", "overspend.bound.within",
 	"central", "central.ops", "central.ops_per_s", "central.other_ops",
 	"hot_keys", "hot_keys[].key", "hot_keys[].share", "hot_keys[].node",
 	"nodes", "nodes[].addr", "nodes[].ops", "nodes[].share", "nodes[].moved", "nodes[].ask", "nodes[].noscript",
@@ -131,7 +131,7 @@ func jsonPaths(v any, prefix string, out *[]string) {
 		for k, child := range v {
 			p := join(prefix, k)
 			*out = append(*out, p)
-			if p != "overspend.by_cause" && p != "overspend.bound.parts" {
+			if p != "overspend.by_cause" && p != "overspend.bound.sources" {
 				jsonPaths(child, p, out)
 			}
 		}

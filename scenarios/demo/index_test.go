@@ -58,9 +58,9 @@ func TestWriteIndexFakeSummaries(t *testing.T) {
 	for _, want := range []string{
 		"1000 tokens (ratio 0.1)", // step 1, fixed window
 		"1001 tokens (ratio 0.1)", // step 1, token bucket
-		"5000 / 4321 req/s", "1.25 ms", "rl:{t1}:read (20.0% of decisions)", "61.0%",
+		"5000 / 4321 req/s", "1.250 ms", "rl:{t1}:read (20.0% of decisions)", "61.0%",
 		"111 / ", "222 / ", "31 (0.0042)",
-		"400 vs 400 (1.0x fewer)", "4000 tokens vs bound 777", "false denies: lease vs central", "p99 latency: lease vs central",
+		"400 vs 400 (1.0x fewer)", "4000 tokens in all; burst excess", "false denies: lease vs central", "p99 latency: lease vs central",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("index lacks %q", want)
