@@ -15,7 +15,11 @@
 // each a lua/ script run by a RedisX limiter with an in-memory twin of identical arithmetic.
 // TwoTier and RedisTwoTier check a tenant's long quota and its endpoint's burst bucket in one
 // atomic decision that debits neither when either denies; WithRedisClock makes RedisTokenBucket
-// take time from Redis instead of the gateway.
+// take time from Redis instead of the gateway, and its script then returns that time.
+//
+// Every Decision carries At, the time its arithmetic was done at: the request's Now on the
+// gateway clock (twins and scripts alike), the script's TIME with WithRedisClock. A checker
+// judges each decision at it.
 //
 // FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
 // budget, and Breaker is a per-node circuit breaker it consults.

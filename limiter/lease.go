@@ -33,7 +33,8 @@ const DefaultLeaseTTL = time.Second
 //     DefaultLeaseTTL, measured on the requests' clock) and are lost when the gateway dies
 //     (Drop); the central bucket never gets them back.
 //
-// Time is the gateway's: r.Now in Unix ms is passed to the script and dates the lease. At most
+// Time is the gateway's: r.Now in Unix ms is passed to the script, dates the lease and is every
+// decision's Decision.At, whether the lease or the central bucket paid it. At most
 // one fetch per key is in flight: other requests on the key that the lease cannot pay wait for
 // it (or their context), then spend from the refilled lease; if that fetch was refused (the
 // central bucket is empty) they are denied with its answer, and if it failed they get its error.
@@ -267,6 +268,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	at := decidedAt(r, nowMs)
 	l.observe(nowMs)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
@@ -287,7 +289,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		// The hot path, kept in line: the lease pays.
 		if e.tokens >= r.Cost {
 			e.tokens -= r.Cost
-			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
+			d := Decision{Allowed: true, Remaining: e.tokens, Source: src, At: at}
 			if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
 				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
 				l.startRefresh(e, string(key), nowMs)
@@ -297,6 +299,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		}
 		if d, ok := l.denyLocally(e, key, nowMs, r.Cost); ok {
 			stripe.mu.Unlock()
+			d.At = at
 			return d, nil
 		}
 		if !waited {
@@ -306,7 +309,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		if f := e.fetch; f != nil {
 			stripe.mu.Unlock()
 			if d, done, err := l.await(ctx, f, key); done {
-				return d, err
+				return withAt(d, at, err)
 			}
 			stripe.mu.Lock()
 			continue
@@ -314,12 +317,21 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		d, done, err := l.fetchFor(ctx, stripe, e, key, nowMs, r.Cost)
 		if done {
 			stripe.mu.Unlock()
-			return d, err
+			return withAt(d, at, err)
 		}
 		// Requests spending from the lease meanwhile may have left it short again; then loop
 		// and fetch again (each round spends or is refused, so the loop ends).
 		src = Central
 	}
+}
+
+// withAt returns d made at at, or err.
+func withAt(d Decision, at time.Time, err error) (Decision, error) {
+	if err != nil {
+		return Decision{}, err
+	}
+	d.At = at
+	return d, nil
 }
 
 // observe advances the latest request time seen (the clock of Outstanding) to nowMs.
