@@ -21,6 +21,11 @@
 // gateway clock (twins and scripts alike), the script's TIME with WithRedisClock. A checker
 // judges each decision at it.
 //
+// IsDecisionCommand tells a go-redis hook, from the command alone, whether a command a node
+// receives makes or refills decisions (a run of one of these scripts, by SHA or body, NOSCRIPT
+// retries and lease fetches included) or is something else (SCRIPT LOAD, PING, slot map
+// reloads), whichever transport sent it.
+//
 // FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
 // budget, and Breaker is a per-node circuit breaker it consults.
 //
