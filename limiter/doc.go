@@ -17,6 +17,11 @@
 // atomic decision that debits neither when either denies; WithRedisClock makes RedisTokenBucket
 // take time from Redis instead of the gateway, and its script then returns that time.
 //
+// CoalescingBucket is RedisTokenBucket with concurrent decisions sent as one pipeline per
+// primary. LeaseLimiter spends tokens leased from the central bucket (lua/lease.lua) in memory;
+// OutstandingMax is the most tokens its leases held at once, which the overspend's burst excess
+// stays within.
+//
 // Every Decision carries At, the time its arithmetic was done at: the request's Now on the
 // gateway clock (twins and scripts alike), the script's TIME with WithRedisClock. A checker
 // judges each decision at it.

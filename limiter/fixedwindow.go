@@ -152,7 +152,8 @@ func (f *FixedWindow) Allow(_ context.Context, r Request) (Decision, error) {
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
-// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is nowMs).
+// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is
+// nowMs).
 func (f *FixedWindow) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := f.states.lockString(key)
 	d := decideFixedWindow(f.policy, st, nowMs, cost)

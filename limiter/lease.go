@@ -35,10 +35,10 @@ const DefaultLeaseTTL = time.Second
 //     (Drop); the central bucket never gets them back.
 //
 // Time is the gateway's: r.Now in Unix ms is passed to the script, dates the lease and is every
-// decision's Decision.At, whether the lease or the central bucket paid it. At most
-// one fetch per key is in flight: other requests on the key that the lease cannot pay wait for
-// it (or their context), then spend from the refilled lease; if that fetch was refused (the
-// central bucket is empty) they are denied with its answer, and if it failed they get its error.
+// decision's Decision.At, whether the lease or the central bucket paid it. At most one fetch per
+// key is in flight: other requests on the key that the lease cannot pay wait for it (or their
+// context), then spend from the refilled lease; if that fetch was refused (the central bucket
+// is empty) they are denied with its answer, and if it failed they get its error.
 // The fetch runs under its own deadline (WithLeaseTimeout, default DefaultTimeout) derived from
 // the fetching request's context; like RedisTokenBucket it never retries except one EVAL after
 // NOSCRIPT. Build the client as RedisTokenBucket's doc says. With a client that can pipeline,
@@ -224,7 +224,8 @@ func (l *LeaseLimiter) RefreshErrors() int64 { return l.refreshErrs.Load() }
 func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
 
 // Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
-// time seen: this gateway's share of the overspend bound. It locks every stripe in turn.
+// time seen: what this gateway holds now (OutstandingMax is the most it held). It locks every
+// stripe in turn.
 func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
 
 // OutstandingMax returns the most tokens this limiter's leases held at any moment so far:

@@ -11,8 +11,9 @@ import (
 )
 
 // settle books the result of fetch f (started at generation gen by a request at nowMs that
-// lacked need tokens) into e, held in stripe, and wakes f's waiters. It returns the grant and the denial as the
-// fetching request sees them: a grant that Drop overtook is lost. Called with e's stripe locked.
+// lacked need tokens) into e, kept in stripe, and wakes f's waiters. It returns the grant and the
+// denial as the fetching request sees them: a grant that Drop overtook is lost. Called with
+// stripe locked.
 func (l *LeaseLimiter) settle(stripe *leaseStripe, e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
 	e.fetch = nil
 	f.granted, f.denial, f.err = granted, denial, err

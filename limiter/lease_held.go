@@ -44,13 +44,11 @@ func (b *heldBook) spend(e *leaseEntry, n int64) {
 
 // writeOff takes all of e's tokens out of the count: they expired or were dropped. Called with
 // e's stripe locked.
-func (b *heldBook) writeOff(e *leaseEntry) int64 {
-	if !e.counted {
-		return 0
+func (b *heldBook) writeOff(e *leaseEntry) {
+	if e.counted {
+		e.counted = false
+		b.held.Add(-e.tokens)
 	}
-	e.counted = false
-	b.held.Add(-e.tokens)
-	return e.tokens
 }
 
 // holdGrant books a grant into the count: e (in stripe, locked) now holds e.tokens until

@@ -11,7 +11,7 @@ const clockRedis = "redis"
 // backwards). Decision.At is the TIME the script read (whole ms, before that clamp), which the
 // script returns beside the decision, so a checker judges the decision at Redis's time.
 //
-// Only RedisTokenBucket and CoalescingBucket use it. The in-memory twin (which has no server) and the window limiters
-// ignore it; NewTwoTier and NewRedisTwoTier refuse it (their quota window is chosen by the
-// gateway's clock).
+// Only RedisTokenBucket and CoalescingBucket use it. The in-memory twin (which has no server),
+// the window limiters and LeaseLimiter (which takes no Option) ignore it; NewTwoTier and
+// NewRedisTwoTier refuse it (their quota window is chosen by the gateway's clock).
 func WithRedisClock() Option { return func(c *config) { c.redisClock = true } }

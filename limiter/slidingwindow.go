@@ -162,7 +162,8 @@ func (s *SlidingWindow) Allow(_ context.Context, r Request) (Decision, error) {
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
-// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is nowMs).
+// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is
+// nowMs).
 func (s *SlidingWindow) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := s.states.lockString(key)
 	d := decideSlidingWindow(s.policy, st, nowMs, cost)
