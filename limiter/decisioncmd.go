@@ -10,6 +10,9 @@ import (
 // its SHA1 in lowercase hex, sent by EVALSHA.
 type decisionScript struct{ sha, src string }
 
+// shaLen is the length of a SHA1 in hex.
+const shaLen = 40
+
 // decisionScripts are every script of package lua: each run of one is a decision (or a lease
 // fetch, which refills many).
 var decisionScripts = func() []decisionScript {
@@ -45,8 +48,12 @@ func IsDecisionCommand(cmd redis.Cmder) bool {
 	}
 	switch cmd.Name() {
 	case "evalsha":
+		if len(payload) != shaLen {
+			return false
+		}
 		for i := range decisionScripts {
-			if payload == decisionScripts[i].sha {
+			// The first byte rules out nearly every other script without a call to compare.
+			if sha := decisionScripts[i].sha; payload[0] == sha[0] && payload == sha {
 				return true
 			}
 		}

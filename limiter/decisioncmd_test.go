@@ -259,3 +259,23 @@ func windowLimiters(t *testing.T, c *redis.ClusterClient) []limiter.Limiter {
 	add(limiter.NewRedisTwoTier(c, limiter.TwoTierPolicy{Bucket: limiter.BucketPolicy{Rate: 100, Burst: 100}, Quota: 1000, QuotaWindow: time.Hour}, opt))
 	return out
 }
+
+// BenchmarkIsDecisionCommand measures the check a per-node hook makes on every command: a
+// decision's EVALSHA (the last of the scripts' SHAs compared) and a command that is not one.
+func BenchmarkIsDecisionCommand(b *testing.B) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		cmd  redis.Cmder
+	}{
+		{"evalsha", redis.NewCmd(ctx, "evalsha", redis.NewScript(lua.TwoTier).Hash(), 2, "a", "b")},
+		{"ping", redis.NewStatusCmd(ctx, "ping")},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				limiter.IsDecisionCommand(tt.cmd)
+			}
+		})
+	}
+}
