@@ -202,7 +202,7 @@ func (b *CoalescingBucket) Close() error {
 // next pipeline to the key's primary. Errors are RedisTokenBucket's, plus the caller's context
 // error when it ends before the reply.
 func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, error) {
-	argv, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
+	argv, at, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -211,7 +211,7 @@ func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}
-	d, err := decodeReply(reply)
+	d, err := decodeBucketReply(reply, b.nargs, at)
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}

@@ -24,7 +24,7 @@ const maxExactMs = math.MaxInt64 / int64(time.Millisecond)
 //	reset_ms  = ceil((burst - tokens) / rate_per_ms)   // until the bucket is full again
 //
 // A denied request still returns the refilled state, which callers store (as the script does).
-// Decision.Source is left zero (Central); callers set it. cost must be >= 0.
+// Decision.Source is left zero (Central) and Decision.At zero; callers set them. cost must be >= 0.
 func Decide(p BucketPolicy, s BucketState, nowMs, cost int64) (BucketState, Decision) {
 	s = p.Refill(s, nowMs)
 	rate := p.PerMs()

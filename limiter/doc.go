@@ -15,7 +15,21 @@
 // each a lua/ script run by a RedisX limiter with an in-memory twin of identical arithmetic.
 // TwoTier and RedisTwoTier check a tenant's long quota and its endpoint's burst bucket in one
 // atomic decision that debits neither when either denies; WithRedisClock makes RedisTokenBucket
-// take time from Redis instead of the gateway.
+// take time from Redis instead of the gateway, and its script then returns that time.
+//
+// CoalescingBucket is RedisTokenBucket with concurrent decisions sent as one pipeline per
+// primary. LeaseLimiter spends tokens leased from the central bucket (lua/lease.lua) in memory;
+// OutstandingMax is the most tokens its leases held at once, which the overspend's burst excess
+// stays within.
+//
+// Every Decision carries At, the time its arithmetic was done at: the request's Now on the
+// gateway clock (twins and scripts alike), the script's TIME with WithRedisClock. A checker
+// judges each decision at it.
+//
+// IsDecisionCommand tells a go-redis hook, from the command alone, whether a command a node
+// receives makes or refills decisions (a run of one of these scripts, by SHA or body, NOSCRIPT
+// retries and lease fetches included) or is something else (SCRIPT LOAD, PING, slot map
+// reloads), whichever transport sent it.
 //
 // FailSafe wraps a Limiter with a per-endpoint fail policy (open, closed, local) under a decision
 // budget, and Breaker is a per-node circuit breaker it consults.

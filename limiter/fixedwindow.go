@@ -147,17 +147,18 @@ func (f *FixedWindow) Allow(_ context.Context, r Request) (Decision, error) {
 	stripe, st := f.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideFixedWindow(f.policy, st, nowMs, r.Cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
-// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow.
+// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is
+// nowMs).
 func (f *FixedWindow) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := f.states.lockString(key)
 	d := decideFixedWindow(f.policy, st, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d
 }
 

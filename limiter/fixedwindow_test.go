@@ -220,7 +220,7 @@ func TestFixedWindowAllowAt(t *testing.T) {
 		{100, 2, allow(3, 100*ms)},
 	} {
 		want := st.want
-		want.Source = limiter.Local
+		want.Source, want.At = limiter.Local, time.UnixMilli(t0+st.at)
 		if have := f.AllowAt(key, t0+st.at, st.cost); have != want {
 			t.Fatalf("step %d: have %+v, want %+v", i, have, want)
 		}

@@ -132,17 +132,17 @@ func (g *GCRA) Allow(_ context.Context, r Request) (Decision, error) {
 	stripe, st := g.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideGCRA(g.policy, st, nowMs, r.Cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint)) at nowMs
-// (Unix ms, > 0): the pure, clock-free form of Allow.
+// (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is nowMs).
 func (g *GCRA) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := g.states.lockString(key)
 	d := decideGCRA(g.policy, st, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d
 }
 

@@ -27,16 +27,18 @@ const DefaultLeaseTTL = time.Second
 //   - Overspend: the central bucket debits tokens when they are leased, not when they are spent.
 //     Tokens that sit in a lease while the central bucket refills are spent later on top of
 //     what other gateways took meanwhile, so several gateways together can exceed the policy's
-//     envelope; the bound is the sum of unused leases, Outstanding summed over the gateways.
+//     envelope. The burst excess stays within the most tokens outstanding in leases at any
+//     moment; OutstandingMax is one gateway's, exact, and their sum bounds it for all of them.
 //     Every grant itself conforms: allowed + Outstanding + LostTokens <= burst + rate*elapsed.
 //   - False denies: leased tokens expire after the lease TTL (WithLeaseTTL, default
 //     DefaultLeaseTTL, measured on the requests' clock) and are lost when the gateway dies
 //     (Drop); the central bucket never gets them back.
 //
-// Time is the gateway's: r.Now in Unix ms is passed to the script and dates the lease. At most
-// one fetch per key is in flight: other requests on the key that the lease cannot pay wait for
-// it (or their context), then spend from the refilled lease; if that fetch was refused (the
-// central bucket is empty) they are denied with its answer, and if it failed they get its error.
+// Time is the gateway's: r.Now in Unix ms is passed to the script, dates the lease and is every
+// decision's Decision.At, whether the lease or the central bucket paid it. At most one fetch per
+// key is in flight: other requests on the key that the lease cannot pay wait for it (or their
+// context), then spend from the refilled lease; if that fetch was refused (the central bucket
+// is empty) they are denied with its answer, and if it failed they get its error.
 // The fetch runs under its own deadline (WithLeaseTimeout, default DefaultTimeout) derived from
 // the fetching request's context; like RedisTokenBucket it never retries except one EVAL after
 // NOSCRIPT. Build the client as RedisTokenBucket's doc says. With a client that can pipeline,
@@ -45,7 +47,7 @@ const DefaultLeaseTTL = time.Second
 // how long the bucket stays empty at least; requests the lease cannot pay meanwhile are denied
 // locally, without a refused round trip each.
 //
-// A decision from the lease allocates nothing; a key's entry (48 bytes plus the key and map
+// A decision from the lease allocates nothing; a key's entry (64 bytes plus the key and map
 // overhead) is kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
 // not usable: use NewLeaseLimiter.
 type LeaseLimiter struct {
@@ -63,6 +65,7 @@ type LeaseLimiter struct {
 	noScript atomic.Int64
 	lost     atomic.Int64
 	waited   atomic.Int64 // decisions that waited for a fetch (their own or one in flight)
+	book     heldBook     // the tokens held in leases and their most (OutstandingMax)
 	// refresh-ahead (WithLeaseRefresh): a spend that leaves at most lowMark tokens, or happens
 	// refreshMs or less before the lease expires, starts a top-up fetch in the background.
 	refresh   bool
@@ -99,6 +102,10 @@ type leaseEntry struct {
 	// less than one token; until this time, and while a refresh for the drained key is in flight,
 	// requests the lease cannot pay are denied at once and never wait (see WithLeaseRefresh).
 	drainedUntil int64
+	// counted: tokens are in the limiter's held count (heldBook); queued: the expiry of the
+	// newest heap entry for this lease.
+	counted bool
+	queued  int64
 }
 
 // leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
@@ -152,6 +159,7 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		timeout: cfg.timeout,
 		seed:    maphash.MakeSeed(),
 	}
+	l.book.init()
 	if cfg.refresh > 0 {
 		l.refresh = true
 		l.lowMark = int64(math.Floor(cfg.refresh * float64(size)))
@@ -216,8 +224,16 @@ func (l *LeaseLimiter) RefreshErrors() int64 { return l.refreshErrs.Load() }
 func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
 
 // Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
-// time seen: this gateway's share of the overspend bound. It locks every stripe in turn.
+// time seen: what this gateway holds now (OutstandingMax is the most it held). It locks every
+// stripe in turn.
 func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
+
+// OutstandingMax returns the most tokens this limiter's leases held at any moment so far:
+// granted, and not yet spent, expired or dropped, on the clock of Outstanding. It is what the
+// overspend's burst excess stays within (summed over the gateways: a bound on the most they held
+// at once). It is tracked exactly as grants, spends, expiries and drops happen, and costs one
+// atomic load.
+func (l *LeaseLimiter) OutstandingMax() int64 { return l.book.most.Load() }
 
 // OutstandingAt is Outstanding at nowMs (Unix ms).
 func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
@@ -246,6 +262,7 @@ func (l *LeaseLimiter) Drop() {
 	for i := range l.stripes {
 		for _, e := range l.stripes[i].m {
 			n += e.tokens
+			l.book.writeOff(e)
 			e.tokens, e.expiresAt = 0, 0
 		}
 	}
@@ -267,6 +284,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	at := decidedAt(r, nowMs)
 	l.observe(nowMs)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
@@ -282,12 +300,14 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	for {
 		if e.tokens > 0 && nowMs >= e.expiresAt {
 			l.lost.Add(e.tokens)
+			l.book.writeOff(e)
 			e.tokens = 0
 		}
 		// The hot path, kept in line: the lease pays.
 		if e.tokens >= r.Cost {
 			e.tokens -= r.Cost
-			d := Decision{Allowed: true, Remaining: e.tokens, Source: src}
+			l.book.spend(e, r.Cost)
+			d := Decision{Allowed: true, Remaining: e.tokens, Source: src, At: at}
 			if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
 				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
 				l.startRefresh(e, string(key), nowMs)
@@ -297,6 +317,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		}
 		if d, ok := l.denyLocally(e, key, nowMs, r.Cost); ok {
 			stripe.mu.Unlock()
+			d.At = at
 			return d, nil
 		}
 		if !waited {
@@ -306,7 +327,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		if f := e.fetch; f != nil {
 			stripe.mu.Unlock()
 			if d, done, err := l.await(ctx, f, key); done {
-				return d, err
+				return withAt(d, at, err)
 			}
 			stripe.mu.Lock()
 			continue
@@ -314,7 +335,7 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		d, done, err := l.fetchFor(ctx, stripe, e, key, nowMs, r.Cost)
 		if done {
 			stripe.mu.Unlock()
-			return d, err
+			return withAt(d, at, err)
 		}
 		// Requests spending from the lease meanwhile may have left it short again; then loop
 		// and fetch again (each round spends or is refused, so the loop ends).
@@ -322,11 +343,25 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 }
 
-// observe advances the latest request time seen (the clock of Outstanding) to nowMs.
+// withAt returns d made at at, or err.
+func withAt(d Decision, at time.Time, err error) (Decision, error) {
+	if err != nil {
+		return Decision{}, err
+	}
+	d.At = at
+	return d, nil
+}
+
+// observe advances the latest request time seen (the clock of Outstanding) to nowMs, and takes
+// the leases that expire by then out of the held count. Called with no stripe locked.
 func (l *LeaseLimiter) observe(nowMs int64) {
 	for {
 		last := l.lastMs.Load()
-		if nowMs <= last || l.lastMs.CompareAndSwap(last, nowMs) {
+		if nowMs <= last {
+			return
+		}
+		if l.lastMs.CompareAndSwap(last, nowMs) {
+			l.book.expire(nowMs)
 			return
 		}
 	}
@@ -393,7 +428,7 @@ func (l *LeaseLimiter) fetchFor(ctx context.Context, stripe *leaseStripe, e *lea
 	stripe.mu.Unlock()
 	granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
 	stripe.mu.Lock()
-	granted, denial = l.settle(e, f, gen, nowMs, need, granted, denial, emptyMs, err)
+	granted, denial = l.settle(stripe, e, f, gen, nowMs, need, granted, denial, emptyMs, err)
 	if err != nil {
 		return Decision{}, true, err
 	}

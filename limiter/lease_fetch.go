@@ -11,9 +11,10 @@ import (
 )
 
 // settle books the result of fetch f (started at generation gen by a request at nowMs that
-// lacked need tokens) into e and wakes f's waiters. It returns the grant and the denial as the
-// fetching request sees them: a grant that Drop overtook is lost. Called with e's stripe locked.
-func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
+// lacked need tokens) into e, kept in stripe, and wakes f's waiters. It returns the grant and the
+// denial as the fetching request sees them: a grant that Drop overtook is lost. Called with
+// stripe locked.
+func (l *LeaseLimiter) settle(stripe *leaseStripe, e *leaseEntry, f *leaseCall, gen, nowMs, need, granted int64, denial Decision, emptyMs int64, err error) (int64, Decision) {
 	e.fetch = nil
 	f.granted, f.denial, f.err = granted, denial, err
 	if granted > 0 {
@@ -23,8 +24,10 @@ func (l *LeaseLimiter) settle(e *leaseEntry, f *leaseCall, gen, nowMs, need, gra
 			f.granted, f.denial = granted, denial
 		} else {
 			// Leftover tokens join the new lease and live as long as it does.
+			was := heldBy(e)
 			e.tokens += granted
 			e.expiresAt = nowMs + l.ttlMs
+			l.book.holdGrant(stripe, e, was, &l.lastMs)
 			e.drainedUntil = 0
 			if emptyMs >= 0 {
 				// The central bucket is drained: once this lease is spent, deny locally
@@ -79,7 +82,7 @@ func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *lea
 			l.refreshErrs.Add(1)
 		}
 		stripe.mu.Lock()
-		l.settle(e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
+		l.settle(stripe, e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
 		stripe.mu.Unlock()
 	}()
 	return f

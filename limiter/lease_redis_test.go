@@ -206,8 +206,10 @@ func TestLeaseOverspend(t *testing.T) {
 	} {
 		before := a.OutstandingAt(t0+st.at) + b.OutstandingAt(t0+st.at)
 		have, err := st.gw.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: st.cost, Now: time.UnixMilli(t0 + st.at)})
-		if err != nil || have != st.want {
-			t.Fatalf("step %d: have %+v, %v; want %+v", i, have, err, st.want)
+		want := st.want
+		want.At = time.UnixMilli(t0 + st.at) // lease and central decisions alike: the request's Now
+		if err != nil || have != want {
+			t.Fatalf("step %d: have %+v, %v; want %+v", i, have, err, want)
 		}
 		if have.Allowed {
 			allowed += st.cost
@@ -289,9 +291,11 @@ func TestLeaseExpiry(t *testing.T) {
 		{999, limiter.Decision{Allowed: true, Remaining: 8, Source: limiter.Lease}, 2, 8, 8},
 	} {
 		have, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + st.at)})
-		if err != nil || have != st.want || l.CentralCalls() != st.wantCalls || l.Outstanding() != st.wantOut || l.LostTokens() != st.wantLost {
+		want := st.want
+		want.At = time.UnixMilli(t0 + st.at)
+		if err != nil || have != want || l.CentralCalls() != st.wantCalls || l.Outstanding() != st.wantOut || l.LostTokens() != st.wantLost {
 			t.Fatalf("step %d (t0%+d ms): have %+v, %v, calls %d, outstanding %d, lost %d; want %+v, calls %d, outstanding %d, lost %d",
-				i, st.at, have, err, l.CentralCalls(), l.Outstanding(), l.LostTokens(), st.want, st.wantCalls, st.wantOut, st.wantLost)
+				i, st.at, have, err, l.CentralCalls(), l.Outstanding(), l.LostTokens(), want, st.wantCalls, st.wantOut, st.wantLost)
 		}
 	}
 	if have := l.OutstandingAt(t0 + 1000); have != 0 {
@@ -442,9 +446,11 @@ func TestLeaseNoScriptFallback(t *testing.T) {
 		{"b", limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central}, 2, 1}, // EVAL cached it
 	} {
 		have, err := l.Allow(ctx, limiter.Request{Tenant: tenant, Endpoint: st.ep, Cost: 1, Now: time.UnixMilli(t0)})
-		if err != nil || have != st.want || l.CentralCalls() != st.wantCalls || l.NoScriptFallbacks() != st.wantFallbacks {
+		want := st.want
+		want.At = time.UnixMilli(t0)
+		if err != nil || have != want || l.CentralCalls() != st.wantCalls || l.NoScriptFallbacks() != st.wantFallbacks {
 			t.Fatalf("step %d: have %+v, %v, calls %d, fallbacks %d; want %+v, calls %d, fallbacks %d",
-				i, have, err, l.CentralCalls(), l.NoScriptFallbacks(), st.want, st.wantCalls, st.wantFallbacks)
+				i, have, err, l.CentralCalls(), l.NoScriptFallbacks(), want, st.wantCalls, st.wantFallbacks)
 		}
 	}
 }
@@ -506,7 +512,7 @@ func TestLeaseWaiters(t *testing.T) {
 	}()
 	<-waiting
 	close(s.release)
-	want := limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central}
+	want := limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central, At: r.Now}
 	if have := <-fetcher; have.err != nil || have.d != want {
 		t.Fatalf("fetcher: %+v, %v; want %+v", have.d, have.err, want)
 	}
@@ -572,7 +578,7 @@ func TestLeaseSharedFailure(t *testing.T) {
 		<-s.entered
 		l.Drop()
 		close(s.release)
-		want := limiter.Decision{RetryAfter: time.Millisecond, Source: limiter.Central}
+		want := limiter.Decision{RetryAfter: time.Millisecond, Source: limiter.Central, At: r.Now}
 		if have := <-done; have != want {
 			t.Fatalf("decision whose fetch outlived its gateway: %+v, want %+v", have, want)
 		}
@@ -651,8 +657,10 @@ func TestLeaseSharesTheBucket(t *testing.T) {
 		{l, 1, 1, limiter.Decision{RetryAfter: 1 * ms, ResetAfter: 19 * ms, Source: limiter.Central}}, // 0.5 token
 	} {
 		have, err := st.lim.Allow(ctx, limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: st.cost, Now: time.UnixMilli(t0 + st.at)})
-		if err != nil || have != st.want {
-			t.Fatalf("step %d: have %+v, %v; want %+v", i, have, err, st.want)
+		want := st.want
+		want.At = time.UnixMilli(t0 + st.at)
+		if err != nil || have != want {
+			t.Fatalf("step %d: have %+v, %v; want %+v", i, have, err, want)
 		}
 	}
 }
@@ -722,7 +730,7 @@ func TestLeaseBatchedFetches(t *testing.T) {
 		for i := range callers {
 			wg.Go(func() {
 				d, err := l.Allow(context.Background(), limiter.Request{Tenant: prefix + "-" + strconv.Itoa(i), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
-				if want := (limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central}); err != nil || d != want {
+				if want := (limiter.Decision{Allowed: true, Remaining: 9, Source: limiter.Central, At: time.UnixMilli(t0)}); err != nil || d != want {
 					t.Errorf("cold key %d: %+v, %v; want %+v", i, d, err, want)
 				}
 			})

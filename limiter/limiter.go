@@ -49,6 +49,12 @@ type Decision struct {
 	// ResetAfter is how long until the bucket is full again.
 	ResetAfter time.Duration
 	Source     Source
+	// At is the time the decision was made at, the time its arithmetic used before any clamp:
+	// the request's Now (time.Now to the millisecond when Now is zero) for the gateway clock, or
+	// with WithRedisClock the server's TIME (whole ms) that the script read. It lets a checker
+	// judge each decision at the limiter's own time, not at the caller's. It is zero when no
+	// clock made the decision: Noop, and FailSafe's fail-open and fail-closed answers.
+	At time.Time
 }
 
 // Limiter decides whether a request may pass.

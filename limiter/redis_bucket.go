@@ -20,7 +20,8 @@ import (
 //
 // Time is the gateway's: r.Now in Unix ms is passed to the script, which never lets a key's
 // stored time go backwards. With WithRedisClock the script takes now from Redis's TIME instead
-// and r.Now is only checked, not used. Each decision runs under its own deadline (WithTimeout,
+// and r.Now is only checked, not used; the script returns that TIME, which becomes Decision.At
+// (r.Now otherwise). Each decision runs under its own deadline (WithTimeout,
 // default DefaultTimeout).
 //
 // The limiter never retries, except the single NOSCRIPT->EVAL step. Build the go-redis client so
@@ -118,7 +119,7 @@ func (b *RedisTokenBucket) NoScriptFallbacks() int64 { return b.noScript.Load() 
 // Allow decides r at r.Now (time.Now when zero) with one script run on r's key. Errors wrap the
 // client's error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, error) {
-	argv, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
+	argv, at, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -147,7 +148,7 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", key, err)
 	}
-	d, err := decodeReply(reply)
+	d, err := decodeBucketReply(reply, b.nargs, at)
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", key, err)
 	}
@@ -155,24 +156,40 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	return d, nil
 }
 
+// decodeBucketReply decodes token_bucket.lua's reply to a call with nargs ARGV: with the Redis
+// clock (6) the script's own now_ms becomes Decision.At; with the gateway's (5) At is at, the
+// request's time. RedisTokenBucket and CoalescingBucket both decode here.
+func decodeBucketReply(reply any, nargs int, at time.Time) (Decision, error) {
+	if nargs == 6 {
+		return decodeTimedReply(reply)
+	}
+	d, err := decodeReply(reply)
+	if err != nil {
+		return Decision{}, err
+	}
+	d.At = at
+	return d, nil
+}
+
 // bucketArgs checks r and returns the token-bucket script's ARGV for it (now, rate per ms,
-// capacity, cost, TTL, clock mode), with r's own policy when policyFor gives one. RedisTokenBucket
-// and CoalescingBucket both build their calls here, so the two transports send the same script
-// call for the same request.
-func bucketArgs(r Request, policy BucketPolicy, args *policyArgs, policyFor PolicyFunc) ([6]any, error) {
+// capacity, cost, TTL, clock mode), with r's own policy when policyFor gives one, and r's time
+// on the gateway clock (Decision.At without WithRedisClock). RedisTokenBucket and
+// CoalescingBucket both build their calls here, so the two transports send the same script call
+// for the same request.
+func bucketArgs(r Request, policy BucketPolicy, args *policyArgs, policyFor PolicyFunc) ([6]any, time.Time, error) {
 	nowMs, err := requestMs(r)
 	if err != nil {
-		return [6]any{}, err
+		return [6]any{}, time.Time{}, err
 	}
 	if policyFor != nil {
 		p, err := checkedPolicy(policyFor(r.Tenant, r.Endpoint), policy, r)
 		if err != nil {
-			return [6]any{}, err
+			return [6]any{}, time.Time{}, err
 		}
 		if p != policy {
 			pa := newPolicyArgs(p)
 			args = &pa
 		}
 	}
-	return [6]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}, nil
+	return [6]any{nowMs, args.ratePerMs, args.capacity, r.Cost, args.ttlMs, clockRedis}, decidedAt(r, nowMs), nil
 }

@@ -148,6 +148,7 @@ func TestRedisPlainClient(t *testing.T) {
 		{Allowed: false, Remaining: 0, RetryAfter: 2 * ms, ResetAfter: 20 * ms, Source: limiter.Central},
 	} {
 		have, err := b.Allow(ctx, limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 10 - 9*int64(i), Now: time.UnixMilli(t0)})
+		want.At = time.UnixMilli(t0)
 		if err != nil || have != want {
 			t.Fatalf("decision %d: have %+v, %v; want %+v", i, have, err, want)
 		}

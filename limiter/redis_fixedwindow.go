@@ -61,5 +61,5 @@ func (f *RedisFixedWindow) Allow(ctx context.Context, r Request) (Decision, erro
 	call.nkey = 1
 	call.args = [7]any{nowMs, f.windowArg, idx, f.limitArg, r.Cost, f.ttl}
 	call.narg = 6
-	return f.s.run(ctx, call)
+	return f.s.run(ctx, call, decidedAt(r, nowMs))
 }

@@ -59,5 +59,5 @@ func (g *RedisGCRA) Allow(ctx context.Context, r Request) (Decision, error) {
 	call.nkey = 1
 	call.args = [7]any{nowMs, g.intervalArg, g.burstArg, r.Cost, g.ttl}
 	call.narg = 5
-	return g.s.run(ctx, call)
+	return g.s.run(ctx, call, decidedAt(r, nowMs))
 }

@@ -66,5 +66,5 @@ func (s *RedisSlidingLog) Allow(ctx context.Context, r Request) (Decision, error
 	id := s.idPrefix + strconv.FormatUint(s.seq.Add(1), 36)
 	call.args = [7]any{nowMs, s.windowArg, s.limitArg, r.Cost, s.ttl, id}
 	call.narg = 6
-	return s.s.run(ctx, call)
+	return s.s.run(ctx, call, decidedAt(r, nowMs))
 }

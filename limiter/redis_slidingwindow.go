@@ -61,5 +61,5 @@ func (s *RedisSlidingWindow) Allow(ctx context.Context, r Request) (Decision, er
 	call.nkey = 2
 	call.args = [7]any{nowMs, s.windowArg, idx, s.limitArg, r.Cost, s.ttl}
 	call.narg = 6
-	return s.s.run(ctx, call)
+	return s.s.run(ctx, call, decidedAt(r, nowMs))
 }

@@ -106,7 +106,7 @@ func (t *RedisTwoTier) AllowTier(ctx context.Context, r Request) (Decision, Tier
 	if err != nil {
 		return Decision{}, TierNone, fmt.Errorf("limiter: two tier %s: %w", key, err)
 	}
-	d.Source = Central
+	d.Source, d.At = Central, decidedAt(r, nowMs)
 	return d, tier, nil
 }
 

@@ -46,7 +46,8 @@ func TestRedisClockIgnoresGatewaySkew(t *testing.T) {
 				i, st.skew, after.LastMs, ok, wallBefore, wallAfter)
 		}
 		wantState, want := limiter.Decide(suitePolicy, before, after.LastMs, st.cost)
-		want.Source = limiter.Central
+		// At is the TIME the script read, which Redis's one clock makes the stored time too.
+		want.Source, want.At = limiter.Central, time.UnixMilli(after.LastMs)
 		if have != want || after != wantState {
 			t.Fatalf("step %d (skew %v, cost %d): have %+v, state %+v; want %+v, state %+v (Decide at Redis's %d from %+v)",
 				i, st.skew, st.cost, have, after, want, wantState, after.LastMs, before)

@@ -27,3 +27,12 @@ func requestMs(r Request) (int64, error) {
 	}
 	return ms, nil
 }
+
+// decidedAt is Decision.At for a request decided at nowMs (requestMs's result) on the gateway
+// clock: r.Now itself, or the millisecond requestMs read when r.Now is zero.
+func decidedAt(r Request, nowMs int64) time.Time {
+	if r.Now.IsZero() {
+		return time.UnixMilli(nowMs)
+	}
+	return r.Now
+}

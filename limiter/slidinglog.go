@@ -137,17 +137,17 @@ func (s *SlidingLog) Allow(_ context.Context, r Request) (Decision, error) {
 	stripe, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideSlidingLog(s.policy, st, nowMs, r.Cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint)) at nowMs
-// (Unix ms, > 0): the pure, clock-free form of Allow.
+// (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is nowMs).
 func (s *SlidingLog) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := s.states.lockString(key)
 	d := decideSlidingLog(s.policy, st, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d
 }
 

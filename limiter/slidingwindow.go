@@ -157,17 +157,18 @@ func (s *SlidingWindow) Allow(_ context.Context, r Request) (Decision, error) {
 	stripe, st := s.states.lockBytes(AppendKey(buf[:0], r.Tenant, r.Endpoint))
 	d := decideSlidingWindow(s.policy, st, nowMs, r.Cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost units (>= 0) on key (KeyFor(tenant, endpoint), without the
-// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow.
+// window suffix) at nowMs (Unix ms, > 0): the pure, clock-free form of Allow (Decision.At is
+// nowMs).
 func (s *SlidingWindow) AllowAt(key string, nowMs, cost int64) Decision {
 	stripe, st := s.states.lockString(key)
 	d := decideSlidingWindow(s.policy, st, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d
 }
 

@@ -21,6 +21,9 @@ type subject struct {
 	state func(t *testing.T, key string) (limiter.BucketState, bool)
 	// pttl returns a key's remaining time to live; nil when the implementation never expires keys.
 	pttl func(t *testing.T, key string) time.Duration
+	// serverTime reads the store's clock (Redis TIME); nil when the implementation has no server
+	// and so ignores WithRedisClock.
+	serverTime func(t *testing.T) time.Time
 }
 
 // newSubjectFunc builds a fresh subject with policy p and options.
@@ -58,6 +61,13 @@ func newRedisSubject(t *testing.T, p limiter.BucketPolicy, opts ...limiter.Optio
 				t.Fatalf("PTTL %s: %v", key, err)
 			}
 			return d
+		},
+		serverTime: func(t *testing.T) time.Time {
+			now, err := c.Time(context.Background()).Result()
+			if err != nil {
+				t.Fatalf("TIME: %v", err)
+			}
+			return now
 		},
 	}
 }
@@ -105,7 +115,7 @@ type step struct {
 	tenant int
 	ep     string
 	cost   int64
-	want   limiter.Decision // Source is filled in from the subject
+	want   limiter.Decision // Source and At are filled in from the subject and the request
 }
 
 func allow(remaining int64, reset time.Duration) limiter.Decision {
@@ -197,11 +207,12 @@ func runSuite(t *testing.T, newSubject newSubjectFunc) {
 				if ep == "" {
 					ep = "ep"
 				}
+				now := time.UnixMilli(t0 + st.at)
 				have, err := s.lim.Allow(context.Background(), limiter.Request{
-					Tenant: tenants[st.tenant], Endpoint: ep, Cost: st.cost, Now: time.UnixMilli(t0 + st.at),
+					Tenant: tenants[st.tenant], Endpoint: ep, Cost: st.cost, Now: now,
 				})
 				want := st.want
-				want.Source = s.source
+				want.Source, want.At = s.source, now // the gateway clock: decided at the request's Now
 				if err != nil || have != want {
 					t.Fatalf("step %d (t0%+d ms, %s, cost %d): have %+v, %v; want %+v", i, st.at, ep, st.cost, have, err, want)
 				}
@@ -305,6 +316,57 @@ func runSuite(t *testing.T, newSubject newSubjectFunc) {
 		}
 	})
 
+	t.Run("decided at the request's time", func(t *testing.T) {
+		t.Parallel()
+		s := newSubject(t, suitePolicy)
+		tenant := uniqueTenant(t)
+		// A time between two milliseconds: At is Now itself, not the millisecond the bucket used.
+		now := time.UnixMilli(t0).Add(123456 * time.Nanosecond)
+		if d, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: now}); err != nil || !d.At.Equal(now) {
+			t.Errorf("Now %v: have %+v, %v; want At = Now", now, d, err)
+		}
+		// A zero Now is time.Now, read to the millisecond.
+		before := time.Now().UnixMilli()
+		d, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "zero", Cost: 1})
+		after := time.Now().UnixMilli()
+		if at := d.At.UnixMilli(); err != nil || at < before || at > after || d.At.Nanosecond()%int(time.Millisecond) != 0 {
+			t.Errorf("zero Now: have %+v, %v; want At a whole millisecond in [%d, %d]", d, err, before, after)
+		}
+	})
+
+	t.Run("redis clock: decided at the server's time", func(t *testing.T) {
+		t.Parallel()
+		s := newSubject(t, suitePolicy, limiter.WithRedisClock())
+		tenant := uniqueTenant(t)
+		key := limiter.KeyFor(tenant, "ep")
+		// Gateway clocks an hour off either way: the decision's time is the server's all the same.
+		for i, st := range []struct {
+			skew time.Duration
+			cost int64
+		}{{time.Hour, 10}, {-time.Hour, 1}, {0, 11}, {time.Hour, 0}} {
+			now := time.Now().Add(st.skew)
+			if s.serverTime == nil {
+				// No server: the option does not apply and the gateway's clock decides.
+				if d, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: st.cost, Now: now}); err != nil || !d.At.Equal(now) {
+					t.Fatalf("step %d (skew %v): have %+v, %v; want At = Now %v", i, st.skew, d, err, now)
+				}
+				continue
+			}
+			before := s.serverTime(t).UnixMilli()
+			d, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: st.cost, Now: now})
+			after := s.serverTime(t).UnixMilli()
+			if at := d.At.UnixMilli(); err != nil || at < before || at > after || !d.At.Equal(time.UnixMilli(at)) {
+				t.Fatalf("step %d (skew %v, cost %d): have %+v, %v; want At a whole millisecond of Redis TIME in [%d, %d]",
+					i, st.skew, st.cost, d, err, before, after)
+			}
+			// The key's stored time is the one the decision was made at (the server's clock only
+			// moves forward, so the clamp changes nothing).
+			if stored, ok := s.state(t, key); !ok || stored.LastMs != d.At.UnixMilli() {
+				t.Fatalf("step %d: stored %+v (exists %v), want updated_at = At %d", i, stored, ok, d.At.UnixMilli())
+			}
+		}
+	})
+
 	t.Run("policy per request", func(t *testing.T) {
 		t.Parallel()
 		big := limiter.BucketPolicy{Rate: 500, Burst: 20}
@@ -329,7 +391,7 @@ func runSuite(t *testing.T, newSubject newSubjectFunc) {
 			{"small", 10, allow(0, 20*ms)},
 		} {
 			want := tt.want
-			want.Source = s.source
+			want.Source, want.At = s.source, now
 			if have, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: tt.ep, Cost: tt.cost, Now: now}); err != nil || have != want {
 				t.Errorf("%s cost %d: have %+v, %v; want %+v", tt.ep, tt.cost, have, err, want)
 			}

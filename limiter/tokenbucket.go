@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // numStripes is the number of lock stripes of the in-memory limiters: independently locked key
@@ -86,13 +87,13 @@ func (b *TokenBucket) Allow(_ context.Context, r Request) (Decision, error) {
 	var d Decision
 	*st, d = Decide(p, *st, nowMs, r.Cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost tokens (>= 0) on key at nowMs (Unix ms, > 0) with the
 // constructor's policy. It is the pure, clock-free form of Allow: the key is used as given
-// (build it with KeyFor) and the policy function is not consulted.
+// (build it with KeyFor), the policy function is not consulted, and Decision.At is nowMs.
 func (b *TokenBucket) AllowAt(key string, nowMs, cost int64) Decision {
 	return b.AllowPolicyAt(key, b.policy, nowMs, cost)
 }
@@ -109,7 +110,7 @@ func (b *TokenBucket) AllowPolicyAt(key string, p BucketPolicy, nowMs, cost int6
 	var d Decision
 	*st, d = Decide(p, *st, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d
 }
 

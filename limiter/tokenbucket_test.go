@@ -22,7 +22,7 @@ func TestTokenBucketAllowAndAllowAtShareState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same key through AllowAt sees the 4 tokens Allow left.
-	if have, want := b.AllowAt(limiter.KeyFor("acme", "/x"), t0, 4), (limiter.Decision{Allowed: true, ResetAfter: 20 * ms, Source: limiter.Local}); have != want {
+	if have, want := b.AllowAt(limiter.KeyFor("acme", "/x"), t0, 4), (limiter.Decision{Allowed: true, ResetAfter: 20 * ms, Source: limiter.Local, At: time.UnixMilli(t0)}); have != want {
 		t.Errorf("AllowAt after Allow: have %+v, want %+v", have, want)
 	}
 	if have, err := b.Allow(ctx, limiter.Request{Tenant: "acme", Endpoint: "/x", Cost: 1, Now: time.UnixMilli(t0)}); err != nil || have.Allowed {

@@ -222,11 +222,13 @@ func (t *TwoTier) Allow(_ context.Context, r Request) (Decision, error) {
 		return Decision{}, err
 	}
 	d, _ := t.AllowTierAt(r.Tenant, r.Endpoint, nowMs, r.Cost)
+	d.At = decidedAt(r, nowMs)
 	return d, nil
 }
 
 // AllowAt decides a request of cost units (>= 0) of tenant's endpoint at nowMs (Unix ms, > 0):
-// the pure, clock-free form of Allow (the request checks of Allow are not repeated).
+// the pure, clock-free form of Allow (the request checks of Allow are not repeated; Decision.At
+// is nowMs).
 func (t *TwoTier) AllowAt(tenant, endpoint string, nowMs, cost int64) Decision {
 	d, _ := t.AllowTierAt(tenant, endpoint, nowMs, cost)
 	return d
@@ -247,7 +249,7 @@ func (t *TwoTier) AllowTierAt(tenant, endpoint string, nowMs, cost int64) (Decis
 	var tier Tier
 	*b, d, tier = decideTwoTier(t.policy, *b, &st.quota, nowMs, cost)
 	stripe.mu.Unlock()
-	d.Source = Local
+	d.Source, d.At = Local, time.UnixMilli(nowMs)
 	return d, tier
 }
 

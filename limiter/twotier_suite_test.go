@@ -159,11 +159,12 @@ func runTierSuite(t *testing.T, newSubject newTierSubjectFunc) {
 			w := tt.policy.QuotaWindow.Milliseconds()
 			for i, st := range tt.steps {
 				tenant := tenants[st.tenant]
+				now := time.UnixMilli(t0 + st.at)
 				have, tier, err := s.allow(context.Background(), limiter.Request{
-					Tenant: tenant, Endpoint: st.ep, Cost: st.cost, Now: time.UnixMilli(t0 + st.at),
+					Tenant: tenant, Endpoint: st.ep, Cost: st.cost, Now: now,
 				})
 				want := st.want
-				want.Source = s.source
+				want.Source, want.At = s.source, now
 				if err != nil || have != want || tier != st.tier {
 					t.Fatalf("step %d (t0%+d ms, %s, cost %d): have %+v tier %v, %v; want %+v tier %v",
 						i, st.at, st.ep, st.cost, have, tier, err, want, st.tier)
@@ -196,7 +197,7 @@ func runTierSuite(t *testing.T, newSubject newTierSubjectFunc) {
 			}
 		}
 		want := allow(9, 2*ms)
-		want.Source = s.source
+		want.Source, want.At = s.source, now
 		if d, err := s.lim.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: now}); err != nil || d != want {
 			t.Errorf("good request: have %+v, %v; want %+v", d, err, want)
 		}

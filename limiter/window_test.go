@@ -27,7 +27,7 @@ type winStep struct {
 	tenant int
 	ep     string
 	cost   int64
-	want   limiter.Decision // Source is filled in from the subject
+	want   limiter.Decision // Source and At are filled in from the subject and the request
 }
 
 // winCase is a named sequence of steps run on a fresh subject.
@@ -49,11 +49,12 @@ func runWinCases(t *testing.T, newSubject func(t *testing.T) winSubject, cases [
 				if ep == "" {
 					ep = "ep"
 				}
+				now := time.UnixMilli(t0 + st.at)
 				have, err := s.lim.Allow(context.Background(), limiter.Request{
-					Tenant: tenants[st.tenant], Endpoint: ep, Cost: st.cost, Now: time.UnixMilli(t0 + st.at),
+					Tenant: tenants[st.tenant], Endpoint: ep, Cost: st.cost, Now: now,
 				})
 				want := st.want
-				want.Source = s.source
+				want.Source, want.At = s.source, now // the gateway clock: decided at the request's Now
 				if err != nil || have != want {
 					t.Fatalf("step %d (t0%+d ms, %s, cost %d): have %+v, %v; want %+v", i, st.at, ep, st.cost, have, err, want)
 				}

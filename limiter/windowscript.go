@@ -85,9 +85,10 @@ func loadScript(ctx context.Context, c redis.Scripter, name, src, sha string) er
 // get returns a pooled call; the caller fills keys[:nkey] and args[:narg] and passes it to run.
 func (s *windowScript) get() *windowCall { return s.calls.Get().(*windowCall) }
 
-// run runs the script with call's KEYS and ARGV, returns call to the pool and decodes the reply.
+// run runs the script with call's KEYS and ARGV, returns call to the pool and decodes the reply
+// into a Decision made at at (the request's time: the window scripts take the gateway's clock).
 // Errors name the script and the first key and wrap the client's error or ErrBadReply.
-func (s *windowScript) run(ctx context.Context, call *windowCall) (Decision, error) {
+func (s *windowScript) run(ctx context.Context, call *windowCall, at time.Time) (Decision, error) {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
@@ -113,6 +114,6 @@ func (s *windowScript) run(ctx context.Context, call *windowCall) (Decision, err
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: %s %s: %w", s.name, key, err)
 	}
-	d.Source = Central
+	d.Source, d.At = Central, at
 	return d, nil
 }

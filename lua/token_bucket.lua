@@ -16,11 +16,15 @@
 -- Stored hash fields:
 --   tokens      float tokens left, written with %.17g so the double round-trips exactly
 --   updated_at  integer ms of the last decision; never moves backwards
--- Returns {allowed, remaining, retry_after_ms, reset_after_ms}, all integers:
+-- Returns {allowed, remaining, retry_after_ms, reset_after_ms}, all integers, and with ARGV[6]
+-- "redis" a fifth, now_ms:
 --   allowed         1 if tokens >= cost (then cost is debited), else 0
 --   remaining       floor(tokens after the decision)
 --   retry_after_ms  0 if allowed; -1 if cost > capacity (never); else ceil((cost - tokens) / rate)
 --   reset_after_ms  ceil((capacity - tokens) / rate): until the bucket is full again
+--   now_ms          the server's TIME in ms that the decision was made at, before the clamp below:
+--                   the caller cannot know it otherwise, and judges the decision at it (with the
+--                   gateway's clock the caller already has it: ARGV[1])
 --
 -- The arithmetic is the one of limiter/bucket.go (BucketPolicy.Refill) and limiter.Decide, step
 -- by step in the same IEEE double order, so limiter.TokenBucket (the in-memory twin) returns the
@@ -52,6 +56,7 @@ if ARGV[6] ~= nil then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local clock_ms = now
 
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated_at')
 local tokens = tonumber(state[1])
@@ -79,4 +84,7 @@ end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', now))
 redis.call('PEXPIRE', KEYS[1], ttl)
 
+if ARGV[6] ~= nil then
+  return {allowed, math.floor(tokens), retry_after, math.ceil((capacity - tokens) / rate), clock_ms}
+end
 return {allowed, math.floor(tokens), retry_after, math.ceil((capacity - tokens) / rate)}
