@@ -25,9 +25,10 @@ type reqTag struct{ sec atomic.Int64 }
 
 // nodeStats counts what one node's client saw.
 type nodeStats struct {
-	addr string
-	ops  atomic.Int64
-	errs [limiter.NumErrorKinds]atomic.Int64 // replies and failures by kind, MOVED/ASK/NOSCRIPT included
+	addr     string
+	decision atomic.Int64 // commands that made or refilled a decision (limiter.IsDecisionCommand)
+	other    atomic.Int64 // every other command: PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...
+	errs     [limiter.NumErrorKinds]atomic.Int64 // replies and failures by kind, MOVED/ASK/NOSCRIPT included
 }
 
 // nodeCounters count every node's commands and error replies, and MOVED, ASK and NOSCRIPT per
@@ -37,13 +38,18 @@ type nodeStats struct {
 type nodeCounters struct {
 	mu                   sync.Mutex
 	nodes                map[string]*nodeStats
-	moved, ask, noscript []atomic.Int64 // per second of the run
+	moved, ask, noscript []atomic.Int64 // per second of the run, of the request that met them
+	// central counts decision commands per second of the run in which they were answered: a
+	// lease's refresh-ahead fetch belongs to no request, so the wall clock places it.
+	central []atomic.Int64
+	baseNs  atomic.Int64 // the run's time zero (UnixNano); 0 before it starts
 }
 
 func newNodeCounters(seconds int) *nodeCounters {
 	return &nodeCounters{
 		nodes:    map[string]*nodeStats{},
 		moved:    make([]atomic.Int64, seconds),
+		central:  make([]atomic.Int64, seconds),
 		ask:      make([]atomic.Int64, seconds),
 		noscript: make([]atomic.Int64, seconds),
 	}
@@ -83,9 +89,24 @@ func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.n.ops.Add(1)
+		h.op(cmd, time.Now().UnixNano())
 		h.count(ctx, err)
 		return err
+	}
+}
+
+// op books one command the node answered at tNs: a decision command in the second of the run
+// it was answered in, any other command apart.
+func (h nodeHook) op(cmd redis.Cmder, tNs int64) {
+	if !limiter.IsDecisionCommand(cmd) {
+		h.n.other.Add(1)
+		return
+	}
+	h.n.decision.Add(1)
+	if base := h.r.baseNs.Load(); base > 0 && tNs >= base {
+		if sec := int((tNs - base) / int64(time.Second)); sec < len(h.r.central) {
+			h.r.central[sec].Add(1)
+		}
 	}
 }
 
@@ -118,11 +139,12 @@ func (h nodeHook) count(ctx context.Context, err error) {
 func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		h.n.ops.Add(int64(len(cmds)))
+		now := time.Now().UnixNano()
 		// A pipeline (the coalescing transport, batched lease fetches) answers per command: a
 		// MOVED or ASK here is one the cluster client then follows, and must count as one.
 		// Its context is the batch's, which carries the second of one of its requests.
 		for _, c := range cmds {
+			h.op(c, now)
 			h.count(ctx, c.Err())
 		}
 		return err

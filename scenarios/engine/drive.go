@@ -89,7 +89,8 @@ func newDriver(s *Session) *driver {
 		lateAnswers: make([]atomic.Int64, secs),
 		lag:         results.NewHistogram(),
 	}
-	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil}
+	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil,
+		redisClock: spec.Limiter.Clock == scenarios.ClockRedis}
 	d.extra = s.opts.Consumers
 	if spec.Limiter.Clock == scenarios.ClockSchedule || spec.Trace != nil {
 		d.schedClock = spec.Limiter.Clock == scenarios.ClockSchedule

@@ -83,23 +83,26 @@ func (s *Session) notes() string {
 	return n + partNote(s.opts.Part)
 }
 
-// fillLeases reports what the lease layer did: the overspend bound is the tokens leased out and
-// not yet spent at the end, and the note says how many tokens expired or were dropped unused
+// fillLeases reports what the lease layer did: the bound on the burst excess is the most tokens
+// outstanding in the leases, and the note says how many tokens expired or were dropped unused
 // (availability lost) and how many decisions waited for a central round trip.
 func (s *Session) fillLeases(sum *results.Summary) {
 	if len(s.leases) == 0 {
 		return
 	}
-	var outstanding, lost, calls, waited, refreshes, refreshErrs int64
+	var outstanding, outstandingMax, lost, calls, waited, refreshes, refreshErrs int64
 	for _, l := range s.leases {
 		outstanding += l.Outstanding()
+		outstandingMax += l.OutstandingMax()
 		lost += l.LostTokens()
 		calls += l.CentralCalls()
 		waited += l.Waited()
 		refreshes += l.Refreshes()
 		refreshErrs += l.RefreshErrors()
 	}
-	sum.Overspend.Bound.Sources[results.BoundLeases] += float64(outstanding)
+	// Each gateway's most tokens held at once, summed: the most the leases can have held
+	// together (a bound, not a simultaneous peak).
+	sum.Overspend.Bound.Sources[results.BoundLeases] += float64(outstandingMax)
 	decisions := max(sum.Load.Decisions, 1)
 	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
 		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)

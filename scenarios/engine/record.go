@@ -15,8 +15,9 @@ type Record struct {
 	// Worker is the worker that decided (0..concurrency-1); Sec the second of the run the
 	// request was intended in; Key its tenant x endpoint index.
 	Worker, Sec, Key int
-	// AtMs is the true time the decision is judged at (Unix ms): the wall clock, or the
-	// schedule's clock with limiter.clock: schedule; never a skewed gateway clock.
+	// AtMs is the time the decision is judged at (Unix ms): the wall clock, or the schedule's
+	// clock with limiter.clock: schedule; never a skewed gateway clock. With limiter.clock: redis
+	// the judge sets it to the time the script used (Decision.At), where the limiter says.
 	AtMs int64
 	// Cost is the request's tokens.
 	Cost int64
@@ -47,10 +48,16 @@ type judge struct {
 	// lease decisions, not to a fail policy's. An in-process limiter under test (memory) decides
 	// Local, and a fault's cause applies to it as to the store's decisions.
 	central bool
+	// redisClock: the store decides at its own clock, and the decision says when (Decision.At);
+	// judging at the client's clock would read network jitter as overspend or false denies.
+	redisClock bool
 }
 
 func (j judge) Consume(r *Record) {
 	r.Verdict = check.Conforming
+	if j.redisClock && !r.Decision.At.IsZero() {
+		r.AtMs = r.Decision.At.UnixMilli()
+	}
 	if r.Err != nil {
 		if r.ErrKind == limiter.KindTimeout {
 			j.checker.ObserveUnknown(r.Key, r.AtMs, r.Cost)

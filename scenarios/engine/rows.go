@@ -33,9 +33,6 @@ func (d *driver) row(sec int, s *secStats) results.Interval {
 		FalseDenies:  s.falseDenies,
 		Late:         d.lateAnswers[sec].Load(),
 	}
-	if d.s.store != nil {
-		iv.CentralOps = s.allowed + s.denied + s.errors()
-	}
 	if s.hist.Count() > 0 {
 		iv.P50Ms = s.hist.QuantileMs(50)
 		iv.P90Ms = s.hist.QuantileMs(90)

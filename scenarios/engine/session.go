@@ -167,6 +167,9 @@ func (s *Session) Keys() int { return len(s.Tenants) * len(s.Endpoints) }
 // Call it once, right before the first request.
 func (s *Session) Start(base time.Time) {
 	s.marks.start(base)
+	if s.store != nil {
+		s.store.counters.baseNs.Store(base.UnixNano())
+	}
 	if s.faults != nil {
 		s.faults.Start(base)
 	}

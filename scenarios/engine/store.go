@@ -113,6 +113,7 @@ func (st *store) fillRow(sec int, iv *results.Interval) {
 	if sec < 0 || sec >= len(st.counters.moved) {
 		return
 	}
+	iv.CentralOps = st.counters.central[sec].Load()
 	iv.Moved = st.counters.moved[sec].Load()
 	iv.Ask = st.counters.ask[sec].Load()
 	iv.NoScript = st.counters.noscript[sec].Load()
@@ -121,23 +122,26 @@ func (st *store) fillRow(sec int, iv *results.Interval) {
 // fillSummary adds what only a Redis-backed run knows: ops per node, the redirects and NOSCRIPT
 // replies the node hooks counted, and the node of every hot key.
 func (st *store) fillSummary(ctx context.Context, sum *results.Summary, ran time.Duration) {
-	var ops int64
+	var ops, other, all int64
 	var byKind [limiter.NumErrorKinds]int64
 	nodes := st.counters.snapshot()
 	for _, n := range nodes {
-		ops += n.ops.Load()
+		ops += n.decision.Load()
+		other += n.other.Load()
 		for k := range n.errs {
 			byKind[k] += n.errs[k].Load()
 		}
 	}
+	all = ops + other
 	for _, n := range nodes {
-		ns := results.NodeStats{Addr: n.addr, Ops: n.ops.Load(), Share: results.Ratio(n.ops.Load(), ops)}
+		nodeOps := n.decision.Load() + n.other.Load()
+		ns := results.NodeStats{Addr: n.addr, Ops: nodeOps, Share: results.Ratio(nodeOps, all)}
 		ns.Moved, ns.Ask, ns.NoScript = n.errs[limiter.KindMoved].Load(), n.errs[limiter.KindAsk].Load(), n.errs[limiter.KindNoScript].Load()
 		ns.Timeout, ns.Conn = n.errs[limiter.KindTimeout].Load(), n.errs[limiter.KindConn].Load()
 		ns.TryAgain, ns.ClusterDown = n.errs[limiter.KindTryAgain].Load(), n.errs[limiter.KindClusterDown].Load()
 		sum.Nodes = append(sum.Nodes, ns)
 	}
-	sum.Central = results.Central{Ops: ops}
+	sum.Central = results.Central{Ops: ops, OtherOps: other}
 	if ran > 0 {
 		sum.Central.OpsPerS = float64(ops) / ran.Seconds()
 	}
