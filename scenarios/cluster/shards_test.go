@@ -122,3 +122,20 @@ func TestExternalOrdersRedisCLICluster(t *testing.T) {
 		}
 	}
 }
+
+// An external cluster that is healthy is seen as healthy: its nodes are not ours to look at,
+// so every one counts as running.
+func TestExternalWaitHealthy(t *testing.T) {
+	t.Parallel()
+	l := clustertest.Start(t, cluster.Options{Primaries: 2, Replicas: 0})
+	ext, err := cluster.ConnectExternal(t.Context(), cluster.ExternalConfig{Addrs: l.Addrs()[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := ext.WaitHealthy(ctx); err != nil {
+		t.Errorf("WaitHealthy of a healthy external cluster: %v", err)
+	}
+}
