@@ -30,7 +30,7 @@ type Cluster interface {
 	// PrimaryFor returns the primary serving slot.
 	PrimaryFor(slot int) (Node, error)
 	// Shards returns the shards in slot order, from the current slot map: fault targets node:N
-	// that need a primary (kill, failover, reshard) index it.
+	// that need a primary (kill, failover, reshard) name the N-th shard as the run started.
 	Shards(ctx context.Context) ([]Shard, error)
 	// ReplicasOf returns the replicas of the primary on primaryAddr.
 	ReplicasOf(primaryAddr string) []Node

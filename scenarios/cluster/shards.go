@@ -41,7 +41,8 @@ func (s Shard) FirstSlot() int {
 // as Nodes does). A primary that serves no slot is no shard. In a cluster ratelab formed, while
 // no failover has moved a role, shard i's primary is the i-th node as started (formation gives
 // primary i the i-th range of slots); after a failover it is the node that took those slots
-// over. Fault targets that need a primary (node:N of a kill, a failover, a reshard) name shard N.
+// over. The fault runner numbers shards by this order as a run starts: node:N of a kill, a
+// failover or a reshard names shard N.
 func (l *Local) Shards(ctx context.Context) ([]Shard, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
