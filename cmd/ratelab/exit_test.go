@@ -82,7 +82,7 @@ func TestFailedFaultExits4(t *testing.T) {
 	file := filepath.Join(dir, "failover.yaml")
 	if err := os.WriteFile(file, []byte(`name: failover-without-replica
 duration: 2s
-load: {rate: 200, concurrency: 4, max_inflight: 64}
+load: {rate: 200, concurrency: 4, max_inflight: 512}
 tenants: {count: 50}
 endpoints: [{name: read, weight: 1}]
 policy: {rate: 20, burst: 40}

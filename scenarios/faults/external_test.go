@@ -18,7 +18,7 @@ func externalSpec(t *testing.T, addr, faults string) *scenarios.Spec {
 	spec, err := scenarios.Parse("external-faults", []byte(`
 name: external-faults
 duration: 6s
-load: {rate: 400, concurrency: 8, max_inflight: 128}
+load: {rate: 400, concurrency: 8, max_inflight: 1024}
 tenants: {count: 200}
 endpoints: [{name: read, weight: 1}]
 policy: {rate: 20, burst: 40}
