@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -97,8 +96,8 @@ func checkBriefRun(t *testing.T, spec *scenarios.Spec, dir string) {
 		t.Errorf("faults %+v: want the %d scheduled", sum.Faults, len(spec.Faults))
 	}
 	for _, f := range sum.Faults {
-		if strings.Contains(f.Target, "failed") {
-			t.Errorf("fault %+v failed", f)
+		if f.Failed {
+			t.Errorf("fault %s on %s failed: %s", f.Kind, f.Target, f.Error)
 		}
 	}
 	if via := sum.Environment.Via; (spec.Via == scenarios.ViaHTTP) != (via == scenarios.ViaHTTP) {

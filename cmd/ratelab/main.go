@@ -11,7 +11,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// exitError carries a process exit code through cobra (3 = SLO failed, 1 = error).
+// exitError carries a process exit code through cobra (exit.go lists the codes; 1 = error).
 type exitError struct {
 	code int
 	err  error

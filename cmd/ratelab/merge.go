@@ -51,7 +51,8 @@ ledgers, fault recovery and the SLO are re-evaluated on the merged data.
 
 Refused: runs of different scenarios, seeds or part counts, the same part twice, runs that are
 not parts. A missing part is allowed; the summary's note and part.missing name it. See
-docs/distributed.md. Exit code 3 if the merged run fails its SLO.`,
+docs/distributed.md. Exit code 3 if the merged run fails its SLO, 4 if a part's fault could not be
+carried out.`,
 		Example: "  ratelab merge --out out/hot-merged out/hot-0 out/hot-1 out/hot-2",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +63,10 @@ docs/distributed.md. Exit code 3 if the merged run fails its SLO.`,
 			}
 			if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, nil); err != nil {
 				return err
+			}
+			// A part's failed fault makes the merged run as much not the scenario's as the part.
+			if f := failedFaults(res.Summary.Faults); f != "" {
+				return &exitError{code: exitFaultFailed, err: fmt.Errorf("fault failed: %s; the run did not test what the scenario asked (results in %s)", f, res.Dir)}
 			}
 			if !res.Summary.SLO.Pass {
 				return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}

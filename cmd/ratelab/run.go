@@ -27,23 +27,6 @@ import (
 	"ratelab/scenarios/engine"
 )
 
-// exitSLOFailed is the exit code of a run that completed but failed an SLO check.
-const exitSLOFailed = 3
-
-// failedChecks lists the failed SLO checks as "name limit (was value)".
-func failedChecks(s results.SLO) string {
-	var out []string
-	for _, c := range s.Checks {
-		if !c.Pass {
-			out = append(out, fmt.Sprintf("%s %g (was %g)", c.Name, c.Limit, c.Value))
-		}
-	}
-	return strings.Join(out, "; ")
-}
-
-// exitInterrupted is the exit code of a run stopped by a signal (after its results are written).
-const exitInterrupted = 130
-
 type runOptions struct {
 	duration    time.Duration
 	rate        float64
@@ -102,8 +85,12 @@ interrupted) and stops the local cluster; a second Ctrl-C exits at once.
 OUT/rep-NN with its full outputs, for ` + "`ratelab compare`" + `. A local cluster is started once and
 shared by the repetitions, unless the scenario has faults (a kill or a reshard changes the
 cluster, and a latency fault needs proxies of its own): then each repetition starts its own, as a
-single run does. Exit code 3 if any repetition fails its SLO; an interrupted repetition keeps
-what it measured and no further one starts.`,
+single run does. An interrupted repetition keeps what it measured and no further one starts.
+
+Exit codes: 0 completed, every SLO check passed and every fault carried out; 1 error; 3 an SLO
+check failed (in any repetition); 4 a scheduled fault could not be carried out (in any
+repetition; summary.json marks it failed, with the reason): the run did not test what the
+scenario asked; 130 interrupted. Every file is written before the exit.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenario(cmd, args[0], o)
@@ -192,13 +179,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, err); err != nil {
 		return err
 	}
-	if res.Summary.Interrupted {
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted; partial results in %s", res.Dir)}
-	}
-	if !res.Summary.SLO.Pass {
-		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed: %s", failedChecks(res.Summary.SLO))}
-	}
-	return nil
+	return runVerdict(res.Dir, res.Summary)
 }
 
 // runOne runs spec once, in-process or, with via: http, through the gateway (attack.RunScenario:
@@ -392,26 +373,19 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 		spec.Cluster.Provider, r.stateFile = scenarios.ProviderRunning, state
 	}
 	var sums []*results.Summary
-	var failed []string
 	for i := 1; i <= o.repeat && ctx.Err() == nil; i++ {
 		s, rerr := r.repetition(ctx, i)
 		if rerr != nil {
 			return rerr
 		}
 		sums = append(sums, s)
-		if !s.SLO.Pass {
-			failed = append(failed, filepath.Base(repDir(r.out, i)))
-		}
 		fmt.Fprintln(stdout, repLine(i, o.repeat, s))
 	}
 	fmt.Fprintf(stdout, "%d of %d repetitions in %s; compare with: ratelab compare BASE %s\n", len(sums), o.repeat, r.out, r.out)
 	if ctx.Err() != nil || (len(sums) > 0 && sums[len(sums)-1].Interrupted) {
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after %d of %d repetitions; what ran is in %s", len(sums), o.repeat, r.out)}
 	}
-	if len(failed) > 0 {
-		return &exitError{code: exitSLOFailed, err: fmt.Errorf("SLO failed in %s", strings.Join(failed, ", "))}
-	}
-	return nil
+	return repeatVerdict(r.out, sums)
 }
 
 // repetition runs repetition i (1-based) into OUT/rep-NN with its report, on the shared cluster
@@ -455,6 +429,9 @@ func repLine(i, n int, s *results.Summary) string {
 	verdict := "SLO pass"
 	if !s.SLO.Pass {
 		verdict = "SLO FAILED: " + failedChecks(s.SLO)
+	}
+	if f := failedFaults(s.Faults); f != "" {
+		verdict = "FAULT FAILED: " + f + "; " + verdict
 	}
 	if s.Interrupted {
 		verdict = "INTERRUPTED after " + strconv.FormatFloat(s.DurationS, 'f', 1, 64) + " s"

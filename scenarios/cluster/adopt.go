@@ -59,8 +59,13 @@ func Adopt(ctx context.Context, o AdoptOptions) (_ *Local, err error) {
 	if o.Form && primaries > 0 {
 		opts.Replicas = (len(o.Nodes) - primaries) / primaries
 	}
+	live := o.Live
+	if live == nil {
+		// No provider to ask: every node runs (an adopted node has no process of ours to look at).
+		live = func(Node) bool { return true }
+	}
 	l := &Local{
-		opts: opts, adopted: true, live: o.Live,
+		opts: opts, adopted: true, live: live,
 		auth: auth{user: o.User, password: o.Password, tls: o.TLS},
 	}
 	defer func() {

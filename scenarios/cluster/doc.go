@@ -30,8 +30,11 @@
 //   - Resharding (reshard.go): MigrateSlots moves slots and their keys between primaries while
 //     the cluster serves (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE, SETSLOT NODE),
 //     so a load sees ASK during a slot's move and MOVED after it.
-//   - Targets (targets.go, replication.go): PrimaryFor(slot), ReplicasOf(primary) and
-//     ReplOffsets(primary) resolve what a fault hits and how far replication lags.
+//   - Targets (targets.go, shards.go, replication.go): PrimaryFor(slot), Shards (primaries with
+//     their slots and replicas, in slot order), ReplicasOf(primary) and ReplOffsets(primary)
+//     resolve what a fault hits and how far replication lags. An external cluster lists its
+//     nodes in the order ratelab starts a cluster of its shape (primaries by lowest slot, then
+//     their replicas), not in CLUSTER NODES order.
 //
 // Observation (nodestats.go): ReadNodeStats reads nodes' INFO — script calls, CPU time and
 // EVALSHA latency percentiles — so two readings bracket what a measurement cost the servers.

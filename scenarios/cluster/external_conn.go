@@ -54,11 +54,17 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (_ *External, err 
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]Node, 0, len(view))
+	// CLUSTER NODES lists nodes in no useful order (it follows the nodes' IDs): order them the
+	// way ratelab starts a cluster, so that node:N means the same here as on a local cluster of
+	// the same shape (see External.Nodes).
+	var known []nodeLine
 	for _, v := range view {
-		if v.has("noaddr") || v.has("handshake") {
-			continue
+		if !v.has("noaddr") && !v.has("handshake") {
+			known = append(known, v)
 		}
+	}
+	nodes := make([]Node, 0, len(known))
+	for _, v := range slotOrder(known) {
 		nodes = append(nodes, Node{ID: v.ID, Addr: v.Addr, Role: v.role(), PrimaryID: v.PrimaryID})
 	}
 	ctl, err := Adopt(ctx, AdoptOptions{Nodes: nodes, User: a.user, Password: a.password, TLS: a.tls})
@@ -162,11 +168,19 @@ func (e *External) ClientOptions() *redis.ClusterOptions {
 	return o
 }
 
-// Addrs returns every node's address as the cluster announces it.
+// Addrs returns every node's address as the cluster announces it, in the order of Nodes.
 func (e *External) Addrs() []string { return e.ctl.Addrs() }
 
-// Nodes returns the current view of every node. Pid is 0: the processes are not ours to see.
+// Nodes returns the current view of every node (roles refreshed), in the order ConnectExternal
+// found them in, which is how a local cluster of that shape starts its nodes: the primaries that
+// serve slots by their lowest slot, primaries without slots by address, then the replicas in
+// rounds (the first replica of each primary in that order, then the second, ...), then any other
+// node by address. Nodes that join later are not listed. Pid is 0: the processes are not ours to
+// see.
 func (e *External) Nodes() []Node { return e.ctl.Nodes() }
+
+// Shards returns the shards in slot order from the current slot map (see Local.Shards).
+func (e *External) Shards(ctx context.Context) ([]Shard, error) { return e.ctl.Shards(ctx) }
 
 // Primaries returns the nodes whose current role is RolePrimary.
 func (e *External) Primaries() []Node { return e.ctl.Primaries() }

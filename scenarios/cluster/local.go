@@ -261,13 +261,20 @@ func (l *Local) Addrs() []string {
 	return out
 }
 
-// Nodes returns the current view of every node. Roles are refreshed from CLUSTER NODES of the
-// first node that answers (within about 2 s), so they reflect failovers; when no node answers the
-// last known view is returned. Pid is 0 for a node whose process has exited.
+// Nodes returns the current view of every node, in the order the nodes were started (primaries
+// first; for Adopt, as given). Roles are refreshed from CLUSTER NODES of the first node that
+// answers (within about 2 s), so they reflect failovers; when no node answers the last known
+// view is returned. Pid is 0 for a node whose process has exited.
 func (l *Local) Nodes() []Node {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	_, _ = l.refresh(ctx)
+	return l.current()
+}
+
+// current is every node as last refreshed, in the handle's order, with Pid 0 for a node whose
+// process has exited.
+func (l *Local) current() []Node {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Node, 0, len(l.members))

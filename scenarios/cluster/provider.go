@@ -19,7 +19,9 @@ type Cluster interface {
 	// ClientOptions are go-redis options that reach the cluster: addresses and, where the
 	// provider has them, credentials and TLS. The engine adds timeouts, pools and hooks.
 	ClientOptions() *redis.ClusterOptions
-	// Nodes is the current view of every node (roles follow failovers).
+	// Nodes is the current view of every node (roles follow failovers), in the provider's fixed
+	// order: as started for a cluster ratelab started; in slot order as found at connect for an
+	// external one (see External.Nodes). Fault targets node:N that need no primary index it.
 	Nodes() []Node
 	// Primaries are the nodes whose current role is RolePrimary.
 	Primaries() []Node
@@ -27,6 +29,9 @@ type Cluster interface {
 	RedisVersion() string
 	// PrimaryFor returns the primary serving slot.
 	PrimaryFor(slot int) (Node, error)
+	// Shards returns the shards in slot order, from the current slot map: fault targets node:N
+	// that need a primary (kill, failover, reshard) name the N-th shard as the run started.
+	Shards(ctx context.Context) ([]Shard, error)
 	// ReplicasOf returns the replicas of the primary on primaryAddr.
 	ReplicasOf(primaryAddr string) []Node
 	// ReplOffsets returns the primary's replication offset and each replica's acknowledged one.

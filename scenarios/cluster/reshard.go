@@ -324,7 +324,14 @@ func (mg *migration) slot(ctx context.Context, s int) (int, error) {
 	clients := append([]*redis.Client{mg.dst, mg.src}, mg.others...)
 	addrs := append([]string{mg.to.Addr, mg.from.Addr}, mg.otherAddrs...)
 	for i, c := range clients {
-		if err := c.Do(ctx, "CLUSTER", "SETSLOT", s, "NODE", mg.to.ID).Err(); err != nil {
+		err := c.Do(ctx, "CLUSTER", "SETSLOT", s, "NODE", mg.to.ID).Err()
+		if err != nil && i >= 2 && strings.Contains(err.Error(), "only with masters") {
+			// Another primary became a replica since the migration began (a failover meanwhile):
+			// it learns the slot's owner from its new primary. The target and the source, which
+			// decide the slot, have it.
+			continue
+		}
+		if err != nil {
 			return moved, mg.fail(s, "assigning", assign, addrs[i], err)
 		}
 	}

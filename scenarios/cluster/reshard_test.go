@@ -198,3 +198,45 @@ func TestMigrateSlots(t *testing.T) {
 		t.Errorf("PrimaryFor(%d): want an error", cluster.TotalSlots)
 	}
 }
+
+// A third primary that a failover turns into a replica while a slot migrates does not fail the
+// slot's assignment: it refuses SETSLOT (only primaries take it) and learns the owner from its
+// new primary.
+func TestMigrateSlotsAcrossFailover(t *testing.T) {
+	t.Parallel()
+	l := clustertest.Start(t, cluster.Options{})
+	nodes := l.Nodes()
+	// Node 5 replicates node 2, the third primary: fail over to it, and wait until node 2 knows
+	// it is a replica.
+	failover := cluster.WithBeforeAssign(func(ctx context.Context, _ int) error {
+		c := redis.NewClient(&redis.Options{Addr: nodes[5].Addr})
+		defer c.Close()
+		if err := c.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+			return err
+		}
+		old := redis.NewClient(&redis.Options{Addr: nodes[2].Addr})
+		defer old.Close()
+		for {
+			if role, err := old.Do(ctx, "ROLE").Slice(); err == nil && role[0] == "slave" {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := l.MigrateSlots(ctx, 1, nodes[0].Addr, nodes[1].Addr, failover)
+	if err != nil {
+		t.Fatalf("MigrateSlots with a failover of another primary before the assignment: %v", err)
+	}
+	if err := l.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := l.PrimaryFor(res.Slots[0]); err != nil || owner.Addr != nodes[1].Addr {
+		t.Errorf("slot %d is served by %s (%v), want %s", res.Slots[0], owner.Addr, err, nodes[1].Addr)
+	}
+}

@@ -3,6 +3,12 @@
 // during a run, records each as an event with the overspend bound it implies, and measures from
 // a run's per-second rows when each fault was detected and when the run recovered.
 //
+// Each target resolves at injection against the cluster's roles and slot map of that moment
+// (targets.go says what node:N names on each provider). A fault that cannot be carried out —
+// its target names no such node, the cluster refuses it, a failover never promotes the replica
+// — is recorded as failed with the reason (results.Fault.Failed, Error), never passed off as
+// injected: the run did not test what its scenario asked.
+//
 // It reaches the run only through Hooks (which gateway to skew, which slots are busiest, where
 // to book an injection); it never decides a request and never writes a run directory.
 package faults

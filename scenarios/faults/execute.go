@@ -11,8 +11,10 @@ import (
 	"ratelab/scenarios/cluster"
 )
 
-// execute performs the fault on its targets, holding its cause while it lasts.
-func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, targets []string) error {
+// execute performs the fault on its target, holding its cause while it lasts. An error means
+// the fault was not carried out (or not wholly): the run records it as failed.
+func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, tg target) error {
+	targets := tg.addrs
 	switch f.Kind {
 	case scenarios.FaultKillPrimary:
 		return r.killPrimary(ctx, targets[0])
@@ -23,7 +25,7 @@ func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, targets []s
 	case scenarios.FaultLatency:
 		return r.latency(ctx, targets, f)
 	case scenarios.FaultReshard:
-		return r.reshard(ctx, f)
+		return r.reshard(ctx, f, tg.from, tg.to)
 	case scenarios.FaultScriptFlush:
 		return r.scriptFlush(ctx, targets)
 	case scenarios.FaultRestart:
@@ -47,18 +49,31 @@ func (r *Runner) killPrimary(ctx context.Context, addr string) error {
 	return r.cl.Kill(addr)
 }
 
-// failover asks a replica of the primary on addr to take over (CLUSTER FAILOVER [mode]).
+// failover asks a running replica of the primary on addr to take over (CLUSTER FAILOVER [mode])
+// and waits until it has: Redis accepts the command at once and fails over later, or not at all
+// (a replica that cannot reach its primary refuses a default failover), so only the new role
+// shows that the fault happened.
 func (r *Runner) failover(ctx context.Context, addr, mode string) error {
 	if err := r.requirePrimary(addr); err != nil {
 		return err
 	}
-	reps := r.cl.ReplicasOf(addr)
-	if len(reps) == 0 {
-		return fmt.Errorf("%s has no replica to fail over to", addr)
+	var rep cluster.Node
+	running := runningFunc(r.cl.Nodes())
+	for _, n := range r.cl.ReplicasOf(addr) {
+		if running(n) {
+			rep = n
+			break
+		}
+	}
+	if rep.Addr == "" {
+		return fmt.Errorf("%s has no running replica to fail over to", addr)
 	}
 	r.noteReplicationGap(ctx, addr)
 	defer r.holdUntilHealthy(ctx, "failover")()
-	return r.clusterFailover(ctx, reps[0].Addr, mode)
+	if err := r.clusterFailover(ctx, rep.Addr, mode); err != nil {
+		return err
+	}
+	return r.awaitPromotion(ctx, rep.Addr)
 }
 
 // pause SIGSTOPs the targets for d, then SIGCONTs them.
@@ -101,30 +116,30 @@ func (r *Runner) latency(ctx context.Context, targets []string, f scenarios.Faul
 	return first
 }
 
-// reshard migrates f.Slots of the busiest slots of f.From to f.To, one slot at a time, each held
-// migrating for its ask window.
-func (r *Runner) reshard(ctx context.Context, f scenarios.FaultSpec) error {
-	from, err := r.nodeAddr(f.From)
-	if err != nil {
-		return err
-	}
-	to, err := r.nodeAddr(f.To)
-	if err != nil {
-		return err
-	}
+// reshard migrates f.Slots of the busiest slots of shard from to shard to, one slot at a time,
+// each held migrating for its ask window (scenarios.DefaultAskWindow by default), so that a
+// running load meets ASK — a slot with few keys would otherwise move in well under a
+// millisecond — before the MOVED that follows. A slot under way when the run ends is finished,
+// never left half-moved (migrating on one primary, importing on the other: the cluster would
+// answer ASK for it until someone fixed it); the slots after it are not moved, and the fault
+// fails with how many were.
+func (r *Runner) reshard(ctx context.Context, f scenarios.FaultSpec, from, to cluster.Shard) error {
 	defer r.hold("reshard")()
-	slots, err := r.busiestSlots(from, f.Slots)
-	if err != nil {
-		return err
-	}
+	slots := r.busiestSlots(from, f.Slots)
 	window := time.Duration(f.AskWindow)
 	if window == 0 {
 		window = scenarios.DefaultAskWindow
 	}
-	for _, sl := range slots {
-		if _, err := r.cl.MigrateSlots(ctx, 1, from, to, cluster.WithSlotRange(cluster.SlotRange{Start: sl, End: sl}),
-			cluster.WithSlotPause(reshardSlotPause), cluster.WithAskWindow(window)); err != nil {
-			return err
+	for i, sl := range slots {
+		if ctx.Err() != nil {
+			return fmt.Errorf("the run ended after %d of the %d slots moved", i, len(slots))
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slotMigrateWait)
+		_, err := r.cl.MigrateSlots(sctx, 1, from.Primary.Addr, to.Primary.Addr,
+			cluster.WithSlotRange(cluster.SlotRange{Start: sl, End: sl}), cluster.WithAskWindow(window))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%d of the %d slots moved, then: %w", i, len(slots), err)
 		}
 	}
 	return nil
@@ -144,40 +159,26 @@ func (r *Runner) scriptFlush(ctx context.Context, targets []string) error {
 	return nil
 }
 
-// reshardSlotPause spaces slot migrations; the ask window (scenarios.DefaultAskWindow) holds each
-// slot in the migrating state a moment after its keys moved, so a running load meets ASK (a slot
-// with few keys would otherwise migrate in well under a millisecond) before the MOVED that follows.
-const reshardSlotPause = 20 * time.Millisecond
+// slotMigrateWait bounds the migration of one slot, which goes on after the run's end: a few
+// MIGRATE batches (each bounded by cluster.DefaultMigrateTimeout) and the ask window.
+const slotMigrateWait = 3 * cluster.DefaultMigrateTimeout
 
-// busiestSlots picks n slots that from serves, the ones with the most decisions so far first (then
-// the highest numbers): moving hot slots is what a resharding does to a limiter, and it makes the
-// ASK and MOVED replies visible.
-func (r *Runner) busiestSlots(from string, n int) ([]int, error) {
+// busiestSlots picks n slots of shard from (which serves at least n), the ones with the most
+// decisions so far first (then the highest numbers): moving hot slots is what a resharding does
+// to a limiter, and it makes the ASK and MOVED replies visible.
+func (r *Runner) busiestSlots(from cluster.Shard, n int) []int {
 	var traffic map[int]int64
 	if r.h.SlotTraffic != nil {
 		traffic = r.h.SlotTraffic()
 	}
-	// One CLUSTER SLOTS from the source: asking per slot would take longer than the run.
-	c := r.nodeClient(from)
-	defer c.Close()
-	ranges, err := c.ClusterSlots(context.Background()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", from, err)
-	}
-	var owned []int
-	for _, rg := range ranges {
-		if len(rg.Nodes) == 0 || rg.Nodes[0].Addr != from {
-			continue
+	owned := make([]int, 0, from.SlotCount())
+	for i := len(from.Slots) - 1; i >= 0; i-- {
+		for sl := from.Slots[i].End; sl >= from.Slots[i].Start; sl-- {
+			owned = append(owned, sl)
 		}
-		for sl := rg.End; sl >= rg.Start; sl-- {
-			owned = append(owned, int(sl))
-		}
-	}
-	if len(owned) < n {
-		return nil, fmt.Errorf("%s serves %d slots, fewer than the %d to move", from, len(owned), n)
 	}
 	sort.SliceStable(owned, func(i, j int) bool { return traffic[owned[i]] > traffic[owned[j]] })
-	return owned[:n], nil
+	return owned[:min(n, len(owned))]
 }
 
 // clusterFailover asks a replica to take over its primary's slots.
@@ -190,6 +191,46 @@ func (r *Runner) clusterFailover(ctx context.Context, replica, mode string) erro
 	}
 	if err := c.Do(ctx, args...).Err(); err != nil {
 		return fmt.Errorf("CLUSTER FAILOVER on %s: %w", replica, err)
+	}
+	return nil
+}
+
+// promotionWait bounds how long a replica may take to become a primary after CLUSTER FAILOVER:
+// Redis gives a manual failover 5 s to complete, and a loaded machine answers late.
+const promotionWait = 15 * time.Second
+
+// promotionPoll is how often awaitPromotion asks the replica for its role.
+const promotionPoll = 50 * time.Millisecond
+
+// awaitPromotion returns once the node on addr reports the master role (ROLE), or an error when
+// it has not within promotionWait or by the end of the run.
+func (r *Runner) awaitPromotion(ctx context.Context, addr string) error {
+	c := r.nodeClient(addr)
+	defer c.Close()
+	isPrimary := func(ctx context.Context) bool {
+		role, err := c.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	}
+	wctx, cancel := context.WithTimeout(ctx, promotionWait)
+	defer cancel()
+	t := time.NewTicker(promotionPoll)
+	defer t.Stop()
+	for !isPrimary(wctx) {
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			// One last look, on a context of its own: the promotion may have landed meanwhile.
+			lctx, lcancel := context.WithTimeout(context.Background(), time.Second)
+			promoted := isPrimary(lctx)
+			lcancel()
+			switch {
+			case promoted:
+				return nil
+			case ctx.Err() != nil:
+				return fmt.Errorf("CLUSTER FAILOVER on %s: the run ended before it became a primary", addr)
+			}
+			return fmt.Errorf("CLUSTER FAILOVER on %s: still not a primary %s after it was accepted", addr, promotionWait)
+		}
 	}
 	return nil
 }

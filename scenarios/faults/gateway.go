@@ -22,7 +22,7 @@ func (r *Runner) injectGateway(ctx context.Context, f scenarios.FaultSpec, at fl
 	desc = fmt.Sprintf("%s (%d of %d gateways)", desc, len(targets), r.h.Gateways)
 	switch {
 	case fix != "":
-		ev.Target = fmt.Sprintf("%s (failed: %s)", f.Target, fix)
+		ev.Target, ev.Failed, ev.Error = f.Target, true, fix
 	case f.Kind == scenarios.FaultClockSkew && r.h.SetSkew != nil:
 		off := time.Duration(f.Offset)
 		ev.Target = fmt.Sprintf("%s, offset %s", desc, off)
@@ -36,7 +36,10 @@ func (r *Runner) injectGateway(ctx context.Context, f scenarios.FaultSpec, at fl
 		ev.Target = fmt.Sprintf("%s, %d leased tokens lost", desc, lost)
 		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, ev.Target)
 	default:
-		ev.Target = fmt.Sprintf("%s (failed: the run's limiter has no such gateway state)", desc)
+		ev.Target, ev.Failed, ev.Error = desc, true, "the run's limiter has no such gateway state"
+	}
+	if ev.Failed {
+		r.h.Logf("fault %s at %.1fs on %s failed: %s", f.Kind, at, ev.Target, ev.Error)
 	}
 	r.record(ev)
 }

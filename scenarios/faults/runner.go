@@ -2,7 +2,7 @@ package faults
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -52,9 +52,11 @@ type Hooks struct {
 type Runner struct {
 	cl    cluster.Cluster
 	specs []scenarios.FaultSpec // sorted by At
-	nodes []cluster.Node        // as started: node:N indexes this
 	h     Hooks
-	base  time.Time
+	// shards are the cluster's shards when the run started, in slot order (nil when they could
+	// not be read): node:N of a fault that needs a primary follows shard N (targets.go).
+	shards []lineage
+	base   time.Time
 
 	active atomic.Int32 // number of faults whose cause is current
 	cause  atomic.Int32 // the newest active fault's Cause
@@ -70,6 +72,8 @@ type Runner struct {
 }
 
 // New returns a Runner for specs on cl (nil when the run has no cluster: gateway faults only).
+// It reads cl's shards now, before the load starts: node:N of a kill, a failover or a reshard
+// names the N-th of them, whichever of its nodes is the primary when the fault comes.
 func New(cl cluster.Cluster, specs []scenarios.FaultSpec, h Hooks) *Runner {
 	if h.Logf == nil {
 		h.Logf = func(string, ...any) {}
@@ -78,8 +82,8 @@ func New(cl cluster.Cluster, specs []scenarios.FaultSpec, h Hooks) *Runner {
 		h.KeyOf = func(tenant string) string { return "{" + tenant + "}" }
 	}
 	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), h: h}
-	if cl != nil {
-		r.nodes = cl.Nodes()
+	if cl != nil && slices.ContainsFunc(specs, func(f scenarios.FaultSpec) bool { return needsPrimary(f.Kind) }) {
+		r.shards = startLineage(cl, h.Logf)
 	}
 	sort.SliceStable(r.specs, func(i, j int) bool { return r.specs[i].At < r.specs[j].At })
 	return r
@@ -151,7 +155,10 @@ func (r *Runner) schedule(ctx context.Context) {
 	}
 }
 
-// inject executes one fault and records its event.
+// inject resolves one fault's target against the cluster as it is now, executes the fault and
+// records its event. A fault that could not be carried out — its target does not resolve, or
+// the cluster refused or did not complete it — is recorded with Failed and the reason in Error;
+// Target stays the target as written and, when it resolved, the nodes it named.
 func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 	at := time.Since(r.base).Seconds()
 	if r.h.OnInject != nil {
@@ -161,18 +168,15 @@ func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 		r.injectGateway(ctx, f, at)
 		return
 	}
-	targets, desc, err := r.resolve(f)
-	if f.Kind == scenarios.FaultReshard {
-		desc = fmt.Sprintf("%d slots %s -> %s", f.Slots, f.From, f.To)
-	}
-	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: desc, ForS: time.Duration(f.For).Seconds()}
+	tg, err := r.resolve(ctx, f)
+	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: tg.desc, ForS: time.Duration(f.For).Seconds()}
 	if err == nil {
-		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, desc)
-		err = r.execute(ctx, f, targets)
+		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, tg.desc)
+		err = r.execute(ctx, f, tg)
 	}
 	if err != nil {
-		ev.Target = fmt.Sprintf("%s (failed: %v)", desc, err)
-		r.h.Logf("fault %s at %.1fs failed: %v", f.Kind, at, err)
+		ev.Failed, ev.Error = true, err.Error()
+		r.h.Logf("fault %s at %.1fs on %s failed: %v", f.Kind, at, tg.desc, err)
 	}
 	r.record(ev)
 }
@@ -204,7 +208,9 @@ func (r *Runner) holdUntilHealthy(ctx context.Context, cause string) func() {
 			hctx, cancel := context.WithTimeout(ctx, healthyWait)
 			defer cancel()
 			if err := r.cl.WaitHealthy(hctx); err != nil {
-				r.h.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
+				if ctx.Err() == nil { // not the run's end cutting the wait short
+					r.h.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
+				}
 				return
 			}
 			sleepCtx(ctx, causeGrace)

@@ -1,5 +1,6 @@
 // Package clustertest starts a real local Redis Cluster for a test and stops it when the test
-// ends. A missing redis-server fails the test with install advice; it is never a skip.
+// ends: formed by ratelab (Start) or by redis-cli as a user forms one (StartRedisCLI). A missing
+// redis-server or redis-cli fails the test with install advice; it is never a skip.
 package clustertest
 
 import (

@@ -105,6 +105,16 @@ func TestDockerCluster(t *testing.T) {
 			t.Errorf("node %+v: want a running container on 127.0.0.1", n)
 		}
 	}
+	// Shard i's primary is node i as started, its replica node 3+i.
+	shards, err := c.Shards(ctx)
+	if err != nil || len(shards) != 3 {
+		t.Fatalf("Shards() = %+v, %v; want 3", shards, err)
+	}
+	for i, sh := range shards {
+		if sh.Primary.Addr != nodes[i].Addr || len(sh.Replicas) != 1 || sh.Replicas[0].Addr != nodes[3+i].Addr || sh.Primary.Pid == 0 {
+			t.Errorf("shard %d = primary %+v, replicas %+v; want node %d (running) with node %d", i, sh.Primary, sh.Replicas, i, 3+i)
+		}
+	}
 	if !strings.HasPrefix(c.RedisVersion(), "7.") {
 		t.Errorf("RedisVersion() = %q, want 7.x", c.RedisVersion())
 	}
@@ -205,6 +215,16 @@ func TestDockerCluster(t *testing.T) {
 	for _, n := range c.Nodes() {
 		if n.Addr == p.Addr && n.Role != cluster.RoleReplica {
 			t.Errorf("restarted node %s has role %q, want it back as a replica", n.Addr, n.Role)
+		}
+	}
+	// The killed primary's shard is now served by its promoted replica, with it as a replica.
+	if shards, err = c.Shards(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shards {
+		if sh.FirstSlot() <= slot && slot <= sh.Slots[len(sh.Slots)-1].End &&
+			(sh.Primary.Addr == p.Addr || len(sh.Replicas) != 1 || sh.Replicas[0].Addr != p.Addr || sh.Replicas[0].Pid == 0) {
+			t.Errorf("shard of slot %d after the kill and restart of %s = primary %+v, replicas %+v; want its replica as primary and it as a running replica", slot, p.Addr, sh.Primary, sh.Replicas)
 		}
 	}
 }

@@ -33,6 +33,17 @@ func (c *Cluster) PrimaryFor(slot int) (cluster.Node, error) {
 	return c.withPids([]cluster.Node{n})[0], nil
 }
 
+// Shards returns the shards in slot order from the current slot map (see cluster.Local.Shards),
+// with the containers' pids.
+func (c *Cluster) Shards(ctx context.Context) ([]cluster.Shard, error) {
+	shards, err := c.ctl.Shards(ctx)
+	for i := range shards {
+		shards[i].Primary = c.withPids([]cluster.Node{shards[i].Primary})[0]
+		shards[i].Replicas = c.withPids(shards[i].Replicas)
+	}
+	return shards, err
+}
+
 // ReplicasOf returns the current replicas of the primary on primaryAddr.
 func (c *Cluster) ReplicasOf(primaryAddr string) []cluster.Node {
 	return c.withPids(c.ctl.ReplicasOf(primaryAddr))
