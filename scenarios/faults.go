@@ -40,9 +40,12 @@ type FaultSpec struct {
 	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart
 	// (faults of the cluster), clock-skew or gateway-kill (faults of the simulated gateways).
 	Kind FaultKind `yaml:"kind"`
-	// Target is hottest (the primary owning the hottest tenant's slot), node:N (the N-th node as
-	// started, primaries first), slot:N (the primary owning slot N), primary-of:TENANT, all, or
-	// killed (the node an earlier kill-primary took down: to restart it). Default hottest.
+	// Target is hottest (the primary owning the hottest tenant's slot), node:N, slot:N (the
+	// primary owning slot N), primary-of:TENANT, all, or killed (the node an earlier kill-primary
+	// took down: to restart it). Default hottest. node:N is, for kill-primary, failover and a
+	// reshard's from/to, the N-th shard in slot order as the run started, whichever of its nodes
+	// is primary at the fault; for the other faults, the N-th node as started (primaries first;
+	// on an external cluster, primaries by slot, then their replicas).
 	// Gateway faults take gateway:N (the N-th simulated gateway), gateways:K (the first K) or
 	// all (the default).
 	Target string `yaml:"target,omitempty"`
@@ -155,8 +158,12 @@ func (s *Spec) validateReshard(p string, f FaultSpec, nodes int, bad badFunc) {
 	if f.Slots < 1 || f.Slots > 16384 {
 		bad(p+".slots", f.Slots, "must be between 1 and 16384")
 	}
+	primaries := nodes
+	if s.Cluster.Primaries > 0 {
+		primaries = s.Cluster.Primaries
+	}
 	for _, e := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
-		if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, nodes, 0) != "" {
+		if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, primaries, 0) != "" {
 			bad(p+"."+e.name, fmt.Sprintf("%q", e.v), fmt.Sprintf("name a primary as node:N (0..%d)", s.Cluster.Primaries-1))
 		}
 	}

@@ -64,7 +64,7 @@ func runFaultsIn(t *testing.T, spec *scenarios.Spec) (*results.Summary, []result
 		t.Fatalf("faults %+v, want %d", sum.Faults, len(spec.Faults))
 	}
 	for _, f := range sum.Faults {
-		if strings.Contains(f.Target, "failed") {
+		if f.Failed {
 			t.Errorf("fault %+v was not injected", f)
 		}
 	}
