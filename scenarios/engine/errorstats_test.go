@@ -82,3 +82,48 @@ faults:
 		}
 	}
 }
+
+// TestCentralOpsAreDecisionCommands: central.ops counts the commands that make decisions — one
+// EVALSHA per decision and one EVAL per NOSCRIPT retry, exactly — and not the warm-up PINGs,
+// SCRIPT LOADs and slot-map reloads, which are other_ops. A run of 2 decisions makes 2.
+func TestCentralOpsAreDecisionCommands(t *testing.T) {
+	t.Parallel()
+	l := clustertest.Start(t, cluster.Options{Primaries: 2, Replicas: cluster.NoReplicas})
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := l.SaveState(state); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, extra string
+		rate        float64
+	}{
+		{"two decisions", "", 1},
+		{"a script flush", "faults: [{at: 1s, kind: script-flush, target: all}]\n", 1000},
+	} {
+		spec, err := scenarios.Parse("ops", []byte(`
+name: ops
+duration: 2s
+load: {rate: 1000, concurrency: 8, max_inflight: 512}
+tenants: {count: 100}
+policy: {rate: 50, burst: 100}
+limiter: {kind: token-bucket, timeout: 2s}
+cluster: {provider: running, primaries: 2, replicas: 0}
+`+tc.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Load.Rate = tc.rate
+		res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), StateFile: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if want := s.Load.Decisions + s.Errors.NoScript; s.Central.Ops != want || s.Central.OtherOps == 0 {
+			t.Errorf("%s: central ops %d, other %d; want decisions %d + NOSCRIPT retries %d = %d, and the set-up commands apart",
+				tc.name, s.Central.Ops, s.Central.OtherOps, s.Load.Decisions, s.Errors.NoScript, want)
+		}
+		if tc.extra != "" && s.Errors.NoScript == 0 {
+			t.Errorf("%s: no NOSCRIPT after a script flush", tc.name)
+		}
+	}
+}
