@@ -100,12 +100,10 @@ func (s *Session) fillLeases(sum *results.Summary) {
 		refreshes += l.Refreshes()
 		refreshErrs += l.RefreshErrors()
 	}
-	// Each gateway's most tokens held at once, summed: the most the leases can have held
-	// together (a bound, not a simultaneous peak).
-	sum.Overspend.Bound.Sources[results.BoundLeases] += float64(outstandingMax)
+	sum.Overspend.Bound.Sources[results.BoundLeases] += s.leaseBound()
 	decisions := max(sum.Load.Decisions, 1)
-	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end",
-		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding)
+	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys",
+		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, outstandingMax)
 	sum.Load.Note += fmt.Sprintf("; %d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
 		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs)
 }
@@ -121,4 +119,18 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
 	}
 	return f.Close()
+}
+
+// leaseBound is what leases promise of one key's burst excess: a key can hold at most one lease
+// per gateway, of at most the lease size (or, for a request costing more, its cost), so
+// gateways x max(size, largest cost) tokens outstanding at any moment — all of which the
+// gateways may spend at once on top of a full bucket.
+func (s *Session) leaseBound() float64 {
+	size := s.Spec.Limiter.Lease.Size
+	if s.replay != nil {
+		for _, r := range s.replay.tr.Records {
+			size = max(size, int64(r.Cost))
+		}
+	}
+	return float64(int64(len(s.leases)) * size)
 }
