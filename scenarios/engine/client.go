@@ -26,8 +26,8 @@ type reqTag struct{ sec atomic.Int64 }
 // nodeStats counts what one node's client saw.
 type nodeStats struct {
 	addr     string
-	decision atomic.Int64 // commands that made or refilled a decision (limiter.IsDecisionCommand)
-	other    atomic.Int64 // every other command: PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...
+	decision atomic.Int64                        // commands that made or refilled a decision (limiter.IsDecisionCommand)
+	other    atomic.Int64                        // every other command: PING, SCRIPT LOAD, CLUSTER SLOTS, ASKING...
 	errs     [limiter.NumErrorKinds]atomic.Int64 // replies and failures by kind, MOVED/ASK/NOSCRIPT included
 }
 
