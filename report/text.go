@@ -119,16 +119,16 @@ func (t *textRows) overspend(s *results.Summary) {
 		o.Requests, o.PossibleRequests, o.Ratio, o.PossibleRatio, o.Tokens, o.PossibleTokens, o.UnknownOutcomes)
 	t.row("false denies", "confirmed %d (possible %d), ratio %.2g (possible %.2g)",
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
-	bound := "no bound applies"
+	verdict := "; no bound applies"
 	if parts := boundParts(o.Bound.Sources); parts != "" {
-		bound = fmt.Sprintf("bound %s tokens (%s)", fmtFloat(o.Bound.Tokens), parts)
+		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), parts, fmtWithin(o.Bound.Within))
 	}
 	worst := ""
 	if o.BurstExcess.WorstKey != "" {
 		worst = " on " + o.BurstExcess.WorstKey
 	}
-	t.row("burst excess", "worst key %s tokens%s (all keys %s) vs %s: within %s",
-		fmtFloat(o.BurstExcess.WorstTokens), worst, fmtFloat(o.BurstExcess.Tokens), bound, fmtWithin(o.Bound.Within))
+	t.row("burst excess", "worst key %s tokens%s (all keys %s)%s",
+		fmtFloat(o.BurstExcess.WorstTokens), worst, fmtFloat(o.BurstExcess.Tokens), verdict)
 }
 
 // central writes the commands the Redis nodes received.
