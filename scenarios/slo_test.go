@@ -89,3 +89,19 @@ var zeroTime = time.Time{}
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 func btoa(b bool) string { return strconv.FormatBool(b) }
+
+// TestSLOFailsANotMeasurablePercentile: a p99 or p99.9 that falls among the dropped requests is
+// not measurable, and a check on it fails however generous its limit: the served requests'
+// percentile (small) must not pass a run that dropped most of its load.
+func TestSLOFailsANotMeasurablePercentile(t *testing.T) {
+	t.Parallel()
+	sum := results.NewSummary("x", 1, zeroTime)
+	sum.LatencyMs = results.Latency{P50: 3, P90: results.Unmeasurable, P99: results.Unmeasurable, P999: results.Unmeasurable, MeasurablePct: 85}
+	sum.LatencyServedMs = results.ServedLatency{P50: 3, P99: 5, P999: 9}
+	limit := 1e6
+	slo := SLO{P99Ms: &limit, P999Ms: &limit}
+	v := slo.Evaluate(sum)
+	if v.Pass || len(v.Checks) != 2 || v.Checks[0].Pass || v.Checks[1].Pass {
+		t.Errorf("verdict %+v: a not-measurable percentile must fail its check", v)
+	}
+}
