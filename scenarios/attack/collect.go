@@ -185,32 +185,8 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 		c.unknownKs++
 	}
 	o := obs{order: uint64(s), sec: int32(sec)}
-	judge := true
 	source := r.Headers.Get("X-RateLimit-Source")
-	switch {
-	case r.Code >= 200 && r.Code < 300:
-		o.kind = obsAllowed
-		if source == limiter.FailOpen.String() {
-			st.failOpen++
-		} else {
-			st.allowed++
-		}
-	case r.Code == http.StatusTooManyRequests:
-		o.kind = obsDenied
-		if source == limiter.FailClosed.String() {
-			st.failClosed++
-		} else {
-			st.denied++
-		}
-	case r.Code == 0:
-		kind := classify(r.Error)
-		st.errs[kind]++
-		o.kind = obsUnknown
-		judge = kind == limiter.KindTimeout
-	default:
-		st.errs[limiter.KindOther]++
-		judge = false
-	}
+	judge := classifyAnswer(r, source, st, &o)
 	if k >= 0 {
 		key := c.p.key(k)
 		c.keyCounts[key]++
@@ -239,6 +215,36 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 			c.low++
 		}
 	}
+}
+
+// classifyAnswer books r's outcome in st and sets what the envelopes are told of it; it
+// reports whether they judge it (an error other than a timeout says nothing of the limiter).
+func classifyAnswer(r *vegeta.Result, source string, st *secStats, o *obs) bool {
+	switch {
+	case r.Code >= 200 && r.Code < 300:
+		o.kind = obsAllowed
+		if source == limiter.FailOpen.String() {
+			st.failOpen++
+		} else {
+			st.allowed++
+		}
+	case r.Code == http.StatusTooManyRequests:
+		o.kind = obsDenied
+		if source == limiter.FailClosed.String() {
+			st.failClosed++
+		} else {
+			st.denied++
+		}
+	case r.Code == 0:
+		kind := classify(r.Error)
+		st.errs[kind]++
+		o.kind = obsUnknown
+		return kind == limiter.KindTimeout
+	default:
+		st.errs[limiter.KindOther]++
+		return false
+	}
+	return true
 }
 
 // cause maps an X-RateLimit-Source value to the envelope's cause (central when absent).
