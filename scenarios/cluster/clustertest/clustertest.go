@@ -1,6 +1,9 @@
 // Package clustertest starts a real local Redis Cluster for a test and stops it when the test
 // ends: formed by ratelab (Start) or by redis-cli as a user forms one (StartRedisCLI). A missing
-// redis-server or redis-cli fails the test with install advice; it is never a skip.
+// redis-server or redis-cli fails the test with install advice; it is never a skip. It also
+// holds what the tests on real peers share: the fault tier's verdict on a failure (Watch: was
+// the machine starved, or did the product misbehave) and the skip that CI turns into a failure
+// (SkipUnlessRequired).
 package clustertest
 
 import (
