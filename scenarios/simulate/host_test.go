@@ -242,7 +242,7 @@ func TestHostLoadLaw(t *testing.T) {
 // share of time off those runs had.
 func TestSolveOffMatchesTheP99(t *testing.T) {
 	t.Parallel()
-	const rate, off = 9000, 0.02
+	const rate, off, horizon = 9000, 0.02, 2 * time.Second
 	host := &Host{CapacityRPS: 20_000, OffFraction: off, OffMeanMs: 2, OffSigma: 0.3}
 	base := Config{Shards: 1, Tenants: 100}
 	cal := Calibration{Service: Service{Kind: Constant, MeanUs: 20}, Client: ConstantMs(0.2), Host: host}
@@ -251,7 +251,7 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 	for seed := uint64(100); seed < 111; seed++ {
 		cfg := base
 		cfg.Rate, cfg.Service, cfg.Client, cfg.Host = rate, cal.Service, cal.Client, host
-		cfg.Horizon, cfg.MaxRequests, cfg.Seed = 4*time.Second, 10_000_000, seed
+		cfg.Horizon, cfg.MaxRequests, cfg.Seed = horizon, 10_000_000, seed
 		r, err := Simulate(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 	}
 	want := median(p99s)
 	g := FitGaps(all)
-	solved, err := solveOff(base, cal, rate, 4*time.Second, want, g.OffFraction)
+	solved, err := solveOff(base, cal, rate, horizon, want, g.OffFraction)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 	if math.Abs(solved-off)/off > 0.15 {
 		t.Errorf("solved off %.4f, want %.3f within 15%%", solved, off)
 	}
-	if none, err := solveOff(base, cal, rate, 4*time.Second, 0.1, g.OffFraction); err != nil || none != 0 {
+	if none, err := solveOff(base, cal, rate, horizon, 0.1, g.OffFraction); err != nil || none != 0 {
 		t.Error("a p99 below the model's without gaps must solve to no gaps")
 	}
 }
