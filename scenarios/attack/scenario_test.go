@@ -189,7 +189,7 @@ cluster: {primaries: 2, replicas: 0}
 		t.Errorf("note %q, central %+v: want the lease layer's figures", sum.Load.Note, sum.Central)
 	}
 	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
-		t.Errorf("outcomes %+v: want leases to allow and deny, no errors", sum.Outcomes)
+		t.Errorf("outcomes %+v, errors %+v: want leases to allow and deny, no errors", sum.Outcomes, sum.Errors)
 	}
 	// Central ops: fewer than decisions, since a fetch takes up to 10 tokens (how many fewer
 	// depends on how often the drained buckets refuse, which timing decides).
