@@ -1,3 +1,5 @@
+//go:build faults
+
 package main
 
 import (
@@ -8,6 +10,7 @@ import (
 
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/cluster/clustertest"
 )
 
 // briefDuration is how long TestEveryBuiltinRunsBriefly runs each built-in.
@@ -42,7 +45,8 @@ func brief(s *scenarios.Spec) {
 }
 
 // TestEveryBuiltinRunsBriefly runs every built-in scenario through the CLI for about two seconds
-// (briefly: see brief) and checks what it left: the run files, a summary of that scenario whose
+// (briefly: see brief) and checks what it left (the fault tier: two dozen clusters take a minute
+// or two, and most built-ins inject faults): the run files, a summary of that scenario whose
 // outcomes add up to its decisions, a row per second, every fault injected and none failed, and
 // HTTP runs recorded as such. A built-in that no longer parses, validates or runs fails here,
 // whoever changed the engine under it.
@@ -55,6 +59,7 @@ func TestEveryBuiltinRunsBriefly(t *testing.T) {
 	for _, name := range scenarios.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			clustertest.Watch(t)
 			spec, err := scenarios.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
@@ -85,6 +90,7 @@ func checkBriefRun(t *testing.T, spec *scenarios.Spec, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clustertest.RecordLag(t, sum.Load.ScheduleLagP99Ms)
 	o := sum.Outcomes
 	if sum.Scenario != spec.Name || sum.Load.Decisions == 0 || o.Allowed+o.Denied+o.FailedOpen+o.FailedClosed+o.Errors != sum.Load.Decisions {
 		t.Errorf("scenario %q, load %+v, outcomes %+v: want %s's decisions, its outcomes adding up to them", sum.Scenario, sum.Load, o, spec.Name)

@@ -1,3 +1,5 @@
+//go:build experiment
+
 package compare
 
 import (
@@ -17,7 +19,8 @@ var (
 // TestPowerUnderCIStalls sizes TestCompareDetectsInjectedDelay's repetitions: it resamples the
 // p99s CI measured and counts how often the U test (mannWhitneyP, the gate's) finds the 2 ms at
 // alpha 0.01 with n runs per set, and with looks at 10, 20, 30 and 40 stopping at the first
-// significant one (what that test does). Reproduce: go test -run TestPowerUnderCIStalls -v ./results/compare
+// significant one (what that test does). An experiment, beside that test in `make compare-power`:
+// go test -tags experiment -run TestPowerUnderCIStalls -v ./results/compare
 func TestPowerUnderCIStalls(t *testing.T) {
 	const trials, alpha = 1000, 0.01
 	rng := rand.New(rand.NewPCG(1, 2))

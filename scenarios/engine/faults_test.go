@@ -13,12 +13,13 @@ import (
 
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/cluster/clustertest"
 )
 
-// The fault tests below (and TestCoalesceTransportUnderFaults) time recovery and tail latency,
-// so `make test` runs them after every other package, one at a time: FAULT_TESTS in the
-// Makefile names them, and TestFaultTestsRunAlone keeps that list equal to the tests here that
-// call runFaults.
+// The fault tests below time recovery and tail latency: they are the fault tier (`make
+// test-faults`, the `faults` build tag), which runs one test at a time after the correctness
+// suite. A failing one ends with a line saying whether the machine was starved or the product
+// misbehaved (clustertest.Watch).
 
 // faultSpec is a 3x1 central scenario at a rate this machine carries, with the given faults.
 func faultSpec(t *testing.T, dur time.Duration, extra string) *scenarios.Spec {
@@ -54,11 +55,13 @@ func runFaults(t *testing.T, spec *scenarios.Spec) (*results.Summary, []results.
 // runFaultsIn is runFaults that also returns the run's directory.
 func runFaultsIn(t *testing.T, spec *scenarios.Spec) (*results.Summary, []results.Interval, string) {
 	t.Helper()
+	clustertest.Watch(t)
 	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum, rows := readRun(t, res.Dir)
+	clustertest.RecordLag(t, sum.Load.ScheduleLagP99Ms)
 	checkConsistent(t, sum, rows)
 	if len(sum.Faults) != len(spec.Faults) {
 		t.Fatalf("faults %+v, want %d", sum.Faults, len(spec.Faults))

@@ -166,13 +166,13 @@ func TestExternalRun(t *testing.T) {
 }
 
 // TestDockerRun runs a short scenario with provider docker on a locally built FROM-scratch image
-// (no registry needed); it skips without a Docker engine.
+// (no registry needed); it skips without a Docker engine (fails where RATELAB_REQUIRE_DOCKER=1).
 func TestDockerRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	img, err := docker.BuildLocalImage(ctx, "", "")
 	if errors.Is(err, docker.ErrNoDocker) {
-		t.Skipf("provider docker needs a Docker engine: %v", err)
+		clustertest.SkipUnlessRequired(t, clustertest.RequireDocker, "provider docker needs a Docker engine: "+err.Error())
 	}
 	if err != nil {
 		t.Fatalf("build a redis image from the installed redis-server: %v", err)

@@ -1,3 +1,5 @@
+//go:build experiment
+
 package simulate
 
 import (
@@ -14,9 +16,15 @@ import (
 	"ratelab/scenarios/cluster/clustertest"
 )
 
-// The co-located model against the machine it runs on: after a first saturation probe, rounds
-// of a low gap run (25% of its capacity), a measured run at 30%, a high gap run (35%) and a
-// probe; the model is calibrated from the gap runs and probes only, never from the measured
+// validateRounds is the validation's rounds unless RATELAB_MODEL_ROUNDS says otherwise: enough
+// for the rounds' spread to put the measured median p99 within about the 15% compared (with 16
+// the range reached -29%/+49%; docs/capacity.md has the figures).
+const validateRounds = 64
+
+// The co-located model against the machine it runs on, an experiment (`make validate-model`,
+// the `experiment` build tag: about 16 minutes that saturate the machine every few seconds):
+// after a first saturation probe, rounds of a low gap run (25% of its capacity), a measured run
+// at 30%, a high gap run (35%) and a probe; the model is calibrated from the gap runs and probes only, never from the measured
 // runs, its host's share of time off interpolated between the gap runs (HostLoad), and run at
 // the measured rate. The medians over the rounds of throughput and p99 must agree within 15%:
 // two independent numbers, so the test fails when the model is wrong — or when the machine's
@@ -27,11 +35,7 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// RATELAB_MODEL_ROUNDS sets the rounds (default 5): `make validate-model` runs 64, enough
-	// for the rounds' spread to put the measured median within about the 15% compared; with
-	// fewer, a 15% comparison passes or fails on the rounds' luck (docs/capacity.md has the
-	// figures).
-	rounds := DefaultValidateRounds
+	rounds := validateRounds
 	if r := os.Getenv("RATELAB_MODEL_ROUNDS"); r != "" {
 		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
 			t.Fatalf("RATELAB_MODEL_ROUNDS=%q: want a count of rounds >= 1", r)
@@ -57,18 +61,13 @@ func TestSimulationMatchesMeasurement(t *testing.T) {
 	if math.Abs(v.ThroughputGap) > 0.15 {
 		t.Errorf("throughput: simulated %.0f/s vs measured %.0f/s (%+.1f%%), want within 15%%", v.SimulatedRPS, v.MeasuredRPS, 100*v.ThroughputGap)
 	}
-	// The p99 is enforced with RATELAB_MODEL_P99=1: `make validate-model` and `make test` run it
-	// that way, 64 rounds without -race. Without it (go test ./..., 5 rounds) the gap is logged:
-	// under -race the validation measures the race detector's cost per decision, and five rounds
-	// leave the medians less settled (docs/capacity.md).
+	// Run without -race (as `make validate-model` does): under it the validation would measure
+	// the race detector's cost per decision.
 	p99Msg := fmt.Sprintf("p99: simulated %.2f ms vs measured %.2f ms (%+.1f%%; the rounds put the measured median in %.2f-%.2f ms), want within 15%%",
 		v.SimulatedP99, v.MeasuredP99Ms, 100*v.P99Gap, v.MeasuredP99Interval[0], v.MeasuredP99Interval[1])
-	switch {
-	case math.Abs(v.P99Gap) <= 0.15:
-		t.Log(p99Msg + ": met")
-	case os.Getenv("RATELAB_MODEL_P99") == "1":
+	if math.Abs(v.P99Gap) > 0.15 {
 		t.Error(p99Msg)
-	default:
-		t.Log(p99Msg + ": NOT met (enforced with RATELAB_MODEL_P99=1, as make test runs it)")
+	} else {
+		t.Log(p99Msg + ": met")
 	}
 }
