@@ -14,6 +14,7 @@ import (
 
 	"ratelab/report"
 	"ratelab/scenarios"
+	"ratelab/scenarios/cluster/clustertest"
 	"ratelab/scenarios/engine"
 )
 
@@ -49,11 +50,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	const why = "no chromium or chromium-browser on PATH (apt-get install -y chromium)"
-	if os.Getenv("RATELAB_REQUIRE_BROWSER") == "1" {
-		t.Fatal(why + "; RATELAB_REQUIRE_BROWSER=1 requires the browser check")
-	}
-	t.Skip(why + "; set RATELAB_REQUIRE_BROWSER=1 to make this a failure")
+	clustertest.SkipUnlessRequired(t, clustertest.RequireBrowser, "no chromium or chromium-browser on PATH (apt-get install -y chromium)")
 	return ""
 }
 

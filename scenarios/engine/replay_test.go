@@ -103,7 +103,7 @@ func TestRecordReplayIsExact(t *testing.T) {
 			if tc.kind != "memory" && state == "" {
 				t.Skip("-short: no Redis Cluster")
 			}
-			spec := testSpec(t, scenarios.LimiterKind(tc.kind), 800, 3*time.Second)
+			spec := testSpec(t, scenarios.LimiterKind(tc.kind), 800, 2*time.Second)
 			spec.Load.Pacer = tc.pacer
 			// Few tenants near their limit, a small burst: whether a request finds a token
 			// depends on its time to the millisecond, so wall-clock jitter would show.

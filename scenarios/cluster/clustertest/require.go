@@ -5,9 +5,13 @@ import (
 	"testing"
 )
 
-// RequireDocker names the variable that turns a missing Docker engine from a skip into a
-// failure: CI sets it, since CI has Docker and the tests that need it must run there.
-const RequireDocker = "RATELAB_REQUIRE_DOCKER"
+// RequireDocker and RequireBrowser name the variables that turn a missing Docker engine or
+// headless Chromium from a skip into a failure: CI sets both, since CI has both and the tests
+// that need them must run there.
+const (
+	RequireDocker  = "RATELAB_REQUIRE_DOCKER"
+	RequireBrowser = "RATELAB_REQUIRE_BROWSER"
+)
 
 // SkipUnlessRequired skips t for why (a peer such as Docker is missing), or fails it when the
 // environment variable require is 1.
