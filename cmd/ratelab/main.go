@@ -8,9 +8,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // exitError carries a process exit code through cobra (exit.go lists the codes; 1 = error).
 type exitError struct {
 	code int

@@ -28,7 +28,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "ratelab")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	// -buildvcs=auto: as `go install` builds by default (a GOFLAGS=-buildvcs=false in the
+	// environment would otherwise leave the commit out), so that `ratelab version` is tested
+	// on what users build.
+	out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building ratelab: %v\n%s", err, out)
 		os.Exit(1)

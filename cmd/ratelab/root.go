@@ -10,6 +10,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newScenariosCmd(), newReportCmd(), newClusterCmd(), newGatewayCmd(), newCompareCmd(), newAttackCmd(), newTraceCmd(), newBenchCmd(), newCapacityCmd(), newSimulateCmd(), newDemoCmd(), newMergeCmd())
+	root.AddCommand(newRunCmd(), newScenariosCmd(), newReportCmd(), newClusterCmd(), newGatewayCmd(), newCompareCmd(), newAttackCmd(), newTraceCmd(), newBenchCmd(), newCapacityCmd(), newSimulateCmd(), newDemoCmd(), newMergeCmd(), newVersionCmd())
 	return root
 }

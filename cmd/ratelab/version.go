@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is ratelab's version as the summaries and `ratelab version` report it: what the
+// Makefile stamps with -ldflags "-X main.version=$(git describe)", else what the Go toolchain
+// recorded in the binary (see versionOf), else "dev".
+var version = "dev"
+
+func init() {
+	info, _ := debug.ReadBuildInfo()
+	version = versionOf(version, info)
+}
+
+// versionOf is stamped when the build stamped one; else the module's version for a `go install
+// module@version` build; else the commit the binary was built from (12 hex digits, "-dirty" when
+// the tree had changes), which `go build` and `go install` record inside a git checkout.
+func versionOf(stamped string, info *debug.BuildInfo) string {
+	if stamped != "" && stamped != "dev" {
+		return stamped
+	}
+	if info == nil {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, modified, _ := vcsOf(info)
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// vcsOf reads the commit, whether the tree was modified, and the commit's time from info.
+func vcsOf(info *debug.BuildInfo) (rev string, modified bool, at string) {
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		case "vcs.time":
+			at = s.Value
+		}
+	}
+	return rev, modified, at
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print ratelab's version, the commit it was built from and the Go version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "ratelab %s\n", version)
+			commit, at := "unknown (built outside a git checkout)", ""
+			if info, ok := debug.ReadBuildInfo(); ok {
+				rev, modified, t := vcsOf(info)
+				if rev != "" {
+					commit, at = rev, t
+					if modified {
+						commit += " (with uncommitted changes)"
+					}
+				}
+			}
+			fmt.Fprintf(w, "  commit  %s\n", commit)
+			if at != "" {
+				fmt.Fprintf(w, "  date    %s\n", at)
+			}
+			fmt.Fprintf(w, "  go      %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}
