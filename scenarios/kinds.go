@@ -57,3 +57,7 @@ func orKinds[K ~string](kinds []K) string {
 	}
 	return joinKinds(kinds[:len(kinds)-1]) + " or " + string(kinds[len(kinds)-1])
 }
+
+// LimiterKindChoices lists the limiter kinds as a choice, "token-bucket, gcra, ... or noop", for
+// flag help that must name every kind the spec accepts.
+func LimiterKindChoices() string { return orKinds(limiterKinds) }
