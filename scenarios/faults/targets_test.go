@@ -88,6 +88,11 @@ func TestTargetsFollowRoles(t *testing.T) {
 	if ev.Failed || !strings.Contains(ev.Target, "from node:0 = "+started[3].Addr) || !strings.Contains(ev.Target, "to node:1 = "+started[1].Addr) {
 		t.Fatalf("reshard node:0 -> node:1 after the failover = %+v, want 4 slots moved from %s to %s", ev, started[3].Addr, started[1].Addr)
 	}
+	// The nodes outside the move learn its last slots by gossip: read the slot map once every
+	// node shares it (a read before that once counted 2 of the 4 slots moved).
+	if err := l.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
 	shards, err := l.Shards(t.Context())
 	if err != nil {
 		t.Fatal(err)
