@@ -149,21 +149,17 @@ func (s *Spec) validateFaultFields(p string, f FaultSpec, nodes int, bad badFunc
 			bad(p+".kind", f.Kind, "killing a primary without replicas leaves its slots down for good: set cluster.replicas >= 1")
 		}
 	case FaultReshard:
-		s.validateReshard(p, f, nodes, bad)
+		s.validateReshard(p, f, bad)
 	}
 }
 
 // validateReshard checks a reshard's slots, its two primaries and its ask window.
-func (s *Spec) validateReshard(p string, f FaultSpec, nodes int, bad badFunc) {
+func (s *Spec) validateReshard(p string, f FaultSpec, bad badFunc) {
 	if f.Slots < 1 || f.Slots > 16384 {
 		bad(p+".slots", f.Slots, "must be between 1 and 16384")
 	}
-	primaries := nodes
-	if s.Cluster.Primaries > 0 {
-		primaries = s.Cluster.Primaries
-	}
 	for _, e := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
-		if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, primaries, 0) != "" {
+		if !strings.HasPrefix(e.v, "node:") || checkTarget(e.v, s.Cluster.Primaries, 0) != "" {
 			bad(p+"."+e.name, fmt.Sprintf("%q", e.v), fmt.Sprintf("name a primary as node:N (0..%d)", s.Cluster.Primaries-1))
 		}
 	}
