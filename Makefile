@@ -30,6 +30,12 @@ help:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/ratelab
 
+## image: the ratelab container image (IMAGE, default ratelab:dev): a static binary on an empty base, built without pulling anything (deploy/image)
+IMAGE ?= ratelab:dev
+.PHONY: image
+image:
+	GO=$(GO) VERSION=$(VERSION) bash deploy/image/build.sh $(IMAGE)
+
 ## redis: install redis-server (and redis-tools) if missing: apt-get on Debian/Ubuntu, brew on macOS
 .PHONY: redis
 redis:
