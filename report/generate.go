@@ -16,7 +16,8 @@ import (
 const (
 	// HTMLFile is the self-contained report: charts as inline SVG, CSS inline, no network.
 	HTMLFile = "report.html"
-	// MarkdownFile is the short report for CI job summaries; its images link to the PNGs.
+	// MarkdownFile is the short report for CI job summaries: the summary tables and the
+	// per-second charts as Mermaid blocks, with no link to the run directory's files.
 	MarkdownFile = "report.md"
 )
 

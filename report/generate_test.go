@@ -199,7 +199,7 @@ func TestGenerateEdgeCases(t *testing.T) {
 		svgLacks  map[string][]string // chart name -> text its SVG must not have
 	}{
 		{name: "empty run", have: fixture{seed: 3, rows: 0},
-			want:      []string{"**No data:**", "No data: the charts are empty."},
+			want:      []string{"**No data:**", "No data: no per-second rows to chart."},
 			wantHTML:  []string{"No data", "Latency per second (ms, log scale) (no data)"},
 			wantFiles: []string{"latency.svg", "throughput.svg", "redirects.svg", "overspend.svg", "latency_hdr.svg"}},
 		{name: "single row", have: fixture{seed: 4, rows: 1},

@@ -34,6 +34,10 @@ type view struct {
 	Faults []faultRow
 	// Charts are the figures, in report order.
 	Charts []chartView
+	// Mermaid are report.md's charts, drawn from the per-second rows; MermaidNote replaces them
+	// with a sentence when there are too few rows to draw a line.
+	Mermaid     []mermaidChart
+	MermaidNote string
 	// Scenario is the resolved scenario YAML, "" when absent.
 	Scenario string
 
@@ -95,6 +99,7 @@ func newView(r *run, charts []*chart) *view {
 		Within:     fmtWithin(s.Overspend.Bound.Within),
 	}
 	v.Offered, v.DroppedShare = offered(&s.Load)
+	v.Mermaid, v.MermaidNote = mermaidCharts(r.rows, s.Faults)
 	if s.V1() {
 		v.V1Note = results.V1Note
 	} else {
