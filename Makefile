@@ -5,7 +5,7 @@ BIN     := bin/ratelab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 SCENARIO ?= hot-tenant
-# The tests come in tiers, chosen by build tag (README, "Tests"): untagged tests are `make test`
+# The tests come in tiers, chosen by build tag (README.md, "Tests"): untagged tests are `make test`
 # (what a plain `go test ./...` runs), `faults` the fault tier, `experiment` the experiments.
 # The race detector slows tests; the correctness suite takes about 5 minutes on 2 cores.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
