@@ -1,0 +1,94 @@
+package compare
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+
+	"ratelab/results"
+)
+
+// SideKey is the benchfmt configuration key of WriteBenchfmt's stream whose value, SideBase or
+// SideNew, says which set a result line belongs to: `benchstat -col side FILE` puts the two
+// sets side by side.
+const (
+	SideKey  = "side"
+	SideBase = "base"
+	SideNew  = "new"
+)
+
+// BenchName is the benchmark name of every result line; the scenario is its sub-benchmark key
+// ("BenchmarkRatelab/scenario=ci-smoke"), so runs of different scenarios stay apart.
+const BenchName = "BenchmarkRatelab"
+
+// benchUnit is one metric as a benchfmt unit: its name, whether higher is better (a "Unit ...
+// better=" metadata line tells benchstat which way is an improvement) and its value in that
+// unit. Latency is in seconds ("-sec", the unit benchfmt tidies ns/op into), which benchstat
+// scales (µ, m) by itself; ratios are plain numbers; the achieved rate is requests/s.
+type benchUnit struct {
+	name         string
+	higherBetter bool
+	value        func(*results.Summary) float64
+}
+
+// benchUnits are the units of WriteBenchfmt, one per metric of Metrics, in its order.
+var benchUnits = []benchUnit{
+	{"p50-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P50) / 1e3 }},
+	{"p99-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P99) / 1e3 }},
+	{"p999-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P999) / 1e3 }},
+	{"achieved-req/s", true, func(s *results.Summary) float64 { return s.Load.AchievedRPS }},
+	{"overspend-ratio", false, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
+	{"false-deny-ratio", false, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
+	{"error-ratio", false, func(s *results.Summary) float64 { return results.Ratio(s.Outcomes.Errors, s.Load.Decisions) }},
+}
+
+// WriteBenchfmt writes the runs of base and new as one Go benchmark format stream for benchstat:
+// a "Unit NAME better=lower|higher" line per unit, then "side: base" and one result line per
+// run of base, then "side: new" and one per run of new. A result line is
+// "BenchmarkRatelab/scenario=NAME DECISIONS v1 unit1 v2 unit2 ...": the iteration count is the
+// run's decisions. A value that is not finite (a latency percentile among the dropped requests)
+// is left out of its line: benchstat cannot summarise an infinity.
+func WriteBenchfmt(w io.Writer, base, new *Set) error {
+	bw := bufio.NewWriter(w)
+	fw := benchfmt.NewWriter(bw)
+	for _, u := range benchUnits {
+		better := "lower"
+		if u.higherBetter {
+			better = "higher"
+		}
+		m := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u.name, Key: "better"}, OrigUnit: u.name, Value: better}
+		if err := fw.Write(m); err != nil {
+			return err
+		}
+	}
+	for _, side := range []struct {
+		name string
+		set  *Set
+	}{{SideBase, base}, {SideNew, new}} {
+		for _, run := range side.set.Runs {
+			if err := fw.Write(benchResult(side.name, run.Summary)); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// benchResult is one run's result line on side.
+func benchResult(side string, s *results.Summary) *benchfmt.Result {
+	r := &benchfmt.Result{
+		Config: []benchfmt.Config{{Key: SideKey, Value: []byte(side), File: true}},
+		// A name is one field of the line: no spaces.
+		Name:  benchfmt.Name(BenchName + "/scenario=" + strings.Join(strings.Fields(s.Scenario), "_")),
+		Iters: int(max(s.Load.Decisions, 1)),
+	}
+	for _, u := range benchUnits {
+		if v := u.value(s); !math.IsInf(v, 0) && !math.IsNaN(v) {
+			r.Values = append(r.Values, benchfmt.Value{Value: v, Unit: u.name})
+		}
+	}
+	return r
+}
