@@ -266,7 +266,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	// is in neither total: the fewer of the two is what both still call false.
 	sum.Overspend = blackBoxOverspend(c, p, t)
 	sum.HotKeys = engine.HotKeys(c.keyCounts, p.keyName)
-	sum.SLO = results.SLO{Pass: true}
+	sum.SLO = o.SLO.Evaluate(sum)
 	return sum
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
+	"ratelab/scenarios"
 	"ratelab/scenarios/check"
 	"ratelab/workload"
 	"ratelab/workload/trace"
@@ -81,6 +82,11 @@ type Options struct {
 	// CostHeader, if set, sends each request's cost in this header; without it every
 	// request must cost 1 (the target cannot know another cost).
 	CostHeader string
+
+	// SLO is checked on the attack's summary (its SLO section, as `ratelab run` writes it); the
+	// zero SLO has no checks and passes. A scenario's attack (RunScenario) is judged by the
+	// scenario's own SLO instead.
+	SLO scenarios.SLO
 
 	// Policy is the declared per-(tenant, endpoint) bucket the responses are judged against.
 	Policy limiter.BucketPolicy

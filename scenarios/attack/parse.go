@@ -1,12 +1,14 @@
 package attack
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	"ratelab/limiter"
+	"ratelab/scenarios"
 )
 
 // ParsePolicy reads a declared bucket policy written "rate=50,burst=100" (tokens per second,
@@ -61,4 +63,36 @@ func ParseEndpoints(s string) (names []string, weights []float64, err error) {
 		weights = append(weights, weight)
 	}
 	return names, weights, nil
+}
+
+// ParseSLO reads SLO checks written key=value (`ratelab attack --slo`, repeatable) with the
+// scenarios package's parser and limits, as `ratelab run --slo` reads them: the same keys, the
+// same refusals (a ratio above 1, a negative limit...).
+func ParseSLO(kvs []string) (scenarios.SLO, error) {
+	var s scenarios.Spec
+	for _, kv := range kvs {
+		if err := s.SetSLO(kv); err != nil {
+			return scenarios.SLO{}, err
+		}
+	}
+	// The empty spec fails its other fields' checks; only the slo fields' are the checks'.
+	var errs []error
+	for _, err := range unjoin(s.Validate()) {
+		var fe *scenarios.FieldError
+		if errors.As(err, &fe) && strings.HasPrefix(fe.Field, "slo.") {
+			errs = append(errs, fmt.Errorf("--slo %s=%s: %s", strings.TrimPrefix(fe.Field, "slo."), fe.Value, fe.Fix))
+		}
+	}
+	return s.SLO, errors.Join(errs...)
+}
+
+// unjoin lists the errors errors.Join joined into err (err itself if it is not a join).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
