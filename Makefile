@@ -130,6 +130,11 @@ lint:
 	$(GO) vet -tags faults,experiment ./...
 	$(GO) run ./cmd/ratelab-lint -go '$(GO)'
 
+## docs: regenerate docs/cli.md, the command reference, from the commands' help (a test fails when it is stale)
+.PHONY: docs
+docs:
+	$(GO) run ./cmd/ratelab gen-docs --file docs/cli.md
+
 ## clean: remove build outputs and run directories
 .PHONY: clean
 clean:

@@ -4,19 +4,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"ratelab/limiter"
+	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
 )
 
 // attackFlags are `ratelab attack`'s flags that need parsing before they fit attack.Options.
 type attackFlags struct {
-	policy    string
 	endpoints string
 	trace     string
 	quiet     bool
+	slo       []string
+	output    *outputFlag
 }
 
 // newAttackCmd is `ratelab attack`: HTTP load with vegeta against a gateway or any
@@ -39,9 +43,12 @@ against the declared --policy.
 --trace FILE replays a trace (see 'ratelab trace') at --speed, with its keys and each tenant's
 order, instead of generating requests.
 
-  ratelab gateway --listen 127.0.0.1:8080 --rate 50 --burst 100 &
+--slo key=value checks the attack's summary as 'ratelab run --slo' checks a run's (same keys);
+the verdict is written into summary.json, and a failed check exits 3.
+
+  ratelab gateway --listen 127.0.0.1:8080 --policy rate=50,burst=100 &
   ratelab attack --url http://127.0.0.1:8080/ --rate 2000 --duration 10s --tenants 1000 \
-      --zipf 0.99 --policy rate=50,burst=100 --out out/attack`,
+      --zipf 0.99 --policy rate=50,burst=100 --slo p99_ms=50 --out out/attack`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAttack(cmd, o, f)
@@ -57,28 +64,35 @@ order, instead of generating requests.
 	fl.Float64Var(&o.Theta, "zipf", attack.DefaultTheta, "Zipf skew of the tenants (0.99 is YCSB's)")
 	fl.Uint64Var(&o.Seed, "seed", attack.DefaultSeed, "seed of the request stream (the same seed gives the same requests as 'ratelab run')")
 	fl.StringVar(&f.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix, name[:weight],... e.g. search:3,read:1")
-	fl.StringVar(&f.policy, "policy", "rate=100,burst=200", "the target's declared limit per tenant and endpoint, for overspend")
+	o.Policy = limiter.BucketPolicy{Rate: 100, Burst: 200}
+	fl.Var(newPolicyFlag(&o.Policy.Rate, func() int64 { return o.Policy.Burst }, func(b int64) { o.Policy.Burst = b }),
+		"policy", "the target's declared token bucket per tenant and endpoint (rate tokens/s, burst tokens), for overspend")
 	fl.StringVar(&o.KeyHeader, "key-header", attack.DefaultKeyHeader, "header carrying the tenant's API key")
 	fl.StringVar(&o.CostHeader, "cost-header", "", "header carrying each request's cost (needed to replay traces with costs other than 1)")
 	fl.StringVar(&o.TimeHeader, "time-header", "", "header carrying each request's trace time (Unix ms); overspend is then judged at that time")
-	fl.Uint64Var(&o.Workers, "workers", attack.DefaultWorkers, "vegeta workers at the start")
-	fl.Uint64Var(&o.MaxWorkers, "max-workers", attack.DefaultMaxWorkers, "most vegeta workers (requests in flight)")
-	fl.DurationVar(&o.Timeout, "timeout", attack.DefaultTimeout, "timeout of one request")
+	fl.Uint64Var(&o.Workers, "concurrency", attack.DefaultWorkers, "vegeta workers at the start")
+	fl.Uint64Var(&o.MaxWorkers, "max-inflight", attack.DefaultMaxWorkers, "most requests in flight (vegeta's most workers)")
+	fl.DurationVar(&o.Timeout, "request-timeout", attack.DefaultTimeout, "deadline of one HTTP request")
+	fl.StringArrayVar(&f.slo, "slo", nil, "SLO check on the attack's summary, key=value ("+strings.Join(scenarios.SLOKeys(), ", ")+"); repeatable; a failed check exits 3")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace file instead of generating requests")
 	fl.Float64Var(&o.Speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
 	fl.BoolVar(&o.NoTenantOrder, "no-tenant-order", false, "with --trace: do not hold a tenant's request until its previous one is answered")
 	fl.StringVar(&o.Out, "out", "", "run directory (default out/attack-<time>)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
+	f.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
+	alias(fl, "workers", "concurrency")
+	alias(fl, "max-workers", "max-inflight")
+	alias(fl, "timeout", "request-timeout")
 	return cmd
 }
 
 func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	var err error
-	if o.Policy, err = attack.ParsePolicy(f.policy); err != nil {
-		return fmt.Errorf("--policy: %w", err)
-	}
 	if o.Endpoints, o.Weights, err = attack.ParseEndpoints(f.endpoints); err != nil {
 		return fmt.Errorf("--endpoints: %w", err)
+	}
+	if o.SLO, err = attack.ParseSLO(f.slo); err != nil {
+		return err
 	}
 	if f.trace != "" {
 		if cmd.Flags().Changed("endpoints") || cmd.Flags().Changed("rate") || cmd.Flags().Changed("tenants") {
@@ -101,14 +115,13 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	if res == nil {
 		return err
 	}
-	if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, err); err != nil {
+	if err := reportRun(cmd.OutOrStdout(), f.output.value, res.Dir, res.Summary, err); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "  vegeta       vegeta report %s\n", filepath.Join(res.Dir, attack.ResultsFile))
-	if res.Summary.Interrupted {
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted; partial results in %s", res.Dir)}
+	if f.output.value == outputText {
+		fmt.Fprintf(cmd.OutOrStdout(), "  vegeta       vegeta report %s\n", filepath.Join(res.Dir, attack.ResultsFile))
 	}
-	return nil
+	return runVerdict(res.Dir, res.Summary)
 }
 
 // readTrace reads a whole trace file. A damaged file is refused: replaying part of a trace

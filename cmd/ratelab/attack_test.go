@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,5 +96,56 @@ func TestAttackReplaysGeneratedTrace(t *testing.T) {
 	}
 	if !strings.Contains(text, "vegeta report") {
 		t.Errorf("the summary does not say how to read results.bin:\n%s", text)
+	}
+}
+
+// `ratelab attack --slo` against an HTTP server on loopback: a passing check exits 0 and prints
+// (with -o json, alone on stdout) the summary whose SLO holds the check; a failing one exits 3
+// and writes its verdict into summary.json. The old --workers still sets the workers and says
+// its new name on stderr.
+func TestAttackSLO(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	attack := func(out string, args ...string) (int, string, string) {
+		t.Helper()
+		return execRatelab(t, dir, append([]string{"attack", "-q", "--url", srv.URL + "/", "--rate", "200", "--duration", "1s",
+			"--tenants", "10", "--policy", "rate=1000,burst=1000", "--out", filepath.Join(dir, out)}, args...)...)
+	}
+
+	code, stdout, stderr := attack("pass", "--slo", "error_ratio=0.01", "--slo", "achieved_ratio=0.5", "-o", "json", "--workers", "4")
+	if code != 0 {
+		t.Fatalf("passing SLO: exit %d, want 0\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var sum results.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("-o json: stdout is not one summary: %v\n%s", err, stdout)
+	}
+	if !sum.SLO.Pass || len(sum.SLO.Checks) != 2 {
+		t.Errorf("passing SLO: %+v; want 2 checks, passed", sum.SLO)
+	}
+	if want := "Flag --workers has been deprecated, use --concurrency instead"; !strings.Contains(stderr, want) {
+		t.Errorf("--workers: stderr lacks %q:\n%s", want, stderr)
+	}
+
+	code, stdout, stderr = attack("fail", "--slo", "p99_ms=0")
+	if code != exitSLOFailed {
+		t.Fatalf("failing SLO: exit %d, want %d\nstdout %s\nstderr %s", code, exitSLOFailed, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "SLO failed: p99_ms <= 0") {
+		t.Errorf("failing SLO: stderr does not name the check:\n%s", stderr)
+	}
+	got, err := results.ReadSummary(filepath.Join(dir, "fail", results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SLO.Pass || len(got.SLO.Checks) != 1 || got.SLO.Checks[0].Pass {
+		t.Errorf("summary.json SLO %+v; want the one p99 check failed", got.SLO)
+	}
+
+	code, _, stderr = attack("bad", "--slo", "error_ratio=2")
+	if code != 1 || !strings.Contains(stderr, "--slo error_ratio=2") || !strings.Contains(stderr, "between 0 and 1") {
+		t.Errorf("--slo error_ratio=2: exit %d, stderr %q; want 1 and the limit named with its fix", code, stderr)
 	}
 }

@@ -53,7 +53,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
 			})
 			if err != nil {
-				return err
+				return interruptedErr(ctx, err)
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\nwritten: %s, %s\n", bench.Markdown(rep),
 				filepath.Join(o.out, bench.ReadmeFile), filepath.Join(o.out, bench.RawFile))

@@ -32,6 +32,7 @@ type capacitySweepOptions struct {
 	limiter     string
 	limiters    []string
 	slo         []string
+	output      *outputFlag
 }
 
 func newCapacitySweepCmd() *cobra.Command {
@@ -90,9 +91,24 @@ func runCapacitySweep(cmd *cobra.Command, name string, o capacitySweepOptions) e
 	defer stop()
 	res, err := capacity.Sweep(ctx, spec, o.opts)
 	if res != nil {
-		printSweep(cmd.OutOrStdout(), res)
+		if perr := writeSweep(cmd.OutOrStdout(), o.output.value, res); perr != nil && err == nil {
+			err = perr
+		}
 	}
-	return err
+	return interruptedErr(ctx, err)
+}
+
+// writeSweep prints res in the form format: text (printSweep), json (capacity.json as written)
+// or md (capacity.md as written).
+func writeSweep(w io.Writer, format string, res *capacity.SweepResult) error {
+	switch format {
+	case outputJSON:
+		return printFile(w, filepath.Join(res.Dir, capacity.JSONFile), res)
+	case outputMD:
+		return printFile(w, filepath.Join(res.Dir, capacity.MarkdownFile), nil)
+	}
+	printSweep(w, res)
+	return nil
 }
 
 // printSweep prints each series' knee, each limiter's USL fit and the path of capacity.md.
@@ -132,13 +148,14 @@ func (o *capacitySweepOptions) addFlags(cmd *cobra.Command) {
 	fl.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	fl.StringVar(&o.limiter, "limiter", "", "override limiter.kind (e.g. lease to sweep with leases)")
 	fl.StringArrayVar(&o.slo, "slo", nil, "SLO check key=value replacing the default's (p99_ms, achieved_ratio, error_ratio, ...); repeatable")
+	o.output = addOutputFlag(cmd, "json is the sweep's result (every step, knee and fit), md capacity.md as written", outputJSON, outputMD)
 }
 
 // capacityPlanOptions are the flags of `ratelab capacity plan`.
 type capacityPlanOptions struct {
-	in   capacity.PlanInput
-	from string
-	json bool
+	in     capacity.PlanInput
+	from   string
+	output *outputFlag
 }
 
 func newCapacityPlanCmd() *cobra.Command {
@@ -175,7 +192,7 @@ not guessed. Prints every step of the reasoning.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if f.json {
+			if f.output.value == outputJSON {
 				return printJSON(out, res)
 			}
 			for i, s := range res.Steps {
@@ -195,7 +212,8 @@ not guessed. Prints every step of the reasoning.`,
 	fl.Int64Var(&f.in.Lease, "lease", 0, "also plan with local leases of this many tokens")
 	fl.IntVar(&f.in.Gateways, "gateways", capacity.DefaultGateways, "gateways holding leases")
 	fl.DurationVar(&f.in.LeaseTTL, "lease-ttl", capacity.DefaultLeaseTTL, "lifetime of a lease")
-	fl.BoolVar(&f.json, "json", false, "print the plan as JSON")
+	f.output = addOutputFlag(cmd, "json is the plan: its input, steps and sizings", outputJSON)
+	aliasJSON(fl)
 	_ = cmd.MarkFlagRequired("target-rps")
 	return cmd
 }

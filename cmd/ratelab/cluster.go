@@ -15,6 +15,10 @@ import (
 	"ratelab/scenarios/cluster"
 )
 
+// stateFileHelp names cluster.DefaultStateFile in help text as a rule rather than as this
+// machine's path, so the help (and docs/cli.md) reads the same everywhere.
+const stateFileHelp = "$XDG_RUNTIME_DIR/" + cluster.DefaultStateFileName + ", or in the temp dir without it"
+
 // newClusterCmd is `ratelab cluster up|down|status`: a local Redis Cluster that outlives the
 // command, for running scenarios against by hand.
 func newClusterCmd() *cobra.Command {
@@ -75,7 +79,7 @@ func newClusterUpCmd() *cobra.Command {
 	f.StringVar(&opts.RedisServer, "redis-server", cluster.DefaultRedisServer, "redis-server binary (path or name on PATH)")
 	f.StringVar(&opts.Dir, "dir", "", "parent dir of the cluster's temp dir (default: system temp dir)")
 	f.StringArrayVar(&opts.ExtraConfig, "config", nil, "extra redis.conf line for every node (repeatable)")
-	f.StringVar(&stateFile, "state", "", "state file (default "+cluster.DefaultStateFile()+")")
+	f.StringVar(&stateFile, "state", "", "state file (default "+stateFileHelp+")")
 	f.BoolVar(&opts.RequirePass, "requirepass", false, "protect every node with a generated password (requirepass + masterauth), written to a mode-0600 file in the cluster's dir, never printed")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages on stderr")
 	return cmd
@@ -100,12 +104,15 @@ func newClusterDownCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&stateFile, "state", "", "state file (default "+cluster.DefaultStateFile()+")")
+	cmd.Flags().StringVar(&stateFile, "state", "", "state file (default "+stateFileHelp+")")
 	return cmd
 }
 
 func newClusterStatusCmd() *cobra.Command {
-	var stateFile string
+	var (
+		stateFile string
+		output    *outputFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show nodes, roles, slot ranges and cluster_state of the detached local cluster",
@@ -117,7 +124,12 @@ func newClusterStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := st.WriteText(cmd.OutOrStdout()); err != nil {
+			if output.value == outputJSON {
+				err = printJSON(cmd.OutOrStdout(), st)
+			} else {
+				err = st.WriteText(cmd.OutOrStdout())
+			}
+			if err != nil {
 				return err
 			}
 			if !st.Healthy() {
@@ -126,6 +138,7 @@ func newClusterStatusCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&stateFile, "state", "", "state file (default "+cluster.DefaultStateFile()+")")
+	cmd.Flags().StringVar(&stateFile, "state", "", "state file (default "+stateFileHelp+")")
+	output = addOutputFlag(cmd, "json is the nodes, roles, slots and cluster_state (the exit code still says whether it is healthy)", outputJSON)
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ const exitRegression = exitSLOFailed
 
 // compareOptions are the flags of `ratelab compare`.
 type compareOptions struct {
-	format     string
+	output     *outputFlag
 	thresholds []string
 	alpha      float64
 	confidence float64
@@ -34,16 +35,28 @@ A metric regresses only when the Mann-Whitney U test finds the two sets differen
 AND NEW's median is worse than BASE's by more than the metric's threshold. With alpha 0.05 a
 verdict needs at least 4 runs per set (a 95% interval of the medians needs 6).
 
+-o benchfmt writes every run of both sets instead, as Go benchmark format lines for benchstat:
+one result line per run, its metrics in units (p50-sec, p99-sec, p999-sec, achieved-req/s,
+overspend-ratio, false-deny-ratio, error-ratio), and a "side: base" or "side: new"
+configuration line before each set's runs, so that
+
+  ratelab compare -o benchfmt BASE NEW > runs.txt && benchstat -col side runs.txt
+
+puts the two sets side by side. The exit code stays the comparison's.
+
 Exit code: 0 no regression, 3 a regression, 1 bad input or too few runs for any verdict.`,
 		Example: `  ratelab compare results/baselines/ci-smoke out/ci-smoke
-  ratelab compare --format md --threshold p99_ms=25% out/base out/new >> "$GITHUB_STEP_SUMMARY"`,
+  ratelab compare -o md --threshold p99_ms=25% out/base out/new >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd, args[0], args[1], o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "text", "output: text (aligned table) or md (Markdown)")
+	o.output = addOutputFlag(cmd, "text an aligned table, json the comparison (its rows, medians, intervals, p-values, verdicts), "+
+		"md a Markdown table, benchfmt every run as Go benchmark format lines: pipe them to a file for `benchstat -col side FILE`",
+		outputJSON, outputMD, outputBenchfmt)
+	alias(f, "format", "output")
 	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a metric's regression threshold, key=value: p99_ms=15% (share of BASE's median) or overspend_ratio=0.002 (absolute); repeatable")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the U test")
 	f.Float64Var(&o.confidence, "confidence", compare.DefaultConfidence, "confidence level of the medians' intervals")
@@ -51,9 +64,6 @@ Exit code: 0 no regression, 3 a regression, 1 bad input or too few runs for any 
 }
 
 func runCompare(cmd *cobra.Command, basePath, newPath string, o compareOptions) error {
-	if o.format != "text" && o.format != "md" {
-		return fmt.Errorf("--format %q: use text or md", o.format)
-	}
 	opts := compare.Options{Alpha: o.alpha, Confidence: o.confidence, Thresholds: map[string]compare.Threshold{}}
 	for _, kv := range o.thresholds {
 		key, t, err := compare.ParseThreshold(kv)
@@ -74,13 +84,7 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, o compareOptions) 
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if o.format == "md" {
-		err = rep.WriteMarkdown(out)
-	} else {
-		err = rep.WriteText(out)
-	}
-	if err != nil {
+	if err := writeComparison(cmd.OutOrStdout(), o.output.value, rep); err != nil {
 		return err
 	}
 	if rep.Regressed() {
@@ -91,6 +95,19 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, o compareOptions) 
 			len(base.Runs), len(next.Runs), opts.Alpha, rep.MinRuns)
 	}
 	return nil
+}
+
+// writeComparison prints rep in the form format.
+func writeComparison(w io.Writer, format string, rep *compare.Report) error {
+	switch format {
+	case outputJSON:
+		return rep.WriteJSON(w)
+	case outputMD:
+		return rep.WriteMarkdown(w)
+	case outputBenchfmt:
+		return compare.WriteBenchfmt(w, rep.Base, rep.New)
+	}
+	return rep.WriteText(w)
 }
 
 // splitPaths splits a comma-separated list of paths, skipping empty items.

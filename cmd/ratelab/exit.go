@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,8 +10,18 @@ import (
 	"ratelab/results"
 )
 
-// Exit codes of the commands that run a scenario (run, its --repeat, trace record and replay,
-// merge); 1 is any other error. README.md's table lists them.
+// The exit codes of every command; exitCodesHelp, in `ratelab --help`, says the same to users.
+//
+//	0    ok
+//	1    error: bad input, or a failure before there were results (exitError's default)
+//	3    an SLO check failed (run, its --repeat, trace record/replay, attack, merge) or
+//	     compare found a regression (exitRegression)
+//	4    a scheduled fault could not be carried out (run, merge)
+//	130  interrupted by SIGINT/SIGTERM; the results up to the interrupt are written (run,
+//	     attack, demo, scenarios side-by-side, capacity sweep, bench, simulate calibrate and
+//	     validate: interruptedErr)
+//
+// A long-running server (gateway) stopped by a signal exits 0: stopping it is how it ends.
 const (
 	// exitSLOFailed: the run completed but failed an SLO check.
 	exitSLOFailed = 3
@@ -20,6 +32,27 @@ const (
 	// exitInterrupted: the run was stopped by a signal (after its results were written).
 	exitInterrupted = 130
 )
+
+// exitCodesHelp is the exit-code table of `ratelab --help`.
+const exitCodesHelp = `Exit codes:
+  0    ok
+  1    error: bad input, or a failure before there were results
+  3    an SLO check failed (run, attack, merge, the perf gate) or compare found a regression
+  4    a scheduled fault could not be carried out: the run did not test what its scenario asked
+  130  interrupted (SIGINT/SIGTERM); the results up to the interrupt are written
+(gateway, a server, exits 0 when a signal stops it.)`
+
+// interruptedErr is the exit error of a command whose ctx a signal cancelled (exit 130, what
+// err says kept), else err.
+func interruptedErr(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	}
+	return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w", err)}
+}
 
 // runVerdict is the exit error of a run whose files are all written in dir: interrupted first (the
 // user stopped it), then a failed fault (the run is not the scenario's), then a failed SLO; nil

@@ -56,7 +56,7 @@ denied ones get 429 with Retry-After and RateLimit-* headers. /metrics serves Pr
 metrics, /healthz a health check. SIGINT/SIGTERM shut the server down and stop the local
 cluster.
 
-  ratelab gateway --listen 127.0.0.1:8080
+  ratelab gateway --listen 127.0.0.1:8080 --policy rate=50,burst=100
   curl -i -H 'X-API-Key: alice' http://127.0.0.1:8080/search/x`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,12 +77,18 @@ cluster.
 	f.StringVar(&o.serve.Listen, "listen", gateway.DefaultListen, "host:port to serve on (loopback only unless --allow-remote)")
 	f.BoolVar(&o.serve.AllowRemote, "allow-remote", false, "allow a non-loopback --listen address")
 	f.StringVar(&o.serve.Upstream, "upstream", "", "backend URL for allowed requests (default: built-in echo)")
-	f.Float64Var(&o.serve.Rate, "rate", gateway.DefaultRate, "refill rate per tenant and endpoint, tokens/s")
-	f.Int64Var(&o.serve.Burst, "burst", gateway.DefaultBurst, "bucket capacity per tenant and endpoint, tokens")
+	o.serve.Rate, o.serve.Burst = gateway.DefaultRate, gateway.DefaultBurst
+	policy := newPolicyFlag(&o.serve.Rate, func() int64 { return o.serve.Burst }, func(b int64) { o.serve.Burst = b })
+	f.Var(policy, "policy", "token bucket per tenant and endpoint: refill rate tokens/s, burst (capacity) tokens")
 	f.StringVar(&o.cluster, "cluster", gatewayClusterLocal, "local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
-	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
-	f.DurationVar(&o.serve.Timeout, "timeout", gateway.DefaultTimeout, "deadline of one decision by Redis")
+	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running; default "+stateFileHelp+")")
+	f.DurationVar(&o.serve.Timeout, "decision-timeout", gateway.DefaultTimeout, "deadline of one limiter decision by Redis")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages on stderr")
+	// The old --rate was the refill rate (not an offered rate, as --rate is elsewhere): it keeps
+	// that meaning while deprecated.
+	aliasPolicyRate(f, policy, "rate")
+	aliasPolicyBurst(f, policy, "burst")
+	alias(f, "timeout", "decision-timeout")
 	return cmd
 }
 

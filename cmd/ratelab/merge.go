@@ -35,7 +35,8 @@ type mergeOptions struct {
 	// out is the merged run's directory (default out/<scenario>-merged-<time>).
 	out string
 	// dirs are the parts' run directories.
-	dirs []string
+	dirs   []string
+	output *outputFlag
 }
 
 func newMergeCmd() *cobra.Command {
@@ -61,7 +62,7 @@ carried out.`,
 			if err != nil {
 				return err
 			}
-			if err := reportRun(cmd.OutOrStdout(), res.Dir, res.Summary, nil); err != nil {
+			if err := reportRun(cmd.OutOrStdout(), o.output.value, res.Dir, res.Summary, nil); err != nil {
 				return err
 			}
 			// A part's failed fault makes the merged run as much not the scenario's as the part.
@@ -75,5 +76,6 @@ carried out.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.out, "out", "", "merged run directory (default out/<scenario>-merged-<time>)")
+	o.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	return cmd
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/engine"
 )
@@ -53,6 +55,15 @@ type sideBySideOptions struct {
 	out       string
 	cluster   string
 	stateFile string
+	output    *outputFlag
+}
+
+// algorithmJSON is one kind's run in `scenarios side-by-side -o json`.
+type algorithmJSON struct {
+	Kind           scenarios.LimiterKind `json:"kind"`
+	Dir            string                `json:"dir"`
+	OpsPerDecision float64               `json:"ops_per_decision"`
+	Summary        *results.Summary      `json:"summary"`
 }
 
 func newSideBySideCmd() *cobra.Command {
@@ -79,7 +90,8 @@ between them. Each run's full results go to OUT/<kind>.`,
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration of each run (e.g. 3s)")
 	f.StringVar(&o.out, "out", "", "directory of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
-	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
+	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running; default "+stateFileHelp+")")
+	o.output = addOutputFlag(cmd, "text and md are the Markdown table, json an array of the kinds' runs with their summaries", outputJSON, outputMD)
 	return cmd
 }
 
@@ -109,7 +121,7 @@ func runSideBySide(cmd *cobra.Command, name string, o sideBySideOptions) error {
 	})
 	// Print what was measured even when a later kind failed or the run was interrupted.
 	if len(rows) > 0 {
-		if _, werr := fmt.Fprint(cmd.OutOrStdout(), engine.FormatAlgorithms(rows)); werr != nil && err == nil {
+		if werr := writeAlgorithms(cmd.OutOrStdout(), o.output.value, rows); werr != nil && err == nil {
 			err = werr
 		}
 		for _, r := range rows {
@@ -123,6 +135,19 @@ func runSideBySide(cmd *cobra.Command, name string, o sideBySideOptions) error {
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d algorithm runs written, the last one may be partial", len(rows))}
 	}
 	return nil
+}
+
+// writeAlgorithms prints the kinds' runs in the form format.
+func writeAlgorithms(w io.Writer, format string, rows []engine.AlgorithmRun) error {
+	if format != outputJSON {
+		_, err := fmt.Fprint(w, engine.FormatAlgorithms(rows))
+		return err
+	}
+	out := make([]algorithmJSON, len(rows))
+	for i, r := range rows {
+		out[i] = algorithmJSON{Kind: r.Kind, Dir: r.Dir, OpsPerDecision: r.OpsPerDecision(), Summary: r.Summary}
+	}
+	return printJSON(w, out)
 }
 
 // kindsOf reads limiter kinds from a flag's values; the spec's validation refuses unknown ones.

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +24,7 @@ type simulateOptions struct {
 	colocated   bool
 	failover    bool
 	fo          simulate.Failover
-	json        bool
+	output      *outputFlag
 }
 
 // newSimulateCmd is `ratelab simulate` (and `ratelab simulate calibrate|validate`).
@@ -90,7 +92,7 @@ func runSimulate(cmd *cobra.Command, o simulateOptions) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if o.json {
+	if o.output.value == outputJSON {
 		return printJSON(out, res)
 	}
 	fmt.Fprintf(out, "calibration: %s\n", cal.Source)
@@ -108,7 +110,7 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl.Int64Var(&o.cfg.Lease, "lease", 0, "lease size in tokens (0: central decisions)")
 	fl.IntVar(&o.cfg.Gateways, "gateways", 8, "gateways holding leases")
 	fl.DurationVar(&o.cfg.LeaseTTL, "lease-ttl", time.Second, "lease lifetime")
-	fl.DurationVar(&o.cfg.Timeout, "timeout", simulate.DefaultTimeout, "client decision timeout")
+	fl.DurationVar(&o.cfg.Timeout, "decision-timeout", simulate.DefaultTimeout, "deadline of one limiter decision (the client's)")
 	fl.DurationVar(&o.cfg.Horizon, "horizon", simulate.DefaultHorizon, "simulated time of the steady state (shortened to --max-requests/--rate)")
 	fl.IntVar(&o.cfg.MaxRequests, "max-requests", simulate.DefaultMaxRequests, "bound on simulated arrivals in the steady state")
 	fl.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
@@ -126,19 +128,28 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl.DurationVar(&o.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
 	fl.DurationVar(&o.fo.ReplicationLag, "repl-lag", simulate.DefaultReplicationLag, "replication lag: debits in this window are lost")
 	fl.StringVar(&o.fo.Fail, "fail", "error", "decisions on the dead primary: open, closed or error")
-	fl.Float64Var(&o.fo.PolicyRate, "policy-rate", 100, "each key's bucket rate, to bound fail-open overspend")
-	fl.Float64Var(&o.fo.PolicyBurst, "policy-burst", 200, "each key's bucket burst")
-	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
+	o.fo.PolicyRate, o.fo.PolicyBurst = 100, 200
+	policy := newPolicyFlag(&o.fo.PolicyRate, func() int64 { return int64(o.fo.PolicyBurst) }, func(b int64) { o.fo.PolicyBurst = float64(b) })
+	fl.Var(policy, "policy", "each key's token bucket (rate tokens/s, burst tokens), to bound fail-open overspend")
+	o.output = addOutputFlag(cmd, "json is the simulation's result", outputJSON)
+	aliasPolicyRate(fl, policy, "policy-rate")
+	aliasPolicyBurst(fl, policy, "policy-burst")
+	alias(fl, "timeout", "decision-timeout")
+	aliasJSON(fl)
+}
+
+// calibrateOptions are the flags of `ratelab simulate calibrate`.
+type calibrateOptions struct {
+	rate      float64
+	probeRate float64
+	duration  time.Duration
+	file      string
+	out       string
+	output    *outputFlag
 }
 
 func newSimulateCalibrateCmd() *cobra.Command {
-	var (
-		rate      float64
-		probeRate float64
-		duration  time.Duration
-		out       string
-		runDir    string
-	)
+	var o calibrateOptions
 	cmd := &cobra.Command{
 		Use:   "calibrate [NAME|FILE]",
 		Short: "Measure the model's inputs on one local primary and write them as JSON",
@@ -150,55 +161,78 @@ saturation probe follows (2 s far above capacity), then two gap runs as long as 
 and 35% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
 CPU per decision, and the co-located host, whose scheduling gaps grow with the rate, for
 'ratelab simulate --colocated'.
-Writes --out for 'ratelab simulate --calibration'.`,
-		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --out calibration.json\n" +
-			"  ratelab simulate calibrate --rate 800 --probe-rate 30000 --out calibration.json",
+Writes --file for 'ratelab simulate --calibration'.`,
+		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --file calibration.json\n" +
+			"  ratelab simulate calibrate --rate 800 --probe-rate 30000 --file calibration.json --out out/calibration-runs",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := "hot-tenant"
-			if len(args) == 1 {
-				name = args[0]
-			}
-			spec, err := scenarios.Resolve(name)
-			if err != nil {
-				return err
-			}
-			if !spec.NeedsCluster() {
-				return errors.New("calibrate: the scenario's limiter does not use Redis; pick one that does")
-			}
-			spec.Load.Rate = rate
-			spec.Duration = scenarios.Duration(duration)
-			if err := spec.Validate(); err != nil {
-				return err
-			}
-			ctx, stop := interruptContext(cmd.Context())
-			defer stop()
-			stderr := cmd.ErrOrStderr()
-			cal, sum, err := simulate.CalibrateLocal(ctx, spec, probeRate, runDir, func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) })
-			if err != nil {
-				return err
-			}
-			if err := simulate.WriteCalibration(out, cal); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s\nservice %s mean %.1f µs cv %.2f; run p50 %s ms p99 %s ms at %.0f/s\n%s\n",
-				cal.Source, cal.Service.Kind, cal.Service.MeanUs, cal.Service.CV, sum.LatencyMs.P50, sum.LatencyMs.P99, sum.Load.AchievedRPS, out)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runCalibrate(cmd, args, o) },
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&rate, "rate", 1000, "offered rate of the calibration run (low: no queueing)")
-	fl.DurationVar(&duration, "duration", 5*time.Second, "length of the calibration run")
-	fl.Float64Var(&probeRate, "probe-rate", 0, "also run a saturation probe at this rate (far above capacity) for the co-located model")
-	fl.StringVar(&out, "out", "calibration.json", "where to write the calibration")
-	fl.StringVar(&runDir, "run-dir", "", "keep the calibration run's directory here (default a temp dir)")
+	fl.Float64Var(&o.rate, "rate", 1000, "offered rate of the calibration run, requests/s (low: no queueing)")
+	fl.DurationVar(&o.duration, "duration", 5*time.Second, "length of the calibration run")
+	fl.Float64Var(&o.probeRate, "probe-rate", 0, "also run a saturation probe at this rate (far above capacity) for the co-located model")
+	fl.StringVar(&o.file, "file", "calibration.json", "where to write the calibration JSON")
+	fl.StringVar(&o.out, "out", "", "keep the calibration runs' directories in this directory (default a temp dir, removed); "+
+		"a value ending in .json without --file is read as the calibration file, its old meaning, with a warning")
+	o.output = addOutputFlag(cmd, "json is the calibration as written to --file", outputJSON)
+	alias(fl, "run-dir", "out")
 	return cmd
+}
+
+// legacyCalibrateOut reads --out as the calibration file, its old meaning, when it ends in .json
+// and --file is not given (a run directory is rarely named *.json), and warns on w that --file
+// names the file now.
+func legacyCalibrateOut(cmd *cobra.Command, o calibrateOptions, w io.Writer) calibrateOptions {
+	set := cmd.Flags().Changed
+	if set("out") && !set("file") && strings.HasSuffix(o.out, ".json") {
+		fmt.Fprintf(w, "ratelab: --out %s: --out is now the directory of the calibration runs; writing the calibration to %s as before, but name it with --file %s\n", o.out, o.out, o.out)
+		o.file, o.out = o.out, ""
+	}
+	return o
+}
+
+// runCalibrate calibrates the model on the scenario args name (default hot-tenant) and writes
+// the calibration to o.file.
+func runCalibrate(cmd *cobra.Command, args []string, o calibrateOptions) error {
+	stderr := cmd.ErrOrStderr()
+	o = legacyCalibrateOut(cmd, o, stderr)
+	name := "hot-tenant"
+	if len(args) == 1 {
+		name = args[0]
+	}
+	spec, err := scenarios.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if !spec.NeedsCluster() {
+		return errors.New("calibrate: the scenario's limiter does not use Redis; pick one that does")
+	}
+	spec.Load.Rate = o.rate
+	spec.Duration = scenarios.Duration(o.duration)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := interruptContext(cmd.Context())
+	defer stop()
+	cal, sum, err := simulate.CalibrateLocal(ctx, spec, o.probeRate, o.out, func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) })
+	if err != nil {
+		return interruptedErr(ctx, err)
+	}
+	if err := simulate.WriteCalibration(o.file, cal); err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if o.output.value == outputJSON {
+		return printJSON(w, cal)
+	}
+	_, err = fmt.Fprintf(w, "%s\nservice %s mean %.1f µs cv %.2f; run p50 %s ms p99 %s ms at %.0f/s\n%s\n",
+		cal.Source, cal.Service.Kind, cal.Service.MeanUs, cal.Service.CV, sum.LatencyMs.P50, sum.LatencyMs.P99, sum.Load.AchievedRPS, o.file)
+	return err
 }
 
 func newSimulateValidateCmd() *cobra.Command {
 	var o simulate.ValidateOptions
-	var asJSON bool
+	var output *outputFlag
 	cmd := &cobra.Command{
 		Use:   "validate [NAME|FILE]",
 		Short: "Check the co-located model against runs on a local one-primary cluster",
@@ -229,9 +263,9 @@ max_inflight; its rate and duration are set per run.`,
 			o.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
 			v, err := simulate.ValidateLocal(ctx, spec, o)
 			if err != nil {
-				return err
+				return interruptedErr(ctx, err)
 			}
-			if asJSON {
+			if output.value == outputJSON {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
 			_, err = fmt.Fprint(cmd.OutOrStdout(), v.Text())
@@ -246,8 +280,10 @@ max_inflight; its rate and duration are set per run.`,
 	fl.Float64Var(&o.LowShare, "low-share", simulate.DefaultLowShare, "rate of the low gap runs as a share of the first probe's capacity")
 	fl.Float64Var(&o.HighShare, "high-share", simulate.DefaultHighShare, "rate of the high gap runs as a share of the first probe's capacity")
 	fl.StringVar(&o.HostLaw, "host-law", simulate.DefaultHostLaw, `how the host's share of time off goes from the gap runs to the measured rate: "floor", "erlang-c" or "proportional"`)
-	fl.StringVar(&o.Out, "run-dir", "", "keep the runs' directories here (default a temp dir, removed)")
-	fl.BoolVar(&asJSON, "json", false, "print the validation as JSON")
+	fl.StringVar(&o.Out, "out", "", "keep the runs' directories in this directory (default a temp dir, removed)")
+	output = addOutputFlag(cmd, "json is the validation's result", outputJSON)
+	alias(fl, "run-dir", "out")
+	aliasJSON(fl)
 	return cmd
 }
 

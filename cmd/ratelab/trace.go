@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -37,16 +38,16 @@ type traceGenOptions struct {
 	theta     float64
 	pacer     string
 	endpoints string
-	out       string
+	file      string
 }
 
 func newTraceGenCmd() *cobra.Command {
 	var o traceGenOptions
 	cmd := &cobra.Command{
-		Use:   "gen --out FILE",
+		Use:   "gen --file FILE",
 		Short: "Write a synthetic trace: a scenario's requests (or the flags'), same seed, same requests",
-		Example: `  ratelab trace gen --scenario hot-tenant --duration 5s --rate 2000 --out hot.trace
-  ratelab trace gen --rate 1000 --duration 10s --tenants 500 --zipf 0.99 --out zipf.trace`,
+		Example: `  ratelab trace gen --scenario hot-tenant --duration 5s --rate 2000 --file hot.trace
+  ratelab trace gen --rate 1000 --duration 10s --tenants 500 --zipf 0.99 --file zipf.trace`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec, err := traceSpec(cmd, o)
@@ -57,7 +58,7 @@ func newTraceGenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeTrace(cmd, o.out, t)
+			return writeTrace(cmd, o.file, t)
 		},
 	}
 	f := cmd.Flags()
@@ -69,15 +70,16 @@ func newTraceGenCmd() *cobra.Command {
 	f.Float64Var(&o.theta, "zipf", attack.DefaultTheta, "Zipf skew (overrides the scenario's)")
 	f.StringVar(&o.pacer, "pacer", "constant", "constant or poisson (overrides the scenario's)")
 	f.StringVar(&o.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix name[:weight],... (overrides the scenario's)")
-	f.StringVar(&o.out, "out", "", "trace file to write (required)")
+	f.StringVar(&o.file, "file", "", "trace file to write (required)")
+	alias(f, "out", "file")
 	return cmd
 }
 
 // traceSpec is the scenario to generate from: the named one with the flags set over it, or
 // one made of the flags alone.
 func traceSpec(cmd *cobra.Command, o traceGenOptions) (*scenarios.Spec, error) {
-	if o.out == "" {
-		return nil, errors.New("--out: required; name the trace file to write, e.g. --out run.trace")
+	if o.file == "" {
+		return nil, errors.New("--file: required; name the trace file to write, e.g. --file run.trace")
 	}
 	set := cmd.Flags().Changed
 	spec := &scenarios.Spec{Name: "trace"}
@@ -122,16 +124,16 @@ func traceSpec(cmd *cobra.Command, o traceGenOptions) (*scenarios.Spec, error) {
 func newTraceImportCmd() *cobra.Command {
 	var in, out string
 	cmd := &cobra.Command{
-		Use:   "import --csv FILE --out FILE",
+		Use:   "import --csv FILE --file FILE",
 		Short: "Convert a CSV access log (time,tenant,endpoint[,cost]) into a trace",
 		Long: `Read a CSV access log with rows time,tenant,endpoint[,cost] — time in RFC 3339 or Unix seconds,
 tenant the API key to send on replay — and write it as a trace in time order. A header row is
 skipped.`,
-		Example: "  ratelab trace import --csv access.csv --out prod.trace",
+		Example: "  ratelab trace import --csv access.csv --file prod.trace",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if in == "" || out == "" {
-				return errors.New("--csv and --out: both required, e.g. --csv access.csv --out prod.trace")
+				return errors.New("--csv and --file: both required, e.g. --csv access.csv --file prod.trace")
 			}
 			f, err := os.Open(in)
 			if err != nil {
@@ -146,12 +148,14 @@ skipped.`,
 		},
 	}
 	cmd.Flags().StringVar(&in, "csv", "", "CSV access log to read")
-	cmd.Flags().StringVar(&out, "out", "", "trace file to write")
+	cmd.Flags().StringVar(&out, "file", "", "trace file to write")
+	alias(cmd.Flags(), "out", "file")
 	return cmd
 }
 
 func newTraceInfoCmd() *cobra.Command {
-	return &cobra.Command{
+	var output *outputFlag
+	cmd := &cobra.Command{
 		Use:   "info FILE",
 		Short: "Describe a trace: requests, duration, tenants, endpoints; say what is damaged",
 		Args:  cobra.ExactArgs(1),
@@ -165,52 +169,93 @@ func newTraceInfoCmd() *cobra.Command {
 			if t == nil {
 				return rerr
 			}
-			printTraceInfo(cmd, args[0], t)
+			info := describeTrace(args[0], t)
+			if output.value == outputJSON {
+				err = printJSON(cmd.OutOrStdout(), info)
+			} else {
+				err = info.writeText(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return err
+			}
 			if rerr != nil {
 				return fmt.Errorf("%s: %w (the %d records above are readable)", args[0], rerr, len(t.Records))
 			}
 			return nil
 		},
 	}
+	output = addOutputFlag(cmd, "json is the description (of the readable records, when the file is damaged)", outputJSON)
+	return cmd
 }
 
-func printTraceInfo(cmd *cobra.Command, path string, t *trace.Trace) {
-	w := cmd.OutOrStdout()
+// traceInfo describes a trace: `ratelab trace info`.
+type traceInfo struct {
+	Path      string  `json:"path"`
+	Requests  int     `json:"requests"`
+	DurationS float64 `json:"duration_s"`
+	// RatePerS is requests per second over the duration; 0 for a trace of no duration.
+	RatePerS float64 `json:"rate_per_s"`
+	// Start is the recording's start (RFC 3339), "" when the trace has none.
+	Start        string   `json:"start,omitempty"`
+	Tenants      int      `json:"tenants"`
+	TenantPrefix string   `json:"tenant_prefix,omitempty"`
+	Endpoints    []string `json:"endpoints"`
+	CostTokens   uint64   `json:"cost_tokens"`
+	duration     time.Duration
+}
+
+func describeTrace(path string, t *trace.Trace) traceInfo {
 	tenants := map[uint32]bool{}
 	var cost uint64
 	for _, r := range t.Records {
 		tenants[r.Tenant] = true
 		cost += uint64(r.Cost)
 	}
-	fmt.Fprintf(w, "%s\n", path)
-	fmt.Fprintf(w, "  requests   %d over %v", len(t.Records), t.Duration())
-	if d := t.Duration().Seconds(); d > 0 {
-		fmt.Fprintf(w, " (%.0f/s)", float64(len(t.Records))/d)
+	info := traceInfo{Path: path, Requests: len(t.Records), DurationS: t.Duration().Seconds(), Tenants: len(tenants),
+		Endpoints: t.Endpoints, CostTokens: cost, duration: t.Duration()}
+	if info.DurationS > 0 {
+		info.RatePerS = float64(len(t.Records)) / info.DurationS
 	}
-	fmt.Fprintln(w)
 	if !t.Start.IsZero() {
-		fmt.Fprintf(w, "  start      %s\n", t.Start.Format(time.RFC3339Nano))
+		info.Start = t.Start.Format(time.RFC3339Nano)
 	}
-	fmt.Fprintf(w, "  tenants    %d seen", len(tenants))
 	if len(t.Tenants) == 0 {
-		fmt.Fprintf(w, " (keys %s<id>)", t.TenantPrefix)
+		info.TenantPrefix = t.TenantPrefix
+	}
+	return info
+}
+
+func (i traceInfo) writeText(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n", i.Path)
+	fmt.Fprintf(w, "  requests   %d over %v", i.Requests, i.duration)
+	if i.DurationS > 0 {
+		fmt.Fprintf(w, " (%.0f/s)", i.RatePerS)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  endpoints  %v\n", t.Endpoints)
-	fmt.Fprintf(w, "  cost       %d tokens\n", cost)
+	if i.Start != "" {
+		fmt.Fprintf(w, "  start      %s\n", i.Start)
+	}
+	fmt.Fprintf(w, "  tenants    %d seen", i.Tenants)
+	if i.TenantPrefix != "" {
+		fmt.Fprintf(w, " (keys %s<id>)", i.TenantPrefix)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  endpoints  %v\n", i.Endpoints)
+	_, err := fmt.Fprintf(w, "  cost       %d tokens\n", i.CostTokens)
+	return err
 }
 
 func writeTrace(cmd *cobra.Command, path string, t *trace.Trace) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--file: %w", err)
 	}
 	if err := trace.Write(f, t); err != nil {
 		f.Close()
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s: %d requests over %v\n", path, len(t.Records), t.Duration())
 	return nil

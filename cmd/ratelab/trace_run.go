@@ -1,29 +1,44 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 )
 
-// newTraceRecordCmd is `ratelab trace record NAME|FILE TRACE`: `run --record-trace TRACE` under
-// the name the trace workflow uses. The run is a real one (results, report, exit codes).
+// newTraceRecordCmd is `ratelab trace record NAME|FILE --file TRACE`: `run --record-trace TRACE`
+// under the name the trace workflow uses. The run is a real one (results, report, exit codes).
 func newTraceRecordCmd() *cobra.Command {
-	var o runOptions
+	var (
+		o    runOptions
+		file string
+	)
 	cmd := &cobra.Command{
-		Use:   "record NAME|FILE TRACE",
+		Use:   "record NAME|FILE --file TRACE",
 		Short: "Run a scenario and record its schedule (every offered request) as a trace",
-		Long: `Runs the scenario as 'ratelab run' does (results, report, exit codes) and writes its
-schedule to TRACE: every offered request, sent or dropped, as (time offset, tenant, endpoint,
+		Long: `Runs the scenario as 'ratelab run' does (results, report, exit codes; --out is the run's
+directory) and writes its schedule to --file TRACE (or a second argument, TRACE): every offered request, sent or dropped, as (time offset, tenant, endpoint,
 cost). With --clock schedule, 'ratelab trace replay TRACE --scenario NAME --clock schedule'
 reproduces the run's allowed and denied counts exactly.`,
-		Example: `  ratelab trace record smoke smoke.trace --clock schedule
+		Example: `  ratelab trace record smoke --file smoke.trace --clock schedule
   ratelab trace replay smoke.trace --scenario smoke --clock schedule --speed 2`,
-		Args: cobra.ExactArgs(2),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.recordTrace = args[1]
+			switch {
+			case len(args) == 2 && file != "" && file != args[1]:
+				return fmt.Errorf("--file %s and the argument %s: name the trace once, with --file", file, args[1])
+			case len(args) == 2:
+				file = args[1]
+			case file == "":
+				return errors.New("--file: required; name the trace file to write, e.g. --file smoke.trace")
+			}
+			o.recordTrace = file
 			return runScenario(cmd, args[0], o)
 		},
 	}
 	o.addFlags(cmd)
+	cmd.Flags().StringVar(&file, "file", "", "trace file to write (required)")
 	_ = cmd.Flags().MarkHidden("record-trace") // the second argument
 	_ = cmd.Flags().MarkHidden("trace")
 	return cmd

@@ -59,30 +59,54 @@ func vcsOf(info *debug.BuildInfo) (rev string, modified bool, at string) {
 	return rev, modified, at
 }
 
+// versionInfo is what `ratelab version` prints; -o json prints it as is.
+type versionInfo struct {
+	Version string `json:"version"`
+	// Commit is the git commit the binary was built from, "" outside a git checkout.
+	Commit   string `json:"commit"`
+	Modified bool   `json:"modified"`
+	// Date is the commit's time (RFC 3339), "" when unknown.
+	Date string `json:"date,omitempty"`
+	Go   string `json:"go"`
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		v.Commit, v.Modified, v.Date = vcsOf(info)
+	}
+	return v
+}
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var output *outputFlag
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print ratelab's version, the commit it was built from and the Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "ratelab %s\n", version)
-			commit, at := "unknown (built outside a git checkout)", ""
-			if info, ok := debug.ReadBuildInfo(); ok {
-				rev, modified, t := vcsOf(info)
-				if rev != "" {
-					commit, at = rev, t
-					if modified {
-						commit += " (with uncommitted changes)"
-					}
+			w, v := cmd.OutOrStdout(), currentVersion()
+			if output.value == outputJSON {
+				return printJSON(w, v)
+			}
+			fmt.Fprintf(w, "ratelab %s\n", v.Version)
+			commit := "unknown (built outside a git checkout)"
+			if v.Commit != "" {
+				commit = v.Commit
+				if v.Modified {
+					commit += " (with uncommitted changes)"
 				}
 			}
 			fmt.Fprintf(w, "  commit  %s\n", commit)
-			if at != "" {
-				fmt.Fprintf(w, "  date    %s\n", at)
+			if v.Date != "" {
+				fmt.Fprintf(w, "  date    %s\n", v.Date)
 			}
-			fmt.Fprintf(w, "  go      %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(w, "  go      %s %s/%s\n", v.Go, v.OS, v.Arch)
 			return nil
 		},
 	}
+	output = addOutputFlag(cmd, "json is the version, commit, date, Go version, OS and architecture", outputJSON)
+	return cmd
 }
