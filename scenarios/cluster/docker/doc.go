@@ -16,6 +16,13 @@
 // ratelab.owner-pid). The image defaults to the official redis:7; BuildLocalImage builds a
 // FROM scratch image from the installed redis-server for machines without registry access.
 //
+// testcontainers' own log lines (registry auth lookups, container lifecycle, the Docker engine
+// banner) are debug output: they reach Options.Cluster.Logf only with Options.Debug, and are
+// dropped otherwise; an error testcontainers returns still comes back from Start, with the last
+// lines it logged for that node. To catch the lines it writes through its process-wide default
+// logger, Start installs one (testcontainers' log.SetDefault) that forwards to the Starts with
+// Debug in progress.
+//
 // The package never pulls an image implicitly other than Options.Image, never publishes a port
 // and never generates load.
 package docker

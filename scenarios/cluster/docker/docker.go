@@ -54,6 +54,11 @@ type Options struct {
 	// Image is the image every node runs; default DefaultImage. It must run `redis-server
 	// /data/redis.conf` given that as its command (the official image and BuildLocalImage's do).
 	Image string
+	// Debug also sends testcontainers' own log lines (registry auth lookups, container
+	// lifecycle, the Docker engine banner) to Cluster.Logf, each prefixed "testcontainers: ".
+	// Default false: they are dropped, and an error testcontainers returns carries the last
+	// lines it logged for that node.
+	Debug bool
 }
 
 // Validate reports every problem of o at once.
@@ -130,6 +135,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		defer cancel()
 	}
 	disableRyuk()
+	installDefault()
+	defer tcDefault.add(logf, opts.Debug)()
 	cli, err := newClient(ctx)
 	if err != nil {
 		return nil, err
@@ -237,8 +244,9 @@ func (c *Cluster) startNodeOnce(ctx context.Context, i int, name string, attempt
 			hc.NetworkMode = "host"
 		},
 	}
+	tcl := newTCLogger(logf, opts.Debug)
 	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: req, Started: true, Logger: logfLogger(logf),
+		ContainerRequest: req, Started: true, Logger: tcl,
 	})
 	if ctr != nil {
 		c.mu.Lock()
@@ -246,7 +254,7 @@ func (c *Cluster) startNodeOnce(ctx context.Context, i int, name string, attempt
 		c.mu.Unlock()
 	}
 	if err != nil {
-		return fmt.Errorf("docker: start node %s (image %s): %w", addr, opts.Image, err)
+		return fmt.Errorf("docker: start node %s (image %s): %w", addr, opts.Image, tcl.explain(err))
 	}
 	if err := c.waitServing(ctx, i); err != nil {
 		return err
@@ -334,9 +342,3 @@ func (c *Cluster) find(addr string) (int, *node, error) {
 	}
 	return 0, nil, fmt.Errorf("docker: node %q: %w; want one of %v", addr, cluster.ErrUnknownNode, all)
 }
-
-// logfLogger routes testcontainers' messages to Options.Cluster.Logf (silent when that is nil).
-type logfLogger func(format string, args ...any)
-
-// Printf implements testcontainers' log.Logger.
-func (f logfLogger) Printf(format string, args ...any) { f(format, args...) }
