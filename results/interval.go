@@ -1,5 +1,7 @@
 package results
 
+import "time"
+
 // Interval is one row of timeseries.csv: what happened during one second of the run. A request
 // belongs to the second of its intended start (the pacer's schedule), whenever it completes:
 // offered, sent and dropped are booked there by the dispatcher, and a decision's outcome, verdict
@@ -93,6 +95,17 @@ type Interval struct {
 	// Late is the number of this second's decisions answered after the run's window ended: in
 	// the row's outcomes and in the summary's load.late, not in its achieved rate.
 	Late int64
+	// Time is the wall-clock start of the second, the run's start plus TS (column time_utc: RFC
+	// 3339 in UTC to the millisecond), so a row lines up with a dashboard's clock. Zero when the
+	// writer did not know the run's start, and in files written before the column (an empty
+	// field). In a merged run it is the earliest part's.
+	Time time.Time
+}
+
+// Served is the number of the second's requests that were answered, errors included: allowed,
+// denied, failed open, failed closed and errors, the count of the second's latency histogram.
+func (iv *Interval) Served() int64 {
+	return iv.Allowed + iv.Denied + iv.FailedOpen + iv.FailedClosed + iv.Errors
 }
 
 // DroppedShare is Dropped / Offered: the share of the second's offered requests the generator
@@ -101,18 +114,19 @@ type Interval struct {
 func (iv *Interval) DroppedShare() float64 { return Ratio(iv.Dropped, iv.Offered) }
 
 // column is one CSV column: its header name and a pointer to its field, or for a column derived
-// from other columns the function that computes it (exactly one of i, f, d).
+// from other columns the function that computes it (exactly one of i, f, d, t).
 type column struct {
 	name string
 	i    func(*Interval) *int64
 	f    func(*Interval) *float64
 	d    func(*Interval) float64
+	t    func(*Interval) *time.Time
 }
 
 // columns is the CSV layout, in file order. Every reader relies on the first requiredColumns;
 // the rest are optional when reading (a file without them reads as 0 there). New columns go at
 // the end, so that readers of older files, and older readers of newer files, keep working:
-// late and dropped_share came last, so files written before them lack them. A derived column
+// late, dropped_share and time_utc came last, so files written before them lack them. A derived column
 // (d) is written for other readers (a spreadsheet, pandas); ReadTimeseries checks its number
 // and computes the value from the counts instead.
 var columns = [...]column{
@@ -145,6 +159,7 @@ var columns = [...]column{
 	{name: "policy_version", i: func(r *Interval) *int64 { return &r.PolicyVersion }},
 	{name: "late", i: func(r *Interval) *int64 { return &r.Late }},
 	{name: "dropped_share", d: (*Interval).DroppedShare},
+	{name: "time_utc", t: func(r *Interval) *time.Time { return &r.Time }},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have.

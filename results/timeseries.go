@@ -8,7 +8,11 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"time"
 )
+
+// TimeLayout is the layout of the time_utc column: RFC 3339 in UTC, to the millisecond.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // maxLineBytes bounds one timeseries.csv line, far above what a row of len(columns) numbers needs.
 const maxLineBytes = 4096
@@ -51,6 +55,13 @@ func (t *TimeseriesWriter) Write(iv Interval) error {
 		if i > 0 {
 			t.buf = append(t.buf, ',')
 		}
+		if c.t != nil {
+			var err error
+			if t.buf, err = appendTime(t.buf, *c.t(r)); err != nil {
+				return fmt.Errorf("timeseries: row t_s=%g: column %s: %w", iv.TS, c.name, err)
+			}
+			continue
+		}
 		if c.i != nil {
 			v := *c.i(r)
 			if v < 0 {
@@ -79,6 +90,32 @@ func (t *TimeseriesWriter) Write(iv Interval) error {
 	return nil
 }
 
+// appendTime appends tm in TimeLayout, or nothing for the zero time (a writer that did not know
+// the run's start). A year outside 0..9999 has no RFC 3339 form: ErrInvalid.
+func appendTime(buf []byte, tm time.Time) ([]byte, error) {
+	if tm.IsZero() {
+		return buf, nil
+	}
+	tm = tm.UTC()
+	if y := tm.Year(); y < 0 || y > 9999 {
+		return buf, fmt.Errorf("year %d has no RFC 3339 form: %w", y, ErrInvalid)
+	}
+	return tm.AppendFormat(buf, TimeLayout), nil
+}
+
+// parseTime reads a time_utc field: empty is the zero time; anything else is RFC 3339, read in
+// UTC to the millisecond (what the writer writes).
+func parseTime(f []byte) (time.Time, error) {
+	if len(f) == 0 {
+		return time.Time{}, nil
+	}
+	tm, err := time.Parse(time.RFC3339Nano, string(f))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return tm.UTC().Truncate(time.Millisecond), nil
+}
+
 func (t *TimeseriesWriter) flush() error {
 	t.buf = append(t.buf, '\n')
 	if _, err := t.w.Write(t.buf); err != nil {
@@ -92,7 +129,8 @@ func (t *TimeseriesWriter) flush() error {
 
 // ReadTimeseries reads a timeseries.csv. Columns are matched by header name: the first
 // requiredColumns columns of the layout must be present, later known columns are optional (0
-// when absent: files written before late and dropped_share read with Late 0) and unknown
+// when absent: files written before late and dropped_share read with Late 0, files without
+// time_utc with a zero Time) and unknown
 // columns are ignored. A derived column (dropped_share) must hold a number; its value is
 // computed from the counts (Interval.DroppedShare), present or not. On a corrupt row (ErrCorrupt) or a last line cut
 // short by an interrupted write (ErrTruncated: no end of line) it returns the rows read so far
@@ -209,6 +247,14 @@ func parseRow(line []byte, n int, layout []int) (Interval, error) {
 			continue
 		}
 		c := &columns[j]
+		if c.t != nil {
+			tm, err := parseTime(f)
+			if err != nil {
+				return iv, fieldError(n, i, c.name, f, "an RFC 3339 time")
+			}
+			*c.t(&iv) = tm
+			continue
+		}
 		if c.i != nil {
 			v, err := strconv.ParseInt(string(f), 10, 64)
 			if err != nil || v < 0 {
