@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -16,28 +17,44 @@ const (
 	HistogramFile = "latency.hdr.json"
 	// ScenarioFile holds the resolved scenario spec as YAML.
 	ScenarioFile = "scenario.yaml"
-	// SecondsHistogramFile holds one latency histogram per second (see SecondsHistogramWriter),
-	// written as the run goes: what a merge of parts needs for exact per-second percentiles.
+	// LatencyLogFile holds one latency histogram per second as an HdrHistogram interval log
+	// (see LatencyLogWriter), written as the run goes: what a merge of parts needs for exact
+	// per-second percentiles, and what HdrHistogram's log tools read.
+	LatencyLogFile = "latency.hlog"
+	// PercentilesFile holds the whole-run latency distribution in HdrHistogram's .hgrm text form
+	// (see Histogram.WritePercentiles), in ms.
+	PercentilesFile = "latency.hgrm"
+	// SecondsHistogramFile held the per-second histograms in runs of an older ratelab (see
+	// SecondsHistogramWriter); Merge still reads it from a run without LatencyLogFile.
 	SecondsHistogramFile = "latency-seconds.hdr"
 	// LedgerFile holds the per-key ledger (see KeyCount): decisions and overspend per key, what a
 	// merge of parts needs for exact hot keys.
 	LedgerFile = "keys.csv"
 )
 
-// WriteRunFiles writes the end of a run into dir: the whole-run histogram (HistogramFile) and then
-// the summary (SummaryFile, atomically). Every kind of run (a scenario, an HTTP attack) ends here,
-// so their directories hold the same files for the report to read.
+// WriteRunFiles writes the end of a run into dir: the whole-run histogram (HistogramFile), its
+// percentile distribution (PercentilesFile, with RunCounts beside it) and then the summary
+// (SummaryFile, atomically). Every kind of run (a scenario, an HTTP attack, a merge) ends here,
+// so their directories hold the same files for the report and HdrHistogram's tools to read.
 func WriteRunFiles(dir string, sum *Summary, h *Histogram) error {
-	f, err := os.Create(filepath.Join(dir, HistogramFile))
-	if err != nil {
+	if err := writeFile(dir, HistogramFile, func(w io.Writer) error { _, err := h.WriteTo(w); return err }); err != nil {
 		return err
 	}
-	if _, err := h.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", HistogramFile, err)
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFile(dir, PercentilesFile, func(w io.Writer) error { return h.WritePercentiles(w, RunCounts(sum, h)) }); err != nil {
 		return err
 	}
 	return WriteSummary(filepath.Join(dir, SummaryFile), sum)
+}
+
+// writeFile creates dir/name and fills it.
+func writeFile(dir, name string, fill func(w io.Writer) error) error {
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return f.Close()
 }

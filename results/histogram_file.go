@@ -99,3 +99,26 @@ func ReadHistogram(r io.Reader) (*Histogram, error) {
 	}
 	return &Histogram{h: hh, clamped: f.Clamped}, nil
 }
+
+// percentilesValueScale divides the Histogram's microseconds into the milliseconds
+// latency.hgrm prints.
+const percentilesValueScale = 1000
+
+// WritePercentiles writes h's percentile distribution to w in HdrHistogram's .hgrm text form
+// (latency.hgrm), with hdrhistogram-go's PercentilesPrint: values in milliseconds, the points
+// as dense toward the tail as Percentiles', then the #[Mean ...], #[Max ...] and #[Buckets ...]
+// footer. Two comment lines follow it: the unit, and c (h holds the served requests only; the
+// drops are beside it). HdrHistogram's plotter and hdr-plot read the file as it is.
+func (h *Histogram) WritePercentiles(w io.Writer, c RequestCounts) error {
+	var buf bytes.Buffer
+	if _, err := h.h.PercentilesPrint(&buf, percentileTicks, percentilesValueScale); err != nil {
+		return fmt.Errorf("%s: %w", PercentilesFile, err)
+	}
+	fmt.Fprintf(&buf, "#[ratelab: Value in ms, recorded in microseconds (value scale %d); %d latencies above %d ms recorded as %d ms]\n",
+		percentilesValueScale, h.clamped, MaxLatency.Milliseconds(), MaxLatency.Milliseconds())
+	fmt.Fprintf(&buf, "#[ratelab: served requests only: %s; latency over offered requests (drops slower than any latency) is summary.json's latency_ms]\n", c)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("%s: %w", PercentilesFile, err)
+	}
+	return nil
+}

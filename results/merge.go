@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +43,9 @@ type partRun struct {
 	rows     []Interval
 	keys     []KeyCount
 	scenario []byte
+	// start is the run's start from its latency.hlog; zero for a run that wrote
+	// latency-seconds.hdr instead.
+	start time.Time
 }
 
 // Merge combines the run directories of the parts of one load (ratelab run --part i/N, same
@@ -52,7 +57,9 @@ type partRun struct {
 // overspend, false denies and their causes add, confirmed and possible, and the ratios are
 // recomputed; the burst excess sums add and its worst key is the worst part's; hot keys are
 // recomputed from the merged per-key ledgers. This is exact because every key's decisions, and
-// the envelope that judged them, were in one part.
+// the envelope that judged them, were in one part. The per-second histograms come from each
+// part's latency.hlog, or from latency-seconds.hdr in a part of an older ratelab; the merged
+// run has latency.hlog and latency.hgrm, as a run has.
 //
 // The overspend bound is per key, so it does not add: the merged bound is the largest part's and
 // within is judged part by part (see mergeBound). Faults are the first part's list (every part
@@ -112,8 +119,11 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	if err := WriteFileAtomic(filepath.Join(out, ScenarioFile), runs[0].scenario); err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	if err := writeMergedSeries(out, rows, seconds, keys); err != nil {
+	if err := writeMergedSeries(out, mergedStart(runs, sum), rows, seconds, RunCounts(sum, hist)); err != nil {
 		return nil, err
+	}
+	if err := writeFile(out, LedgerFile, func(w io.Writer) error { return WriteLedger(w, keys) }); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
 	}
 	if cfg.finish != nil {
 		if err := cfg.finish(out, sum, rows); err != nil {
@@ -160,12 +170,29 @@ func readPartRun(dir string) (*partRun, error) {
 		}
 		return nil
 	}
+	seconds := struct {
+		name string
+		read func(f *os.File) error
+	}{LatencyLogFile, func(f *os.File) error {
+		l, err := ReadLatencyLog(f)
+		if l != nil {
+			r.seconds, r.start = l.Seconds, l.Start
+		}
+		return err
+	}}
+	if _, err := os.Stat(filepath.Join(dir, LatencyLogFile)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, SecondsHistogramFile)); err == nil {
+			// A run of an older ratelab wrote the seconds' histograms in its own line format.
+			seconds.name = SecondsHistogramFile
+			seconds.read = func(f *os.File) (err error) { r.seconds, err = ReadSecondsHistograms(f); return err }
+		}
+	}
 	steps := []struct {
 		name string
 		read func(f *os.File) error
 	}{
 		{HistogramFile, func(f *os.File) (err error) { r.hist, err = ReadHistogram(f); return err }},
-		{SecondsHistogramFile, func(f *os.File) (err error) { r.seconds, err = ReadSecondsHistograms(f); return err }},
+		seconds,
 		{TimeseriesFile, func(f *os.File) (err error) { r.rows, err = ReadTimeseries(f); return err }},
 		{LedgerFile, func(f *os.File) (err error) { r.keys, err = ReadLedger(f); return err }},
 	}
@@ -257,8 +284,12 @@ func mergeRows(runs []*partRun) ([]Interval, map[int]*Histogram) {
 }
 
 // addInterval adds row's counts to dst. Faults and the policy version are the same in every
-// part (one schedule, one tariff file): they take the largest, not the sum.
+// part (one schedule, one tariff file): they take the largest, not the sum; the time is the
+// earliest part's.
 func addInterval(dst, row *Interval) {
+	if !row.Time.IsZero() && (dst.Time.IsZero() || row.Time.Before(dst.Time)) {
+		dst.Time = row.Time
+	}
 	for i := range columns {
 		c := &columns[i]
 		if c.i == nil {
@@ -294,55 +325,48 @@ func mergeLedgers(runs []*partRun) []KeyCount {
 	return out
 }
 
-// writeMergedSeries writes the merged timeseries.csv, latency-seconds.hdr and keys.csv into out.
-func writeMergedSeries(out string, rows []Interval, seconds map[int]*Histogram, keys []KeyCount) error {
-	write := func(name string, fill func(f *os.File) error) error {
-		f, err := os.Create(filepath.Join(out, name))
-		if err != nil {
-			return fmt.Errorf("merge: %w", err)
+// mergedStart is the merged run's start: the earliest part's, as the merged summary's
+// started_at is. Parts that wrote latency-seconds.hdr instead of latency.hlog did not record
+// the load's start; with only those, it is the summary's started_at, which precedes the load
+// by the run's set-up.
+func mergedStart(runs []*partRun, sum *Summary) time.Time {
+	var start time.Time
+	for _, r := range runs {
+		if !r.start.IsZero() && (start.IsZero() || r.start.Before(start)) {
+			start = r.start
 		}
-		if err := fill(f); err != nil {
-			f.Close()
-			return fmt.Errorf("merge: writing %s: %w", name, err)
-		}
-		return f.Close()
 	}
-	err := write(TimeseriesFile, func(f *os.File) error {
-		w, err := NewTimeseriesWriter(f)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	if start.IsZero() {
+		return sum.StartedAt
+	}
+	return start
+}
+
+// writeMergedSeries writes the merged timeseries.csv and latency.hlog into out: each row with
+// its second's merged histogram, then the totals.
+func writeMergedSeries(out string, start time.Time, rows []Interval, seconds map[int]*Histogram, total RequestCounts) error {
+	sw, err := CreateSeries(out)
 	if err != nil {
-		return err
+		return fmt.Errorf("merge: %w", err)
 	}
-	err = write(SecondsHistogramFile, func(f *os.File) error {
-		w, err := NewSecondsHistogramWriter(f)
+	err = sw.Start(start)
+	for _, r := range rows {
 		if err != nil {
-			return err
+			break
 		}
-		secs := make([]int, 0, len(seconds))
-		for s := range seconds {
-			secs = append(secs, s)
+		h := seconds[int(r.TS)]
+		if h == nil {
+			h = NewHistogram()
 		}
-		slices.Sort(secs)
-		for _, s := range secs {
-			if err := w.Write(s, seconds[s]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+		err = sw.Write(r, h)
 	}
-	return write(LedgerFile, func(f *os.File) error { return WriteLedger(f, keys) })
+	if err == nil {
+		err = sw.End(total)
+	}
+	if err = errors.Join(err, sw.Close()); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	return nil
 }
 
 // DefaultMergeDir is where `ratelab merge` writes without --out: out/<scenario>-merged-<time>.

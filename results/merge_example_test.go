@@ -10,7 +10,8 @@ import (
 )
 
 // writePart lays out the run directory part i of 2 leaves: summary, whole-run and per-second
-// histograms, timeseries and per-key ledger (here one second with one latency per decision).
+// histograms (latency.hlog beside timeseries.csv, through a SeriesWriter) and per-key ledger
+// (here one second with one latency per decision).
 func writePart(dir string, i int, lat []time.Duration, keys []results.KeyCount) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, results.ScenarioFile), []byte("name: hot-tenant\n"), 0o644)
@@ -19,14 +20,11 @@ func writePart(dir string, i int, lat []time.Duration, keys []results.KeyCount) 
 		h.Record(d)
 	}
 	n := int64(len(lat))
-	ts, _ := os.Create(filepath.Join(dir, results.TimeseriesFile))
-	tw, _ := results.NewTimeseriesWriter(ts)
-	tw.Write(results.Interval{Offered: n, Sent: n, Allowed: n})
-	ts.Close()
-	hs, _ := os.Create(filepath.Join(dir, results.SecondsHistogramFile))
-	hw, _ := results.NewSecondsHistogramWriter(hs)
-	hw.Write(0, h)
-	hs.Close()
+	sw, _ := results.CreateSeries(dir)
+	sw.Start(time.Date(2025, 6, 1, 12, 0, 2, 0, time.UTC))
+	sw.Write(results.Interval{Offered: n, Sent: n, Allowed: n}, h)
+	sw.End(results.RequestCounts{Offered: n, Served: n})
+	sw.Close()
 	lf, _ := os.Create(filepath.Join(dir, results.LedgerFile))
 	results.WriteLedger(lf, keys)
 	lf.Close()

@@ -28,6 +28,60 @@ type fakePart struct {
 	worst    float64
 	worstKey string
 	faults   []Fault
+	// oldSeconds writes the per-second histograms as an older ratelab did: latency-seconds.hdr
+	// and a timeseries.csv without time_utc, no latency.hlog.
+	oldSeconds bool
+}
+
+// loadStart is when part f's load started (t_s 0): after its summary's started_at, with a
+// millisecond part.
+func (f fakePart) loadStart() time.Time {
+	return time.Date(2025, 6, 1, 12, 0, f.index, 0, time.UTC).Add(2*time.Second + 437*time.Millisecond)
+}
+
+// seriesWriter writes a fake part's seconds in the layout of a run of this ratelab or, with
+// oldSeconds, of an older one.
+type seriesWriter struct {
+	sw *SeriesWriter
+	ts *os.File
+	tw *TimeseriesWriter
+	hs *os.File
+	hw *SecondsHistogramWriter
+}
+
+func (f fakePart) newSeriesWriter(t testing.TB, dir string) *seriesWriter {
+	t.Helper()
+	w := &seriesWriter{}
+	var err error
+	if !f.oldSeconds {
+		if w.sw, err = CreateSeries(dir); err == nil {
+			err = w.sw.Start(f.loadStart())
+		}
+	} else {
+		w.ts, _ = os.Create(filepath.Join(dir, TimeseriesFile))
+		w.hs, _ = os.Create(filepath.Join(dir, SecondsHistogramFile))
+		if w.tw, err = NewTimeseriesWriter(w.ts); err == nil {
+			w.hw, err = NewSecondsHistogramWriter(w.hs)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *seriesWriter) write(iv Interval, h *Histogram) error {
+	if w.sw != nil {
+		return w.sw.Write(iv, h)
+	}
+	return errors.Join(w.tw.Write(iv), w.hw.Write(int(iv.TS), h))
+}
+
+func (w *seriesWriter) end(total RequestCounts) error {
+	if w.sw != nil {
+		return errors.Join(w.sw.End(total), w.sw.Close())
+	}
+	return errors.Join(w.ts.Close(), w.hs.Close())
 }
 
 // write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, ledger.
@@ -42,12 +96,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 	}
 	sum.Environment = Environment{Cores: 2, Provider: "none", Mode: "local"}
 	total := NewHistogram()
-	ts, _ := os.Create(filepath.Join(dir, TimeseriesFile))
-	defer ts.Close()
-	tw, _ := NewTimeseriesWriter(ts)
-	hs, _ := os.Create(filepath.Join(dir, SecondsHistogramFile))
-	defer hs.Close()
-	hw, _ := NewSecondsHistogramWriter(hs)
+	sw := f.newSeriesWriter(t, dir)
 	for sec, lat := range f.lat {
 		h := NewHistogram()
 		for _, d := range lat {
@@ -56,10 +105,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 		n := int64(len(lat))
 		iv := Interval{TS: float64(sec), Offered: n + 1, Sent: n, Dropped: 1, Allowed: n - n/4, Denied: n / 4,
 			Overspend: 1, CentralOps: n, Faults: int64(sec % 2), P99Ms: h.QuantileMs(99), Late: 1}
-		if err := tw.Write(iv); err != nil {
-			t.Fatal(err)
-		}
-		if err := hw.Write(sec, h); err != nil {
+		if err := sw.write(iv, h); err != nil {
 			t.Fatal(err)
 		}
 		total.Merge(h)
@@ -82,6 +128,9 @@ func (f fakePart) write(t testing.TB, dir string) {
 	sum.Load.Late, sum.Load.DroppedBehind, sum.Load.LostSeconds = 2, 1, 1
 	sum.Load.Dropped++ // the one dropped behind, in no row
 	sum.Load.Offered++
+	if err := sw.end(RunCounts(sum, total)); err != nil {
+		t.Fatal(err)
+	}
 	sum.LatencyClamped = 1
 	sum.Central = Central{Ops: 100, OpsPerS: 50, OtherOps: 7}
 	sum.Nodes = []NodeStats{{Addr: "n1", Ops: 60}, {Addr: "n2", Ops: 47}}
@@ -233,10 +282,10 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 	if h, err := ReadHistogram(hf); err != nil || h.Count() != union.Count() {
 		t.Errorf("merged latency.hdr.json: %v (count %v, want %d)", err, h, union.Count())
 	}
-	sf, _ := os.Open(filepath.Join(out, SecondsHistogramFile))
-	defer sf.Close()
-	if secs, err := ReadSecondsHistograms(sf); err != nil || len(secs) != 3 || secs[2].Count() != 25000 {
-		t.Errorf("merged %s: %d seconds, %v", SecondsHistogramFile, len(secs), err)
+	lf, _ := os.Open(filepath.Join(out, LatencyLogFile))
+	defer lf.Close()
+	if log, err := ReadLatencyLog(lf); err != nil || len(log.Seconds) != 3 || log.Seconds[2].Count() != 25000 || !log.Start.Equal(a.loadStart()) {
+		t.Errorf("merged %s: %+v, %v; want 3 seconds, 25000 in the last, starting at part 0's %v", LatencyLogFile, log, err, a.loadStart())
 	}
 }
 
@@ -308,10 +357,10 @@ func TestMergeNamesMissingFile(t *testing.T) {
 	root := t.TempDir()
 	d := filepath.Join(root, "s0")
 	fakePart{index: 0, count: 1, lat: seededLatencies(1, 1, 10, time.Millisecond)}.write(t, d)
-	os.Remove(filepath.Join(d, SecondsHistogramFile))
+	os.Remove(filepath.Join(d, LatencyLogFile))
 	_, err := Merge(filepath.Join(root, "m"), []string{d})
-	if err == nil || !strings.Contains(err.Error(), SecondsHistogramFile) || !strings.Contains(err.Error(), "rerun the part") {
-		t.Errorf("Merge = %v; want an error naming %s and the fix", err, SecondsHistogramFile)
+	if err == nil || !strings.Contains(err.Error(), LatencyLogFile) || !strings.Contains(err.Error(), "rerun the part") {
+		t.Errorf("Merge = %v; want an error naming %s and the fix", err, LatencyLogFile)
 	}
 }
 
