@@ -58,11 +58,12 @@ func readRun(t *testing.T, dir string) (*results.Summary, []results.Interval) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{results.ScenarioFile, results.HistogramFile} {
+	for _, name := range []string{results.ScenarioFile, results.HistogramFile, results.LatencyLogFile, results.PercentilesFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("run directory lacks %s: %v", name, err)
 		}
 	}
+	checkRunFiles(t, dir, sum, rows)
 	return sum, rows
 }
 

@@ -224,15 +224,16 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 	spec.Limiter.Timeout = scenarios.Duration(500 * time.Millisecond)
 	spec.Load.Rate = 300
 	sum, rows, dir := runFaultsIn(t, spec)
-	f, err := os.Open(filepath.Join(dir, results.SecondsHistogramFile))
+	f, err := os.Open(filepath.Join(dir, results.LatencyLogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	secs, err := results.ReadSecondsHistograms(f)
+	log, err := results.ReadLatencyLog(f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	secs := log.Seconds
 	// 20 ms each way on the hottest primary (about 40% of the traffic): while the fault lasts its
 	// requests take >= 40 ms, so the 70th percentile lies among them, and it must go away after.
 	// Not the p90: under -race on 2 busy cores the machine's own stalls reach 10-20% of a quiet

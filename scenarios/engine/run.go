@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"ratelab/results"
 	"ratelab/scenarios"
 )
 
-// Run executes one scenario in process: Open, Drive, Finish. It writes timeseries.csv as the run
-// goes and at the end summary.json, the latency histograms, keys.csv and scenario.yaml.
+// Run executes one scenario in process: Open, Drive, Finish. It writes timeseries.csv and
+// latency.hlog as the run goes and at the end summary.json, the whole-run latency histogram
+// (latency.hdr.json, latency.hgrm), keys.csv and scenario.yaml.
 // Cancelling ctx stops the schedule early: the decisions already sent finish, and everything
 // measured is written with interrupted: true. Local Redis nodes are stopped before Run returns.
 // A via: http scenario runs through package attack instead.
@@ -33,8 +32,9 @@ func Run(ctx context.Context, spec *scenarios.Spec, opts Options) (res *Result, 
 }
 
 // Drive follows the open-loop schedule with the session's gateways, in this process, and
-// returns what it measured. timeseries.csv and the per-second histograms are written as the run
-// goes; a write error is returned with the measurement, which is complete either way.
+// returns what it measured. timeseries.csv and latency.hlog (the per-second histograms) are
+// written as the run goes; a write error is returned with the measurement, which is complete
+// either way.
 func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	pacer, keys, err := newSchedule(s.Spec, s.replay)
 	if err != nil {
@@ -55,11 +55,12 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	emit := func(sec int, st *secStats) {
 		plan.sample(sec, &sum.Process)
 		iv := d.row(sec, st)
+		iv.Time = results.SecondTime(d.base, iv.TS)
 		c.offered, c.sent, c.dropped = c.offered+iv.Offered, c.sent+iv.Sent, c.dropped+iv.Dropped
 		c.behind += d.behind[sec].Load()
 		total.add(st)
 		m.Rows = append(m.Rows, iv)
-		w.write(sec, iv, st.hist)
+		w.write(d.base, iv, st.hist)
 		if s.opts.OnInterval != nil {
 			s.opts.OnInterval(iv)
 		}
@@ -77,6 +78,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		c.lateAnswers += d.lateAnswers[i].Load()
 	}
 	d.summarize(sum, total, m.Ran, c)
+	w.end(d.base, results.RunCounts(sum, total.hist))
 	m.Keys = s.tally.ledger()
 	if s.opts.RecordTrace != "" {
 		n, rerr := recordSchedule(s.opts.RecordTrace, spec, s.replay, d.clockBase, m.Ran, d.seconds)
@@ -86,45 +88,46 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	return m, w.err
 }
 
-// rowWriter writes timeseries.csv and, beside each row, the second's latency histogram: what
-// a merge of parts needs for its percentiles. It keeps the first error and goes on.
+// rowWriter writes the run's files that grow second by second (results.SeriesWriter):
+// timeseries.csv and, beside each row, the second's latency histogram in latency.hlog, what a
+// merge of parts needs for its percentiles. It keeps the first error and goes on.
 type rowWriter struct {
-	ts, hs *os.File
-	tsw    *results.TimeseriesWriter
-	hsw    *results.SecondsHistogramWriter
-	err    error
+	sw      *results.SeriesWriter
+	started bool
+	err     error
 }
 
 func newRowWriter(dir string) (*rowWriter, error) {
-	w := &rowWriter{}
-	var err error
-	if w.ts, err = os.Create(filepath.Join(dir, results.TimeseriesFile)); err != nil {
-		return nil, err
-	}
-	if w.hs, err = os.Create(filepath.Join(dir, results.SecondsHistogramFile)); err != nil {
-		w.ts.Close()
-		return nil, err
-	}
-	if w.tsw, err = results.NewTimeseriesWriter(w.ts); err == nil {
-		w.hsw, err = results.NewSecondsHistogramWriter(w.hs)
-	}
+	sw, err := results.CreateSeries(dir)
 	if err != nil {
-		w.close()
 		return nil, err
 	}
-	return w, nil
+	return &rowWriter{sw: sw}, nil
 }
 
-func (w *rowWriter) write(sec int, iv results.Interval, h *results.Histogram) {
-	if err := w.tsw.Write(iv); err != nil && w.err == nil {
-		w.err = fmt.Errorf("writing %s: %w", results.TimeseriesFile, err)
-	}
-	if err := w.hsw.Write(sec, h); err != nil && w.err == nil {
-		w.err = fmt.Errorf("writing %s: %w", results.SecondsHistogramFile, err)
+// start gives the series the load's start (t_s 0) the first time it is called.
+func (w *rowWriter) start(base time.Time) {
+	if !w.started {
+		w.started = true
+		w.keep(w.sw.Start(base))
 	}
 }
 
-func (w *rowWriter) close() {
-	w.ts.Close()
-	w.hs.Close()
+func (w *rowWriter) write(base time.Time, iv results.Interval, h *results.Histogram) {
+	w.start(base)
+	w.keep(w.sw.Write(iv, h))
 }
+
+// end appends the run's totals to latency.hlog.
+func (w *rowWriter) end(base time.Time, total results.RequestCounts) {
+	w.start(base)
+	w.keep(w.sw.End(total))
+}
+
+func (w *rowWriter) keep(err error) {
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing the run's series: %w", err)
+	}
+}
+
+func (w *rowWriter) close() { w.keep(w.sw.Close()) }
