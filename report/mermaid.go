@@ -121,8 +121,9 @@ func answered(r *results.Interval) float64 {
 
 // mermaidCharts draws report.md's charts from the per-second rows: offered vs achieved
 // requests/s, p99 latency, and the MOVED/ASK redirects and cumulative overspend when the run has
-// any. With fewer than two rows there is no line to draw: it returns no chart and a sentence
-// saying what the one row holds ("" for no rows: the report already says there is no data).
+// any; the sentence it returns says which of those the run did not have. With fewer than two
+// rows there is no line to draw: it returns no chart and a sentence saying what the one row
+// holds ("" for no rows: the report already says there is no data).
 func mermaidCharts(rows []results.Interval, faults []results.Fault) ([]mermaidChart, string) {
 	switch len(rows) {
 	case 0:
@@ -145,14 +146,19 @@ func mermaidCharts(rows []results.Interval, faults []results.Fault) ([]mermaidCh
 			Note: "Each second's p99 over its answered requests, 0 where a second answered none" +
 				aggregated(b, "the largest of its seconds' p99") + ". The whole run's percentiles are in the table above."},
 	}
+	var absent []string
 	if c, ok := redirectsMermaid(b, rows); ok {
 		charts = append(charts, c)
+	} else {
+		absent = append(absent, "no MOVED or ASK redirect")
 	}
 	var overspend int64
 	for _, r := range rows {
 		overspend += r.Overspend
 	}
-	if overspend > 0 {
+	if overspend == 0 {
+		absent = append(absent, "no overspend")
+	} else {
 		charts = append(charts, mermaidChart{
 			Block: b.block("Cumulative overspend, requests (at the end of each point)", "overspend (requests)", 1,
 				b.cumulative(func(r *results.Interval) float64 { return float64(r.Overspend) })),
@@ -163,7 +169,11 @@ func mermaidCharts(rows []results.Interval, faults []results.Fault) ([]mermaidCh
 	for i := range charts {
 		charts[i].Note += faultNote
 	}
-	return charts, ""
+	note := ""
+	if len(absent) > 0 {
+		note = "The per-second rows have " + strings.Join(absent, " and ") + ": nothing to chart there."
+	}
+	return charts, note
 }
 
 // throughputMermaid draws offered and achieved requests/s. Achieved never exceeds offered (a
@@ -174,7 +184,8 @@ func throughputMermaid(b buckets) mermaidChart {
 			b.mean(func(r *results.Interval) float64 { return float64(r.Offered) }),
 			b.mean(answered)),
 		Note: "Upper line: offered requests/s; lower line: achieved, the requests answered within the run " +
-			"(allowed, denied, failed open or closed; errors and late answers left out)" +
+			"(allowed, denied, failed open or closed; errors and late answers left out), hidden under " +
+			"the offered line where every offered request was answered" +
 			aggregated(b, "the mean of its seconds") + ".",
 	}
 }

@@ -34,8 +34,9 @@ type view struct {
 	Faults []faultRow
 	// Charts are the figures, in report order.
 	Charts []chartView
-	// Mermaid are report.md's charts, drawn from the per-second rows; MermaidNote replaces them
-	// with a sentence when there are too few rows to draw a line.
+	// Mermaid are report.md's charts, drawn from the per-second rows. MermaidNote, after them,
+	// says which charts the run had nothing for, or replaces them when there are too few rows
+	// to draw a line.
 	Mermaid     []mermaidChart
 	MermaidNote string
 	// Scenario is the resolved scenario YAML, "" when absent.
