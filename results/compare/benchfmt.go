@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
@@ -20,9 +21,10 @@ const (
 	SideNew  = "new"
 )
 
-// BenchName is the benchmark name of every result line; the scenario is its sub-benchmark key
-// ("BenchmarkRatelab/scenario=ci-smoke"), so runs of different scenarios stay apart.
-const BenchName = "BenchmarkRatelab"
+// BenchName is the benchmark name of every result line, written with benchfmt's "Benchmark"
+// prefix; the scenario is its sub-benchmark key ("BenchmarkRatelab/scenario=ci-smoke"), so runs
+// of different scenarios stay apart.
+const BenchName = "Ratelab"
 
 // benchUnit is one metric as a benchfmt unit: its name, whether higher is better (a "Unit ...
 // better=" metadata line tells benchstat which way is an improvement) and its value in that
@@ -36,13 +38,20 @@ type benchUnit struct {
 
 // benchUnits are the units of WriteBenchfmt, one per metric of Metrics, in its order.
 var benchUnits = []benchUnit{
-	{"p50-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P50) / 1e3 }},
-	{"p99-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P99) / 1e3 }},
-	{"p999-sec", false, func(s *results.Summary) float64 { return float64(s.LatencyMs.P999) / 1e3 }},
+	{"p50-sec", false, func(s *results.Summary) float64 { return seconds(s.LatencyMs.P50) }},
+	{"p99-sec", false, func(s *results.Summary) float64 { return seconds(s.LatencyMs.P99) }},
+	{"p999-sec", false, func(s *results.Summary) float64 { return seconds(s.LatencyMs.P999) }},
 	{"achieved-req/s", true, func(s *results.Summary) float64 { return s.Load.AchievedRPS }},
 	{"overspend-ratio", false, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false-deny-ratio", false, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
 	{"error-ratio", false, func(s *results.Summary) float64 { return results.Ratio(s.Outcomes.Errors, s.Load.Decisions) }},
+}
+
+// seconds is a latency in ms as seconds, rounded to 12 significant digits so that the division's
+// binary noise (0.590 ms -> 0.0005899999999999999 s) stays out of the file.
+func seconds(ms results.Ms) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(ms)/1e3, 'g', 12, 64), 64)
+	return v
 }
 
 // WriteBenchfmt writes the runs of base and new as one Go benchmark format stream for benchstat:

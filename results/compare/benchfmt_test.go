@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
@@ -43,13 +44,16 @@ func TestBenchfmtReadsBack(t *testing.T) {
 	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
+	if !strings.Contains(buf.String(), "\nBenchmarkRatelab/scenario=synthetic ") {
+		t.Errorf("no line of benchmark BenchmarkRatelab/scenario=synthetic:\n%s", buf.String())
+	}
 	if len(have[SideBase]) != 4 || len(have[SideNew]) != 6 || len(have) != 2 {
 		t.Fatalf("results per side: base %d, new %d, %d sides; want 4, 6, 2\n%s", len(have[SideBase]), len(have[SideNew]), len(have), buf.String())
 	}
 	for side, set := range map[string]*Set{SideBase: base, SideNew: next} {
 		for i, res := range have[side] {
 			s := set.Runs[i].Summary
-			if got, want := string(res.Name), "BenchmarkRatelab/scenario=synthetic"; got != want {
+			if got, want := string(res.Name), "Ratelab/scenario=synthetic"; got != want {
 				t.Errorf("%s run %d: name %q, want %q", side, i, got, want)
 			}
 			if res.Iters != int(s.Load.Decisions) {
@@ -70,7 +74,7 @@ func TestBenchfmtReadsBack(t *testing.T) {
 				{"achieved-req/s", s.Load.AchievedRPS},
 				{"overspend-ratio", s.Overspend.Ratio},
 			} {
-				if v, ok := res.Value(tt.unit); !ok || v != tt.want {
+				if v, ok := res.Value(tt.unit); !ok || math.Abs(v-tt.want) > 1e-12*math.Abs(tt.want) {
 					t.Errorf("%s run %d: %s = %v (found %v), want %v", side, i, tt.unit, v, ok, tt.want)
 				}
 			}
