@@ -77,7 +77,7 @@ the verdict is written into summary.json, and a failed check exits 3.
 	fl.StringVar(&f.trace, "trace", "", "replay this trace file instead of generating requests")
 	fl.Float64Var(&o.Speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
 	fl.BoolVar(&o.NoTenantOrder, "no-tenant-order", false, "with --trace: do not hold a tenant's request until its previous one is answered")
-	fl.StringVar(&o.Out, "out", "", "run directory (default out/attack-<time>)")
+	fl.StringVar(&o.Out, "out", "", "run `DIR` (default out/attack-<time>)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
 	f.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	alias(fl, "workers", "concurrency")

@@ -61,7 +61,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.out, "out", bench.DefaultOut, "directory for README.md and raw.json")
+	f.StringVar(&o.out, "out", bench.DefaultOut, "`DIR` for README.md and raw.json")
 	f.BoolVar(&o.quick, "quick", false, "short sections (about 20 s in all): a smoke test, noisy numbers")
 	f.DurationVar(&o.seconds, "seconds", 0, fmt.Sprintf("length of each central variant (default %v, %v with --quick); scenarios run twice as long", bench.DefaultSeconds, bench.QuickSeconds))
 	f.IntVar(&o.conns, "conns", bench.DefaultConns, "connections to the primary: coalescing pipelines in flight and redis-benchmark -c")

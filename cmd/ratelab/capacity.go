@@ -143,7 +143,7 @@ func (o *capacitySweepOptions) addFlags(cmd *cobra.Command) {
 	fl.Float64Var(&o.opts.Search.Max, "max-rate", capacity.DefaultMaxRate, "highest rate to try")
 	fl.IntVar(&o.opts.Search.Bisect, "bisect", capacity.DefaultBisect, "bisection steps after the first failure (-1: none)")
 	fl.Float64Var(&o.opts.Search.Tolerance, "tolerance", capacity.DefaultTolerance, "stop bisecting when pass and fail rates are this close (relative)")
-	fl.StringVar(&o.opts.Out, "out", "", "output directory (default out/capacity-<scenario>-<time>)")
+	fl.StringVar(&o.opts.Out, "out", "", "`DIR` of the sweep's results (default out/capacity-<scenario>-<time>)")
 	fl.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency")
 	fl.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	fl.StringVar(&o.limiter, "limiter", "", "override limiter.kind (e.g. lease to sweep with leases)")

@@ -83,7 +83,7 @@ the steps that finished.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&out, "out", "", "demo directory (default out/demo-<time>)")
+	f.StringVar(&out, "out", "", "demo `DIR` (default out/demo-<time>)")
 	f.BoolVar(&quick, "quick", false, "shorten every run to about 2 s")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages and no live progress")
 	return cmd

@@ -80,8 +80,8 @@ cluster.
 	o.serve.Rate, o.serve.Burst = gateway.DefaultRate, gateway.DefaultBurst
 	policy := newPolicyFlag(&o.serve.Rate, func() int64 { return o.serve.Burst }, func(b int64) { o.serve.Burst = b })
 	f.Var(policy, "policy", "token bucket per tenant and endpoint: refill rate tokens/s, burst (capacity) tokens")
-	f.StringVar(&o.cluster, "cluster", gatewayClusterLocal, "local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
-	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running; default "+stateFileHelp+")")
+	f.StringVar(&o.cluster, "cluster", gatewayClusterLocal, "local (start redis-server nodes) or running (the one from 'ratelab cluster up')")
+	f.StringVar(&o.stateFile, "state", "", "state file of 'ratelab cluster up' (with --cluster running; default "+stateFileHelp+")")
 	f.DurationVar(&o.serve.Timeout, "decision-timeout", gateway.DefaultTimeout, "deadline of one limiter decision by Redis")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages on stderr")
 	// The old --rate was the refill rate (not an offered rate, as --rate is elsewhere): it keeps

@@ -49,7 +49,7 @@ func newGenDocsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&file, "file", cliDocFile, "file to write (- for stdout)")
+	cmd.Flags().StringVar(&file, "file", cliDocFile, "`FILE` to write (- for stdout)")
 	return cmd
 }
 

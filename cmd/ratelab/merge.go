@@ -75,7 +75,7 @@ carried out.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.out, "out", "", "merged run directory (default out/<scenario>-merged-<time>)")
+	cmd.Flags().StringVar(&o.out, "out", "", "merged run `DIR` (default out/<scenario>-merged-<time>)")
 	o.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	return cmd
 }

@@ -19,8 +19,8 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.Var(o.policy, "policy", "override the policy with a token bucket per tenant and endpoint: rate tokens/s, burst tokens (bucket kinds only; not with tariffs)")
 	f.DurationVar(&o.decisionTimeout, "decision-timeout", 0, "override limiter.timeout, the deadline of one limiter decision (e.g. 50ms)")
 	f.Uint64Var(&o.seed, "seed", 0, "override the seed of the request stream")
-	f.StringVar(&o.out, "out", "", "run directory (default out/<scenario>-<time>); with --repeat the directory of the repetitions")
-	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes), running (the one from `ratelab cluster up`), "+
+	f.StringVar(&o.out, "out", "", "run `DIR` (default out/<scenario>-<time>); with --repeat the directory of the repetitions")
+	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes), running (the one from 'ratelab cluster up'), "+
 		"docker (containers) or an external cluster redis://[user@]host:port[,host:port...] (rediss:// for TLS); "+
 		"its password comes from $"+cluster.PasswordEnv+" or --password-file, never from the URL")
 	f.StringVar(&o.passwordFile, "password-file", "", "file whose first line is the external cluster's password (default $"+cluster.PasswordEnv+")")
@@ -29,7 +29,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.tlsKey, "tls-key", "", "key (PEM) of --tls-cert")
 	f.BoolVar(&o.allowFaults, "allow-faults", false, "let the scenario's cluster faults run against an external cluster (refused without it: the cluster may be shared)")
 	f.StringVar(&o.dockerImage, "docker-image", "", "Redis image of --cluster docker (default the official Redis 7 image)")
-	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running)")
+	f.StringVar(&o.stateFile, "state", "", "state file of 'ratelab cluster up' (with --cluster running)")
 	f.IntVar(&o.concurrency, "concurrency", 0, "override load.concurrency (worker goroutines)")
 	f.IntVar(&o.maxInflight, "max-inflight", 0, "override load.max_inflight")
 	f.StringVar(&o.limiter, "limiter", "", "override limiter.kind: "+scenarios.LimiterKindChoices()+" (the window kinds need policy limit and window, two-tier also policy.quota)")
@@ -37,8 +37,8 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.slo, "slo", nil, "add or override an SLO check, key=value ("+strings.Join(scenarios.SLOKeys(), ", ")+"); repeatable")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
-	f.Var(&o.part, "part", "run part INDEX/COUNT of a load split between COUNT generators (tenant i goes to part i mod COUNT); merge the parts' directories with `ratelab merge`")
-	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for `ratelab compare`")
+	f.Var(&o.part, "part", "run part INDEX/COUNT of a load split between COUNT generators (tenant i goes to part i mod COUNT); merge the parts' directories with 'ratelab merge'")
+	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for 'ratelab compare'")
 	f.StringVar(&o.recordTrace, "record-trace", "", "write the run's schedule (every offered request: offset, tenant, endpoint, cost) to FILE as a trace")
 	f.StringVar(&o.trace, "trace", "", "replay this trace file instead of the scenario's seeded schedule (sets duration, rate and tenants)")
 	f.Float64Var(&o.speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")

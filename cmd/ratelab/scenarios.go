@@ -88,9 +88,9 @@ between them. Each run's full results go to OUT/<kind>.`,
 	f.StringSliceVar(&o.kinds, "kinds", nil, "limiter kinds to run, comma-separated (default: all of "+
 		fmt.Sprint(engine.AlgorithmKinds)+")")
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration of each run (e.g. 3s)")
-	f.StringVar(&o.out, "out", "", "directory of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
-	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from `ratelab cluster up`)")
-	f.StringVar(&o.stateFile, "state", "", "state file of `ratelab cluster up` (with --cluster running; default "+stateFileHelp+")")
+	f.StringVar(&o.out, "out", "", "`DIR` of the runs, one subdirectory per kind (default out/<scenario>-<time>)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster provider: local (start redis-server nodes) or running (the one from 'ratelab cluster up')")
+	f.StringVar(&o.stateFile, "state", "", "state file of 'ratelab cluster up' (with --cluster running; default "+stateFileHelp+")")
 	o.output = addOutputFlag(cmd, "text and md are the Markdown table, json an array of the kinds' runs with their summaries", outputJSON, outputMD)
 	return cmd
 }

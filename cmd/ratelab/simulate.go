@@ -171,8 +171,8 @@ Writes --file for 'ratelab simulate --calibration'.`,
 	fl.Float64Var(&o.rate, "rate", 1000, "offered rate of the calibration run, requests/s (low: no queueing)")
 	fl.DurationVar(&o.duration, "duration", 5*time.Second, "length of the calibration run")
 	fl.Float64Var(&o.probeRate, "probe-rate", 0, "also run a saturation probe at this rate (far above capacity) for the co-located model")
-	fl.StringVar(&o.file, "file", "calibration.json", "where to write the calibration JSON")
-	fl.StringVar(&o.out, "out", "", "keep the calibration runs' directories in this directory (default a temp dir, removed); "+
+	fl.StringVar(&o.file, "file", "calibration.json", "`FILE` to write the calibration JSON to")
+	fl.StringVar(&o.out, "out", "", "keep the calibration runs' directories in `DIR` (default a temp dir, removed); "+
 		"a value ending in .json without --file is read as the calibration file, its old meaning, with a warning")
 	o.output = addOutputFlag(cmd, "json is the calibration as written to --file", outputJSON)
 	alias(fl, "run-dir", "out")
@@ -280,7 +280,7 @@ max_inflight; its rate and duration are set per run.`,
 	fl.Float64Var(&o.LowShare, "low-share", simulate.DefaultLowShare, "rate of the low gap runs as a share of the first probe's capacity")
 	fl.Float64Var(&o.HighShare, "high-share", simulate.DefaultHighShare, "rate of the high gap runs as a share of the first probe's capacity")
 	fl.StringVar(&o.HostLaw, "host-law", simulate.DefaultHostLaw, `how the host's share of time off goes from the gap runs to the measured rate: "floor", "erlang-c" or "proportional"`)
-	fl.StringVar(&o.Out, "out", "", "keep the runs' directories in this directory (default a temp dir, removed)")
+	fl.StringVar(&o.Out, "out", "", "keep the runs' directories in `DIR` (default a temp dir, removed)")
 	output = addOutputFlag(cmd, "json is the validation's result", outputJSON)
 	alias(fl, "run-dir", "out")
 	aliasJSON(fl)

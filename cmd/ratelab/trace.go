@@ -70,7 +70,7 @@ func newTraceGenCmd() *cobra.Command {
 	f.Float64Var(&o.theta, "zipf", attack.DefaultTheta, "Zipf skew (overrides the scenario's)")
 	f.StringVar(&o.pacer, "pacer", "constant", "constant or poisson (overrides the scenario's)")
 	f.StringVar(&o.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix name[:weight],... (overrides the scenario's)")
-	f.StringVar(&o.file, "file", "", "trace file to write (required)")
+	f.StringVar(&o.file, "file", "", "trace `FILE` to write (required)")
 	alias(f, "out", "file")
 	return cmd
 }
@@ -148,7 +148,7 @@ skipped.`,
 		},
 	}
 	cmd.Flags().StringVar(&in, "csv", "", "CSV access log to read")
-	cmd.Flags().StringVar(&out, "file", "", "trace file to write")
+	cmd.Flags().StringVar(&out, "file", "", "trace `FILE` to write (required)")
 	alias(cmd.Flags(), "out", "file")
 	return cmd
 }

@@ -38,7 +38,7 @@ reproduces the run's allowed and denied counts exactly.`,
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().StringVar(&file, "file", "", "trace file to write (required)")
+	cmd.Flags().StringVar(&file, "file", "", "trace `FILE` to write (required)")
 	_ = cmd.Flags().MarkHidden("record-trace") // the second argument
 	_ = cmd.Flags().MarkHidden("trace")
 	return cmd
