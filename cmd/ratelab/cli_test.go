@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"ratelab/scenarios"
 )
 
 // execRatelab runs the built binary in dir and returns its exit code, stdout and stderr.
@@ -162,4 +165,34 @@ func firstDiffLine(a, b []byte) int {
 		}
 	}
 	return min(len(la), len(lb)) + 1
+}
+
+// TestRunPolicyAndDecisionTimeout: run --policy replaces the scenario's bucket (a limit per
+// window too), --decision-timeout its limiter.timeout; a scenario with tariffs refuses --policy.
+func TestRunPolicyAndDecisionTimeout(t *testing.T) {
+	t.Parallel()
+	cmd, _, err := newRootCmd().Find([]string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o runOptions
+	cmd.ResetFlags()
+	o.addFlags(cmd)
+	if err := cmd.ParseFlags([]string{"--policy", "rate=7,burst=11", "--decision-timeout", "20ms"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := scenarios.Resolve("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applyOverrides(cmd, spec, o); err != nil {
+		t.Fatal(err)
+	}
+	if p := spec.BucketPolicy(); p.Rate != 7 || p.Burst != 11 || time.Duration(spec.Limiter.Timeout) != 20*time.Millisecond {
+		t.Errorf("policy %+v, timeout %v; want rate 7 burst 11, 20ms", p, time.Duration(spec.Limiter.Timeout))
+	}
+	spec.Policy.File = "plans.yaml"
+	if err := applyOverrides(cmd, spec, o); err == nil || !strings.Contains(err.Error(), "tariffs") {
+		t.Errorf("--policy over tariffs: %v; want a refusal naming the tariffs", err)
+	}
 }
