@@ -219,7 +219,8 @@ func TestGenerateEdgeCases(t *testing.T) {
 			{AtS: 60, Kind: "restart", Target: "127.0.0.1:7003", DetectedS: 61}}},
 			want: []string{"| 0 | pause | 127.0.0.1:7001 | — | 1.5 | recovered 1.5 s after injection; in 0–2 s: ",
 				"| 60 | restart | 127.0.0.1:7003 | 61 | — | injected outside the recorded 0–5 s, so not on the charts; " +
-					"detected after 1 s, no recovery seen before the run ended |"},
+					"detected after 1 s, no recovery seen before the run ended |",
+				"Faults (x in s): pause at 0, recovered at 1.5; restart at 60, no recovery seen (outside the chart)."},
 			svgText: map[string][]string{LatencyChart: {"pause", seriesRecovery}, ThroughputChart: {"pause"},
 				RedirectsChart: {"pause"}, OverspendChart: {"pause"}},
 			svgLacks: map[string][]string{LatencyChart: {"restart"}, ThroughputChart: {"restart"},
