@@ -35,12 +35,14 @@ const (
 
 // exitCodesHelp is the exit-code table of `ratelab --help`.
 const exitCodesHelp = `Exit codes:
-  0    ok
-  1    error: bad input, or a failure before there were results
-  3    an SLO check failed (run, attack, merge, the perf gate) or compare found a regression
-  4    a scheduled fault could not be carried out: the run did not test what its scenario asked
-  130  interrupted (SIGINT/SIGTERM); the results up to the interrupt are written
-(gateway, a server, exits 0 when a signal stops it.)`
+
+    0    ok
+    1    error: bad input, or a failure before there were results
+    3    an SLO check failed (run, attack, merge, the perf gate) or compare found a regression
+    4    a scheduled fault could not be carried out: the run did not test what its scenario asked
+    130  interrupted (SIGINT/SIGTERM); the results up to the interrupt are written
+
+gateway, a server, exits 0 when a signal stops it.`
 
 // interruptedErr is the exit error of a command whose ctx a signal cancelled (exit 130, what
 // err says kept), else err.
