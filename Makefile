@@ -153,7 +153,7 @@ perf-check: redis build
 	@rm -rf $(PERF_OUT)
 	@set -o pipefail; run=0; ./$(BIN) run ci-smoke --repeat $(PERF_REPEAT) --out $(PERF_OUT) -q || run=$$?; \
 	if [ $$run -ne 0 ] && [ $$run -ne 3 ]; then exit $$run; fi; \
-	cmp=0; ./$(BIN) compare $(PERF_FLAGS) --format md $(PERF_BASELINE) $(PERF_OUT) > $(PERF_OUT)/compare.md || cmp=$$?; \
+	cmp=0; ./$(BIN) compare $(PERF_FLAGS) -o md $(PERF_BASELINE) $(PERF_OUT) > $(PERF_OUT)/compare.md || cmp=$$?; \
 	./$(BIN) compare $(PERF_FLAGS) $(PERF_BASELINE) $(PERF_OUT) || true; \
 	if [ $$cmp -ne 0 ]; then exit $$cmp; fi; exit $$run
 
