@@ -159,7 +159,7 @@ type LatencyLog struct {
 // write) returns the seconds read so far with ErrTruncated. Tagged intervals (another stream,
 // not ratelab's) are skipped, as HistogramLogProcessor skips them without -tag.
 func ReadLatencyLog(r io.Reader) (*LatencyLog, error) {
-	lines := &logLines{br: bufio.NewReaderSize(r, maxLogLine)}
+	lines := &logLines{br: bufio.NewReaderSize(r, 64<<10)}
 	lr := hdrhistogram.NewHistogramLogReader(lines)
 	type stamped struct {
 		startMs int64
@@ -238,6 +238,7 @@ func absInt64(v int64) int64 {
 // and a last line cut short, which it withholds (the library would try to decode it).
 type logLines struct {
 	br       *bufio.Reader
+	long     []byte // a line longer than br's buffer, put together
 	pending  []byte
 	n        int // complete lines handed on
 	startMs  int64
@@ -253,7 +254,7 @@ func (l *logLines) Read(p []byte) (int, error) {
 		if l.err != nil {
 			return 0, l.err
 		}
-		line, err := l.br.ReadSlice('\n')
+		line, err := l.readLine()
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			l.err = fmt.Errorf("%s line %d: longer than %d bytes: %w", LatencyLogFile, l.n+1, maxLogLine, ErrCorrupt)
@@ -280,4 +281,23 @@ func (l *logLines) Read(p []byte) (int, error) {
 	n := copy(p, l.pending)
 	l.pending = l.pending[n:]
 	return n, nil
+}
+
+// readLine returns the next line with its newline: a slice of the reader's buffer, or of long
+// (reused) for a line longer than the buffer. Beyond maxLogLine it returns bufio.ErrBufferFull;
+// at the end of the input, what is left with io.EOF.
+func (l *logLines) readLine() ([]byte, error) {
+	line, err := l.br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	l.long = append(l.long[:0], line...)
+	for errors.Is(err, bufio.ErrBufferFull) && len(l.long) <= maxLogLine {
+		line, err = l.br.ReadSlice('\n')
+		l.long = append(l.long, line...)
+	}
+	if len(l.long) > maxLogLine {
+		return nil, bufio.ErrBufferFull
+	}
+	return l.long, err
 }

@@ -245,6 +245,11 @@ func TestReadLatencyLogDamaged(t *testing.T) {
 	if !errors.Is(err, ErrTruncated) || log == nil || len(log.Seconds) != 3 {
 		t.Errorf("cut log: %v, %v; want ErrTruncated with 3 seconds", err, log)
 	}
+	// A comment line longer than the reader's buffer is read through.
+	long := bytes.Replace(data, []byte("#[BaseTime:"), append(append([]byte("#"), bytes.Repeat([]byte("y"), 300<<10)...), "\n#[BaseTime:"...), 1)
+	if log, err := ReadLatencyLog(bytes.NewReader(long)); err != nil || len(log.Seconds) != 4 {
+		t.Errorf("log with a 300 KB comment: %v, %v; want its 4 seconds", err, log)
+	}
 	noStart := bytes.Replace(data, []byte("#[StartTime:"), []byte("#[Start:"), 1)
 	garbled := bytes.Replace(data, []byte(",HISTF"), []byte(",HISTX"), 1)
 	offBoundary := bytes.Replace(data, []byte("#[BaseTime: 0.000"), []byte("#[BaseTime: 0.400"), 1)
