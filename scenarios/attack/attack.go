@@ -39,7 +39,8 @@ type Result struct {
 }
 
 // Attack attacks o.URL with the schedule o describes and writes the run directory:
-// timeseries.csv as it goes, then results.bin (vegeta's), latency.hdr.json and summary.json.
+// timeseries.csv and latency.hlog as it goes, then results.bin (vegeta's), latency.hdr.json,
+// latency.hgrm and summary.json.
 // Cancelling ctx stops the schedule; requests in flight finish (bounded by o.Timeout) and what
 // was measured is written with interrupted: true.
 func Attack(ctx context.Context, o Options) (*Result, error) {
@@ -85,7 +86,7 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 		return nil, err
 	}
 	defer out.close()
-	col := newCollector(p, o, o.checkers(p), out.tsw)
+	col := newCollector(p, o, o.checkers(p), out.series)
 	tr := newTransport(p, o)
 	col.seqPlan = tr.seqPlan
 	atk := vegeta.NewAttacker(
@@ -97,11 +98,14 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	// base is read before vegeta's own start, so intended times are never later than vegeta's
 	// schedule and the latency from them never less than vegeta's.
 	col.base = time.Now()
+	if err := out.series.Start(col.base); err != nil {
+		return nil, err
+	}
 	if o.hooks != nil {
 		o.hooks.start(col.base)
 	}
-	results := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
-	interrupted := col.consume(ctx, results, atk, out.enc)
+	answers := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
+	interrupted := col.consume(ctx, answers, atk, out.enc)
 	ran := time.Since(col.base)
 	// Connections vegeta's transport dialed but never used look "new" to a server, which
 	// then waits seconds for them at shutdown; none is needed any more.
@@ -109,6 +113,9 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	col.finish(interrupted, ran)
 	sum := newSummary(name, o, p, col, ran, started)
 	sum.Interrupted = interrupted
+	if err := out.series.End(results.RunCounts(sum, col.total.hist)); err != nil && col.rowErr == nil {
+		col.rowErr = err
+	}
 	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.hist, ran: ran}
 	switch ferr := out.flush(); {
 	case col.rowErr != nil:
@@ -166,10 +173,10 @@ func (c *collector) consume(ctx context.Context, out <-chan *vegeta.Result, atk 
 
 // outputs are the files an attack writes as it goes.
 type outputs struct {
-	ts, bin *os.File
-	tsw     *results.TimeseriesWriter
-	buf     *bufio.Writer
-	enc     vegeta.Encoder
+	series *results.SeriesWriter
+	bin    *os.File
+	buf    *bufio.Writer
+	enc    vegeta.Encoder
 }
 
 func openOutputs(dir string) (*outputs, error) {
@@ -178,15 +185,11 @@ func openOutputs(dir string) (*outputs, error) {
 	}
 	o := &outputs{}
 	var err error
-	if o.ts, err = os.Create(filepath.Join(dir, results.TimeseriesFile)); err != nil {
-		return nil, err
-	}
-	if o.tsw, err = results.NewTimeseriesWriter(o.ts); err != nil {
-		o.ts.Close()
+	if o.series, err = results.CreateSeries(dir); err != nil {
 		return nil, err
 	}
 	if o.bin, err = os.Create(filepath.Join(dir, ResultsFile)); err != nil {
-		o.ts.Close()
+		o.series.Close()
 		return nil, err
 	}
 	o.buf = bufio.NewWriterSize(o.bin, 256<<10)
@@ -197,7 +200,7 @@ func openOutputs(dir string) (*outputs, error) {
 func (o *outputs) flush() error { return o.buf.Flush() }
 
 func (o *outputs) close() {
-	o.ts.Close()
+	o.series.Close()
 	o.bin.Close()
 }
 

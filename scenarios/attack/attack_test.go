@@ -164,6 +164,7 @@ func TestAttackGateway(t *testing.T) {
 	if _, err := results.ReadSummary(filepath.Join(dir, results.SummaryFile)); err != nil {
 		t.Error(err)
 	}
+	checkLatencyLog(t, dir, rows)
 	t.Logf("sent %d: %d allowed, %d denied; overspend %d, false denies %d; p50 %.3f ms (vegeta %.3f), max %.3f (vegeta %.3f)",
 		s.Load.Sent, s.Outcomes.Allowed, s.Outcomes.Denied, s.Overspend.Requests, s.Overspend.FalseDenies,
 		s.LatencyMs.P50, own[len(own)/2], s.LatencyMs.Max, own[len(own)-1])
@@ -223,5 +224,37 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// checkLatencyLog reads the run's latency.hlog with hdrhistogram-go's reader (through
+// results.ReadLatencyLog): one interval per row, each holding its second's served requests and
+// starting at the row's time_utc.
+func checkLatencyLog(t *testing.T, dir string, rows []results.Interval) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, results.LatencyLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log, err := results.ReadLatencyLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		h := log.Seconds[int(r.TS)]
+		if h == nil {
+			t.Errorf("latency.hlog has no interval for second %g", r.TS)
+			continue
+		}
+		if h.Count() != r.Served() {
+			t.Errorf("second %g: latency.hlog holds %d requests, the row served %d", r.TS, h.Count(), r.Served())
+		}
+		if at := results.SecondTime(log.Start, r.TS); r.Time.IsZero() || !at.Equal(r.Time) {
+			t.Errorf("second %g: time_utc %v, latency.hlog's start + %g s = %v", r.TS, r.Time, r.TS, at)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.PercentilesFile)); err != nil {
+		t.Errorf("no %s: %v", results.PercentilesFile, err)
 	}
 }

@@ -117,14 +117,14 @@ type collector struct {
 	encErr      error   // the first error writing results.bin
 	closed      bool
 	rowErr      error
-	tsw         *results.TimeseriesWriter
+	series      *results.SeriesWriter
 	unknownKs   int64 // Results whose request index the RoundTripper never saw
 }
 
-func newCollector(p *plan, o Options, checkers [2]check.Checker, tsw *results.TimeseriesWriter) *collector {
+func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results.SeriesWriter) *collector {
 	secs := int(p.duration()/time.Second) + 1
 	c := &collector{
-		p: p, o: o, checkers: checkers, tsw: tsw, traceTime: o.TimeHeader != "",
+		p: p, o: o, checkers: checkers, series: series, traceTime: o.TimeHeader != "",
 		causeOf: map[string]check.Cause{}, byCause: map[check.Cause]int64{},
 		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs),
 		stats: make([]*secStats, secs), late: newSecStats(), total: newSecStats(),
@@ -350,6 +350,7 @@ func (c *collector) flushRows() {
 			st = newSecStats()
 		}
 		iv := c.interval(sec, st)
+		iv.Time = results.SecondTime(c.base, iv.TS)
 		if c.o.hooks != nil {
 			c.o.hooks.fillRow(sec, &iv)
 		}
@@ -357,7 +358,7 @@ func (c *collector) flushRows() {
 		c.total.add(st)
 		c.stats[sec] = nil
 		c.nextRow++
-		if err := c.tsw.Write(iv); err != nil && c.rowErr == nil {
+		if err := c.series.Write(iv, st.hist); err != nil && c.rowErr == nil {
 			c.rowErr = err
 		}
 		if c.o.OnInterval != nil {

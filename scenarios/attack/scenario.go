@@ -27,7 +27,7 @@ const CostHeader = "X-Ratelab-Cost"
 // of this process, and vegeta drives them with the scenario's tenants, endpoints, pacer, rate,
 // duration and seed (or its trace, each tenant's order kept), request i going to gateway
 // i mod gateways. The run directory is the engine's — scenario.yaml, timeseries.csv,
-// latency.hdr.json, summary.json, plus vegeta's results.bin — with environment.via "http" and
+// latency.hlog, latency.hdr.json, latency.hgrm, summary.json, plus vegeta's results.bin — with environment.via "http" and
 // overspend judged black-box from 200 vs 429 against the scenario's envelope.
 //
 // The HTTP path is slower than in-process decisions (a bare net/http handler is the ceiling):

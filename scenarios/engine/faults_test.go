@@ -234,11 +234,13 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	secs := log.Seconds
-	// 20 ms each way on the hottest primary (about 40% of the traffic): while the fault lasts its
-	// requests take >= 40 ms, so the 70th percentile lies among them, and it must go away after.
+	// 20 ms ± 1 ms each way on the hottest primary (about 40% of the traffic): while the fault
+	// lasts its requests take at least 2 x (20 - 1) = 38 ms, so the 70th percentile lies among
+	// them, and it must go away after. Not 40 ms: the jitter is uniform, so the delayed requests'
+	// lower quartile, where the p70 falls, lies below the mean of 40 ms.
 	// Not the p90: under -race on 2 busy cores the machine's own stalls reach 10-20% of a quiet
 	// second's decisions (p90 up to 98 ms in seconds without the fault, 2026-12-05), while its p70 stayed at
-	// 0.8-1.0 ms and rose to 40.6-41.2 ms during the fault. Each side is the lower of two
+	// 0.8-1.0 ms and rose to about 40 ms during the fault. Each side is the lower of two
 	// seconds' p70: the fault raises both of its seconds, while a stall of the machine, with
 	// other packages' tests beside it, took over a third of one quiet second (p70 22 ms in a
 	// clean-clone CI). Compared with the seconds around it rather than absolute numbers alone:
@@ -258,8 +260,8 @@ func TestFaultLatencyAndRestart(t *testing.T) {
 	before, during, after := p70(0, 1), p70(2, 3), p70(n-2, n-1)
 	t.Logf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms (p90 of those seconds: %.1f/%.1f, %.1f/%.1f, %.1f/%.1f ms)",
 		before, during, after, rows[0].P90Ms, rows[1].P90Ms, rows[2].P90Ms, rows[3].P90Ms, rows[n-2].P90Ms, rows[n-1].P90Ms)
-	if during < 40 || 2*before > during || 2*after > during {
-		t.Errorf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms: want the delay (2 x 20 ms) only during the fault", before, during, after)
+	if during < 38 || 2*before > during || 2*after > during {
+		t.Errorf("p70 before %.1f ms, during %.1f ms, at the end %.1f ms: want the delay (2 x (20 - 1) ms at least) only during the fault", before, during, after)
 	}
 	if sum.Faults[1].Kind != string(scenarios.FaultRestart) {
 		t.Errorf("faults %+v", sum.Faults)
