@@ -62,7 +62,8 @@ func vcsOf(info *debug.BuildInfo) (rev string, modified bool, at string) {
 // versionInfo is what `ratelab version` prints; -o json prints it as is.
 type versionInfo struct {
 	Version string `json:"version"`
-	// Commit is the git commit the binary was built from, "" outside a git checkout.
+	// Commit is the git commit the binary was built from, "" when the build did not record one
+	// (outside a git checkout, or with -buildvcs=false).
 	Commit   string `json:"commit"`
 	Modified bool   `json:"modified"`
 	// Date is the commit's time (RFC 3339), "" when unknown.
@@ -92,7 +93,7 @@ func newVersionCmd() *cobra.Command {
 				return printJSON(w, v)
 			}
 			fmt.Fprintf(w, "ratelab %s\n", v.Version)
-			commit := "unknown (built outside a git checkout)"
+			commit := "unknown: not recorded (built outside a git checkout, or with -buildvcs=false; go install -buildvcs=auto ./cmd/ratelab records it)"
 			if v.Commit != "" {
 				commit = v.Commit
 				if v.Modified {
