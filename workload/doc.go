@@ -1,6 +1,7 @@
 // Package workload owns the shape of the offered load: which key each request hits (Zipf for any
 // theta > 0, uniform, hotspot), which endpoint it calls (a weighted Mix), when it is meant to start
-// (open-loop pacers: constant and Poisson) and the seeded, reproducible Stream that combines them and
+// (open-loop pacers: constant and Poisson, at one rate or along a piecewise-linear Profile of
+// load stages) and the seeded, reproducible Stream that combines them and
 // splits into independent sub-streams for splitting.
 //
 // Everything here is pure, deterministic logic: the caller owns every random generator and every
