@@ -60,6 +60,9 @@ type Summary struct {
 	Central Central `json:"central"`
 	// HotKeys lists the keys that took the largest shares of decisions, largest first.
 	HotKeys []HotKey `json:"hot_keys"`
+	// HeaderHonesty is set by HTTP attacks whose target sent rate-limit headers: the lies
+	// found in them by kind.
+	HeaderHonesty *HeaderHonesty `json:"header_honesty,omitempty"`
 	// Nodes is what each Redis node's client saw: commands, redirects and NOSCRIPT replies.
 	Nodes []NodeStats `json:"nodes"`
 	// Process is ratelab's own footprint: memory and goroutines after warm-up and at the end.
@@ -68,6 +71,9 @@ type Summary struct {
 	Faults []Fault `json:"faults"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.
 	SLO SLO `json:"slo"`
+	// Stages is set when the load followed stages (load.stages): the offered rate at which each
+	// per-second SLO check first failed; absent otherwise.
+	Stages *Stages `json:"stages,omitempty"`
 	// Part is set when the run is one of several generators (ratelab run --part i/N) or a
 	// merge of them (ratelab merge); absent for a single generator.
 	Part *Part `json:"part,omitempty"`

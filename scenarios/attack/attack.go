@@ -87,7 +87,10 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	}
 	defer out.close()
 	col := newCollector(p, o, o.checkers(p), out.series)
-	tr := newTransport(p, o)
+	tr, err := newTransport(p, o)
+	if err != nil {
+		return nil, err
+	}
 	col.seqPlan = tr.seqPlan
 	atk := vegeta.NewAttacker(
 		vegeta.Client(&http.Client{Timeout: o.Timeout, Transport: tr}),
@@ -98,6 +101,7 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	// base is read before vegeta's own start, so intended times are never later than vegeta's
 	// schedule and the latency from them never less than vegeta's.
 	col.base = time.Now()
+	col.hon.base = col.base
 	if err := out.series.Start(col.base); err != nil {
 		return nil, err
 	}
@@ -144,10 +148,13 @@ func (c *collector) consume(ctx context.Context, out <-chan *vegeta.Result, atk 
 			if !ok {
 				return interrupted
 			}
+			c.add(r, c.seqPlan)
+			// results.bin keeps response headers (never the request's): a secret a target
+			// echoes back is redacted there.
+			redactHeaders(r.Headers, c.o.KeyHeader)
 			if err := enc.Encode(r); err != nil && c.encErr == nil {
 				c.encErr = err
 			}
-			c.add(r, c.seqPlan)
 			// Judge in batches: pending is sorted at every feed.
 			if unjudged++; unjudged >= 4096 {
 				unjudged = 0
@@ -213,20 +220,25 @@ func (o Options) checkers(p *plan) [2]check.Checker {
 		if o.hooks != nil {
 			cs[i] = o.hooks.newChecker(p.tenantNames(), p.hdr.Endpoints)
 		} else {
-			policy := o.Policy
-			cs[i] = check.NewBucket(p.tenants*len(p.hdr.Endpoints), func(int) limiter.BucketPolicy { return policy })
+			cs[i] = o.newDeclaredChecker(p.tenants * len(p.hdr.Endpoints))
 		}
 		cs[i].SetReorderWindow(max(o.Timeout, check.DefaultReorderWindowMs*time.Millisecond).Milliseconds(), nil)
 	}
 	return cs
 }
 
-// newTransport is vegeta's RoundTripper for p: loopback connections, never through a proxy.
-func newTransport(p *plan, o Options) *transport {
+// newTransport is vegeta's RoundTripper for p: never through a proxy, TLS as o says.
+func newTransport(p *plan, o Options) (*transport, error) {
+	tc, err := o.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
 	tr := &transport{
 		base: &http.Transport{
 			Proxy:               nil, // loopback targets: never through an environment proxy
 			DialContext:         (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:     tc,
+			TLSHandshakeTimeout: o.Timeout,
 			MaxIdleConnsPerHost: int(min(o.MaxWorkers, 1<<16)),
 			IdleConnTimeout:     90 * time.Second,
 		},
@@ -235,7 +247,7 @@ func newTransport(p *plan, o Options) *transport {
 	if p.nextSame != nil {
 		tr.order = newSequencer(p)
 	}
-	return tr
+	return tr, nil
 }
 
 // newSummary writes what the attack measured into a new summary.
@@ -269,6 +281,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	// is in neither total: the fewer of the two is what both still call false.
 	sum.Overspend = blackBoxOverspend(c, p, t)
 	sum.HotKeys = engine.HotKeys(c.keyCounts, p.keyName)
+	sum.HeaderHonesty = c.hon.judge()
 	sum.SLO = o.SLO.Evaluate(sum)
 	return sum
 }
@@ -283,6 +296,10 @@ func loadNote(o Options, c *collector, decisions, offered int64) string {
 	notes = append(notes,
 		fmt.Sprintf("HTTP via vegeta, %d..%d workers; latency from each request's intended start (schedule lag p99 %.3f ms, counted in latency); vegeta's own dequeue-based latency p99 %.3f ms (results.bin)",
 			o.Workers, o.MaxWorkers, c.lag.QuantileMs(99), c.ownLat.QuantileMs(99)))
+	notes = append(notes, o.requestNote())
+	if o.windowed() {
+		notes = append(notes, "declared policy: sliding window "+o.Window.String())
+	}
 	if o.TimeHeader != "" {
 		notes = append(notes, "overspend judged at each request's trace time ("+o.TimeHeader+")")
 	} else {

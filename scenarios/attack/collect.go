@@ -113,6 +113,7 @@ type collector struct {
 	lateDone    int64 // requests completed after it, whatever their outcome
 	rows        int   // seconds to write: all, or those the schedule reached before an interrupt
 	rowsOut     []results.Interval
+	hon         *honesty
 	seqPlan     []int32 // the transport's: per vegeta Seq, the request index + 1
 	encErr      error   // the first error writing results.bin
 	closed      bool
@@ -131,6 +132,8 @@ func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results
 		keyCounts: make([]int64, p.tenants*len(p.hdr.Endpoints)),
 		lag:       results.NewHistogram(), ownLat: results.NewHistogram(),
 		got: make([]bool, len(p.off)),
+		// A scenario's keys have their own tariffs, not one declared policy to judge headers by.
+		hon: &honesty{o: o, off: o.hooks != nil},
 	}
 	if !c.traceTime {
 		c.sendMs = make([]int64, len(p.off))
@@ -190,6 +193,8 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	if k >= 0 {
 		key := c.p.key(k)
 		c.keyCounts[key]++
+		plain := source != limiter.FailOpen.String() && source != limiter.FailClosed.String()
+		c.hon.record(key, r.Timestamp, end, o.kind, judge && plain && c.p.recs[k].Cost == 1, r.Headers)
 		if judge {
 			o.key, o.cost = int32(key), int32(min(c.p.recs[k].Cost, math.MaxInt32))
 			o.cause = c.cause(source)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -90,8 +91,28 @@ type Options struct {
 
 	// Policy is the declared per-(tenant, endpoint) bucket the responses are judged against.
 	Policy limiter.BucketPolicy
-	// KeyHeader carries the tenant's API key (default DefaultKeyHeader).
+	// Window, when its Limit is set, is the declared policy instead of Policy: at most Limit
+	// requests per tenant and endpoint in any Window (a sliding window).
+	Window WindowPolicy
+	// KeyHeader carries the tenant's API key (default DefaultKeyHeader), as KeyFormat says.
 	KeyHeader string
+	// KeyFormat is the key header's value, KeyPlaceholder standing for the key (default
+	// "{key}"; "Bearer {key}" with KeyHeader Authorization sends bearer tokens).
+	KeyFormat string
+	// Keys, when set, are the tenants' API keys: tenant i sends Keys[i], and Tenants must be
+	// len(Keys) (0 takes it). The keys are secrets: the run names tenants tenant-i, never by key.
+	Keys []string
+
+	// Method is every request's HTTP method (default GET); Body its body (none when empty).
+	Method string
+	Body   []byte
+	// Header is sent with every request besides the key header. Sensitive values (see
+	// Sensitive) are never printed or written.
+	Header http.Header
+	// CA is a PEM bundle of CA certificates trusted for https URLs in addition to the system's
+	// roots; Insecure skips certificate verification instead.
+	CA       []byte
+	Insecure bool
 
 	// Workers and MaxWorkers bound vegeta's workers (defaults DefaultWorkers, DefaultMaxWorkers).
 	// When all MaxWorkers are busy vegeta sends late; the lateness is in the latency.
@@ -153,6 +174,9 @@ func (o Options) withDefaults() Options {
 	o.Rate = cmp.Or(o.Rate, DefaultRate)
 	o.Duration = cmp.Or(o.Duration, DefaultDuration)
 	o.Pacer = cmp.Or(o.Pacer, "constant")
+	if o.Tenants == 0 && len(o.Keys) > 0 {
+		o.Tenants = len(o.Keys)
+	}
 	o.Tenants = cmp.Or(o.Tenants, DefaultTenants)
 	o.Theta = cmp.Or(o.Theta, DefaultTheta)
 	o.Seed = cmp.Or(o.Seed, DefaultSeed)
@@ -162,6 +186,8 @@ func (o Options) withDefaults() Options {
 	o.TenantPrefix = cmp.Or(o.TenantPrefix, trace.DefaultTenantPrefix)
 	o.Speed = cmp.Or(o.Speed, 1)
 	o.KeyHeader = cmp.Or(o.KeyHeader, DefaultKeyHeader)
+	o.KeyFormat = cmp.Or(o.KeyFormat, KeyPlaceholder)
+	o.Method = cmp.Or(o.Method, http.MethodGet)
 	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
 	o.MaxWorkers = cmp.Or(o.MaxWorkers, DefaultMaxWorkers)
 	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
@@ -185,11 +211,18 @@ func (o Options) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if o.hooks == nil {
+	switch {
+	case o.hooks != nil:
+	case o.Window.Limit != 0 || o.Window.Window != 0:
+		if err := o.Window.Validate(); err != nil {
+			bad("policy: %v; declare the target's window, e.g. limit=100,window=1s", err)
+		}
+	default:
 		if err := o.Policy.Validate(); err != nil {
 			bad("policy: %v; declare the target's limit, e.g. rate=50,burst=100", err)
 		}
 	}
+	o.validateRequest(bad)
 	if o.Trace == nil {
 		if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
 			bad("rate %v: want requests per second > 0, e.g. 2000", o.Rate)

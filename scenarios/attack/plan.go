@@ -78,6 +78,9 @@ func newPlan(o Options) (*plan, error) {
 			p.tenants = max(p.tenants, int(r.Tenant)+1)
 		}
 	}
+	if len(o.Keys) > 0 && p.tenants > len(o.Keys) {
+		return nil, fmt.Errorf("%w: keys: %d keys for the trace's %d tenants; give one key per tenant", ErrInvalid, len(o.Keys), p.tenants)
+	}
 	if p.tenants*len(p.hdr.Endpoints) > MaxKeys {
 		return nil, fmt.Errorf("%w: %d tenants x %d endpoints: more than %d keys", ErrInvalid, p.tenants, len(p.hdr.Endpoints), MaxKeys)
 	}
@@ -143,13 +146,17 @@ func (pc pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 // Rate is the schedule's mean rate.
 func (pc pacer) Rate(time.Duration) float64 { return pc.p.rate }
 
-// targeter hands out the schedule's requests in call order: method, URL, the tenant's API key,
-// the request index (for the RoundTripper) and, when asked, the cost and the trace time.
+// targeter hands out the schedule's requests in call order: method, URL, body, the extra
+// headers, the tenant's API key in KeyFormat, the request index (for the RoundTripper) and, when asked, the cost and the trace time.
 func (p *plan) targeter(o Options) vegeta.Targeter {
 	keyH := textproto.CanonicalMIMEHeaderKey(o.KeyHeader)
 	reqH := textproto.CanonicalMIMEHeaderKey(ReqHeader)
 	costH := textproto.CanonicalMIMEHeaderKey(o.CostHeader)
 	timeH := textproto.CanonicalMIMEHeaderKey(o.TimeHeader)
+	extra := make(http.Header, len(o.Header))
+	for name, vs := range o.Header {
+		extra[textproto.CanonicalMIMEHeaderKey(name)] = vs
+	}
 	var next atomic.Uint64
 	return func(t *vegeta.Target) error {
 		if t == nil {
@@ -160,8 +167,11 @@ func (p *plan) targeter(o Options) vegeta.Targeter {
 			return vegeta.ErrNoTargets
 		}
 		r := p.recs[k]
-		h := make(http.Header, 4)
-		h[keyH] = []string{p.hdr.TenantName(r.Tenant)}
+		h := make(http.Header, 4+len(extra))
+		for name, vs := range extra {
+			h[name] = vs // shared: net/http only reads request header values
+		}
+		h[keyH] = []string{o.keyValue(p.hdr.TenantName(r.Tenant), r.Tenant)}
 		h[reqH] = []string{strconv.FormatUint(k, 10)}
 		if o.CostHeader != "" {
 			h[costH] = []string{strconv.FormatUint(uint64(r.Cost), 10)}
@@ -169,7 +179,7 @@ func (p *plan) targeter(o Options) vegeta.Targeter {
 		if o.TimeHeader != "" {
 			h[timeH] = []string{strconv.FormatInt(p.traceMs(int(k)), 10)}
 		}
-		*t = vegeta.Target{Method: http.MethodGet, URL: p.urls[k%uint64(len(p.urls))][r.Endpoint], Header: h}
+		*t = vegeta.Target{Method: o.Method, URL: p.urls[k%uint64(len(p.urls))][r.Endpoint], Header: h, Body: o.Body}
 		return nil
 	}
 }
