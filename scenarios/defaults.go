@@ -31,6 +31,9 @@ const (
 func (s *Spec) ApplyDefaults() {
 	if s.Duration == 0 {
 		s.Duration = Duration(DefaultDuration)
+		if len(s.Load.Stages) > 0 {
+			s.Duration = Duration(StagesDuration(s.Load.Stages))
+		}
 	}
 	if s.Seed == 0 {
 		s.Seed = DefaultSeed

@@ -33,7 +33,8 @@ type Spec struct {
 	Name string `yaml:"name"`
 	// Description is one or two sentences for `ratelab scenarios list`.
 	Description string `yaml:"description,omitempty"`
-	// Duration of the measured run. Default 30s.
+	// Duration of the measured run. Default 30s, or with load.stages their total; given with
+	// stages, it wins: a shorter duration cuts the stages, a longer one holds the last rate.
 	Duration Duration `yaml:"duration,omitempty"`
 	// Seed makes the request stream reproducible. Default 1.
 	Seed      uint64     `yaml:"seed,omitempty"`
@@ -59,8 +60,12 @@ type Spec struct {
 
 // Load is the offered load. The generator is open loop: the schedule does not wait for answers.
 type Load struct {
-	// Rate is the offered rate in requests per second. Required, > 0.
+	// Rate is the offered rate in requests per second. Required, > 0; with Stages it is the
+	// start rate, >= 0 (default 0).
 	Rate float64 `yaml:"rate"`
+	// Stages ramp the arrival rate from Rate, step by step (see Stage); the run lasts their total
+	// unless duration says otherwise. Empty: the rate is constant.
+	Stages []Stage `yaml:"stages,omitempty"`
 	// Pacer is the arrival process: constant (default) or poisson.
 	Pacer string `yaml:"pacer,omitempty"`
 	// MaxInflight bounds requests scheduled but not yet answered; beyond it a request is counted as

@@ -44,11 +44,13 @@ func finitePos(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNa
 func (s *Spec) validateLoad(bad badFunc) {
 	l := s.Load
 	switch {
+	case len(l.Stages) > 0:
+		s.validateStages(bad)
 	case s.Trace != nil:
 		// The trace sets the rate.
 	case !finitePos(l.Rate):
 		bad("load.rate", l.Rate, "must be > 0 requests per second")
-	case l.Rate > 10_000_000:
+	case l.Rate > MaxRate:
 		bad("load.rate", l.Rate, "at most 10,000,000 requests per second per generator; use more generators")
 	}
 	switch l.Pacer {
