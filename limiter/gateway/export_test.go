@@ -4,24 +4,25 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// testCount reads ratelab_gateway_decisions_total{endpoint, outcome} from the registry; 0 when
-// the series does not exist (it is not created by looking).
+// testCount reads ratelab_gateway_decisions_total{endpoint, outcome} from the registry, summed
+// over sources; 0 when no series exists (none is created by looking).
 func testCount(m *Metrics, endpoint string, outcome int) float64 {
 	fams, err := m.reg.Gather()
 	if err != nil {
 		panic(err)
 	}
+	var n float64
 	for _, f := range fams {
 		if f.GetName() != "ratelab_gateway_decisions_total" {
 			continue
 		}
 		for _, mt := range f.GetMetric() {
 			if label(mt, "endpoint") == endpoint && label(mt, "outcome") == outcomeNames[outcome] {
-				return mt.GetCounter().GetValue()
+				n += mt.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return n
 }
 
 func label(m *dto.Metric, name string) string {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -9,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"ratelab/limiter"
 )
 
 // DefaultMaxEndpointLabels bounds the distinct endpoint label values of a Metrics. Endpoints
@@ -30,6 +34,27 @@ const (
 
 var outcomeNames = [numOutcomes]string{"allowed", "denied", "error"}
 
+// SourceNone is the source label of a decision that ended in an error: no source decided it.
+const SourceNone = "none"
+
+// sourceNames are the source label values: limiter.Source's names by value, then SourceNone.
+// A Source beyond the names counts under its String ("unknown"), the entry before SourceNone.
+var sourceNames = func() []string {
+	var names []string
+	for s := limiter.Source(0); ; s++ {
+		name := s.String()
+		names = append(names, name)
+		if name == "unknown" {
+			return append(names, SourceNone)
+		}
+	}
+}()
+
+// sourceIndex is the index in sourceNames of a decision's source; sourceNoneIndex of an error.
+func sourceIndex(s limiter.Source) int { return min(int(s), len(sourceNames)-2) }
+
+var sourceNoneIndex = len(sourceNames) - 1
+
 // decisionBuckets are the decision-latency histogram's upper bounds in seconds: 50 us to 1 s,
 // about x2.5 apart: from a central decision on loopback up to a timeout, which sits at the
 // limiter's deadline (DefaultTimeout in `ratelab gateway`).
@@ -40,21 +65,31 @@ var decisionBuckets = []float64{
 // Metrics is the gateway's Prometheus instrumentation, on a registry of its own (never the
 // global one):
 //
-//	ratelab_gateway_decisions_total{endpoint,outcome}  outcome = allowed | denied | error
-//	ratelab_gateway_decision_seconds                   histogram of the limiter call's duration
-//	ratelab_gateway_unauthorized_total                 requests answered 401 (no or unknown key)
+//	ratelab_gateway_decisions_total{endpoint,outcome,source}  outcome = allowed | denied | error;
+//	                                                          source = limiter.Source's name, none on error
+//	ratelab_gateway_decision_seconds{outcome}                 histogram of the limiter call's duration
+//	ratelab_gateway_unauthorized_total                        requests answered 401 (no or unknown key)
+//	ratelab_build_info{version,commit,go}                     1 (SetBuildInfo)
 //
 // plus the Go and process collectors. Labels never carry an API key or a tenant. A nil
 // *Metrics records nothing. Safe for concurrent use.
 type Metrics struct {
 	reg          *prometheus.Registry
 	decisions    *prometheus.CounterVec
-	seconds      prometheus.Histogram
+	seconds      [numOutcomes]prometheus.Observer
 	unauth       prometheus.Counter
+	build        *prometheus.GaugeVec
 	maxEndpoints int
 
 	mu        sync.RWMutex
-	endpoints map[string]*[numOutcomes]prometheus.Counter
+	endpoints map[string]*endpointCounters
+}
+
+// endpointCounters are one endpoint label's decision counters by outcome and source index,
+// created on first use so that only the pairs that happen make series.
+type endpointCounters struct {
+	label string
+	c     [numOutcomes][]prometheus.Counter
 }
 
 // NewMetrics returns a Metrics on a new registry, with at most DefaultMaxEndpointLabels
@@ -64,23 +99,50 @@ func NewMetrics() *Metrics {
 		reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelab_gateway_decisions_total",
-			Help: "Rate-limit decisions by endpoint and outcome (allowed, denied, error).",
-		}, []string{"endpoint", "outcome"}),
-		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ratelab_gateway_decision_seconds",
-			Help:    "Duration of one limiter decision as seen by the gateway, seconds.",
-			Buckets: decisionBuckets,
-		}),
+			Help: "Rate-limit decisions by endpoint, outcome (allowed, denied, error) and source (central, lease, local, fail-open, fail-closed; none on error).",
+		}, []string{"endpoint", "outcome", "source"}),
 		unauth: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ratelab_gateway_unauthorized_total",
 			Help: "Requests answered 401: no API key, or one the key map does not know.",
 		}),
+		build: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ratelab_build_info",
+			Help: "The ratelab build serving: its version, commit and Go version; always 1.",
+		}, []string{"version", "commit", "go"}),
 		maxEndpoints: DefaultMaxEndpointLabels,
-		endpoints:    make(map[string]*[numOutcomes]prometheus.Counter),
+		endpoints:    make(map[string]*endpointCounters),
 	}
-	m.reg.MustRegister(m.decisions, m.seconds, m.unauth,
+	seconds := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ratelab_gateway_decision_seconds",
+		Help:    "Duration of one limiter decision as seen by the gateway, by outcome, seconds.",
+		Buckets: decisionBuckets,
+	}, []string{"outcome"})
+	for i, name := range outcomeNames {
+		m.seconds[i] = seconds.WithLabelValues(name)
+	}
+	m.SetBuildInfo("dev", vcsCommit())
+	m.reg.MustRegister(m.decisions, seconds, m.unauth, m.build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// SetBuildInfo sets ratelab_build_info's version and commit (the Go version is the runtime's);
+// NewMetrics starts with version "dev" and the commit the build recorded, if any.
+func (m *Metrics) SetBuildInfo(version, commit string) {
+	m.build.Reset()
+	m.build.WithLabelValues(version, commit, runtime.Version()).Set(1)
+}
+
+// vcsCommit is the commit the binary was built from, "" when the build did not record one.
+func vcsCommit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
 }
 
 // Registry returns the registry, to add collectors of the caller's own.
@@ -91,13 +153,14 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// record counts one decision of endpoint with outcome o that took d.
-func (m *Metrics) record(endpoint string, o int, d time.Duration) {
+// record counts one decision of endpoint with outcome o, from the source of index src in
+// sourceNames, that took d.
+func (m *Metrics) record(endpoint string, o, src int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.counters(endpoint)[o].Inc()
-	m.seconds.Observe(d.Seconds())
+	m.counter(endpoint, o, src).Inc()
+	m.seconds[o].Observe(d.Seconds())
 }
 
 func (m *Metrics) unauthorized() {
@@ -106,31 +169,43 @@ func (m *Metrics) unauthorized() {
 	}
 }
 
-// counters returns endpoint's three outcome counters, creating them under the label bound.
-// The lookup of a known endpoint takes a read lock and allocates nothing.
-func (m *Metrics) counters(endpoint string) *[numOutcomes]prometheus.Counter {
+// counter returns endpoint's counter of outcome o and source src, creating it under the label
+// bound. The lookup of a known one takes a read lock and allocates nothing.
+func (m *Metrics) counter(endpoint string, o, src int) prometheus.Counter {
 	m.mu.RLock()
-	c := m.endpoints[endpoint]
+	var c prometheus.Counter
+	if e := m.endpoints[endpoint]; e != nil {
+		c = e.c[o][src]
+	}
 	m.mu.RUnlock()
 	if c != nil {
 		return c
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c = m.endpoints[endpoint]; c != nil {
-		return c
+	e := m.endpoint(endpoint)
+	if e.c[o][src] == nil {
+		e.c[o][src] = m.decisions.WithLabelValues(e.label, outcomeNames[o], sourceNames[src])
+	}
+	return e.c[o][src]
+}
+
+// endpoint returns endpoint's counters, creating them under the label bound; m.mu is held.
+func (m *Metrics) endpoint(endpoint string) *endpointCounters {
+	if e := m.endpoints[endpoint]; e != nil {
+		return e
 	}
 	label := endpoint
 	if len(m.endpoints) >= m.maxEndpoints || !utf8.ValidString(endpoint) {
 		label = OtherEndpoint
-		if c = m.endpoints[OtherEndpoint]; c != nil {
-			return c // not cached under endpoint: the map stays bounded too
+		if e := m.endpoints[OtherEndpoint]; e != nil {
+			return e // not cached under endpoint: the map stays bounded too
 		}
 	}
-	c = new([numOutcomes]prometheus.Counter)
-	for i, name := range outcomeNames {
-		c[i] = m.decisions.WithLabelValues(label, name)
+	e := &endpointCounters{label: label}
+	for o := range e.c {
+		e.c[o] = make([]prometheus.Counter, len(sourceNames))
 	}
-	m.endpoints[label] = c
-	return c
+	m.endpoints[label] = e
+	return e
 }

@@ -105,7 +105,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(start)
 
 	if err != nil {
-		m.c.metrics.record(endpoint, outcomeError, elapsed)
+		m.c.metrics.record(endpoint, outcomeError, sourceNoneIndex, elapsed)
 		if errors.Is(err, limiter.ErrBadRequest) {
 			writeJSON(w, http.StatusBadRequest, bodyBadRequest)
 			return
@@ -121,11 +121,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sc := new(scratch)
 	setDecisionHeaders(h, sc, d, policy)
 	if !d.Allowed {
-		m.c.metrics.record(endpoint, outcomeDenied, elapsed)
+		m.c.metrics.record(endpoint, outcomeDenied, sourceIndex(d.Source), elapsed)
 		writeJSON(w, http.StatusTooManyRequests, deniedBody(sc.body[:0], d))
 		return
 	}
-	m.c.metrics.record(endpoint, outcomeAllowed, elapsed)
+	m.c.metrics.record(endpoint, outcomeAllowed, sourceIndex(d.Source), elapsed)
 	m.next.ServeHTTP(w, r)
 }
 

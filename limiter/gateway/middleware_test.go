@@ -5,8 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"ratelab/limiter"
 )
@@ -170,7 +173,7 @@ func TestMetricsEndpointLabelsAreBounded(t *testing.T) {
 	m := NewMetrics()
 	m.maxEndpoints = 2
 	for _, ep := range []string{"a", "b", "c", "d", "a", "\xff"} {
-		m.record(ep, outcomeAllowed, 0)
+		m.record(ep, outcomeAllowed, sourceIndex(limiter.Local), 0)
 	}
 	for _, tc := range []struct {
 		endpoint string
@@ -184,6 +187,38 @@ func TestMetricsEndpointLabelsAreBounded(t *testing.T) {
 		t.Errorf("%d cached endpoints, want 3 (a, b, other)", len(m.endpoints))
 	}
 	var nilMetrics *Metrics
-	nilMetrics.record("a", outcomeAllowed, 0) // must not panic
+	nilMetrics.record("a", outcomeAllowed, sourceNoneIndex, 0) // must not panic
 	nilMetrics.unauthorized()
+}
+
+func TestMetricsLabelSourceOutcomeAndBuild(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics()
+	m.record("a", outcomeAllowed, sourceIndex(limiter.FailOpen), time.Millisecond)
+	m.record("a", outcomeDenied, sourceIndex(limiter.FailClosed), time.Millisecond)
+	m.record("a", outcomeAllowed, sourceIndex(limiter.Source(200)), time.Millisecond)
+	m.record("a", outcomeError, sourceNoneIndex, time.Millisecond)
+	m.SetBuildInfo("v1.2.3", "abc123")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`ratelab_gateway_decisions_total{endpoint="a",outcome="allowed",source="fail-open"} 1`,
+		`ratelab_gateway_decisions_total{endpoint="a",outcome="denied",source="fail-closed"} 1`,
+		`ratelab_gateway_decisions_total{endpoint="a",outcome="allowed",source="unknown"} 1`,
+		`ratelab_gateway_decisions_total{endpoint="a",outcome="error",source="none"} 1`,
+		`ratelab_gateway_decision_seconds_count{outcome="allowed"} 2`,
+		`ratelab_gateway_decision_seconds_count{outcome="error"} 1`,
+		`ratelab_build_info{commit="abc123",go="` + runtime.Version() + `",version="v1.2.3"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if n := strings.Count(body, "ratelab_build_info{"); n != 1 {
+		t.Errorf("%d ratelab_build_info series, want 1 (SetBuildInfo replaces the default)", n)
+	}
+	if want := []string{"central", "lease", "local", "fail-open", "fail-closed", "unknown", SourceNone}; !slices.Equal(sourceNames, want) {
+		t.Errorf("source labels %v, want %v", sourceNames, want)
+	}
 }

@@ -157,12 +157,15 @@ func runSuite(t *testing.T, lim limiter.Limiter, src limiter.Source) {
 		}
 		// search: 3 + 3 (bearer) + 1 (B) allowed; 1 + 1 + 1 denied; 1 error (bad tenant).
 		for _, want := range []string{
-			`ratelab_gateway_decisions_total{endpoint="search",outcome="allowed"} 7`,
-			`ratelab_gateway_decisions_total{endpoint="search",outcome="denied"} 3`,
-			`ratelab_gateway_decisions_total{endpoint="search",outcome="error"} 1`,
-			`ratelab_gateway_decisions_total{endpoint="orders",outcome="allowed"} 1`,
-			`ratelab_gateway_decision_seconds_count 12`,
+			`ratelab_gateway_decisions_total{endpoint="search",outcome="allowed",source="` + src.String() + `"} 7`,
+			`ratelab_gateway_decisions_total{endpoint="search",outcome="denied",source="` + src.String() + `"} 3`,
+			`ratelab_gateway_decisions_total{endpoint="search",outcome="error",source="none"} 1`,
+			`ratelab_gateway_decisions_total{endpoint="orders",outcome="allowed",source="` + src.String() + `"} 1`,
+			`ratelab_gateway_decision_seconds_count{outcome="allowed"} 8`,
+			`ratelab_gateway_decision_seconds_count{outcome="denied"} 3`,
+			`ratelab_gateway_decision_seconds_count{outcome="error"} 1`,
 			`ratelab_gateway_unauthorized_total 3`,
+			`ratelab_build_info{commit="`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %q", want)
