@@ -62,6 +62,8 @@ var layers = []layerRule{
 
 	// The report reads run directories: the results files, never the scenarios that wrote them.
 	{pkg: "ratelab/report/...", allow: []string{"ratelab/results", "ratelab/report/..."}},
+	// Live metrics of a run: fed by the results' rows and snapshots, never by the engine.
+	{pkg: "ratelab/report/live", allow: []string{"ratelab/results"}},
 
 	// The Spec; the cluster package only for its typed names.
 	{pkg: "ratelab/scenarios", allow: []string{
