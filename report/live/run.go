@@ -105,9 +105,37 @@ func Start(scenario, runID string, opts ...Option) (*Run, error) {
 	return r, nil
 }
 
-// Addr is the address the server listens on, "" without WithListen.
+// TeeInterval returns an OnInterval hook that feeds r, then calls next (which may be nil): the
+// driver's one hook serves the progress display and the metrics. On a nil *Run it returns next,
+// so a caller can wire it whether or not metrics were asked for.
+func (r *Run) TeeInterval(next func(results.Interval)) func(results.Interval) {
+	if r == nil {
+		return next
+	}
+	return func(iv results.Interval) {
+		r.OnInterval(iv)
+		if next != nil {
+			next(iv)
+		}
+	}
+}
+
+// TeeProgress is TeeInterval for the OnProgress hook.
+func (r *Run) TeeProgress(next func(results.Progress)) func(results.Progress) {
+	if r == nil {
+		return next
+	}
+	return func(p results.Progress) {
+		r.OnProgress(p)
+		if next != nil {
+			next(p)
+		}
+	}
+}
+
+// Addr is the address the server listens on, "" without WithListen (or on a nil *Run).
 func (r *Run) Addr() string {
-	if r.ln == nil {
+	if r == nil || r.ln == nil {
 		return ""
 	}
 	return r.ln.Addr().String()
@@ -115,8 +143,11 @@ func (r *Run) Addr() string {
 
 // Finish sets the counters to sum's totals (Metrics.Finish), pushes them once more, keeps
 // serving them for the grace period so that a last scrape sees them, then stops. It returns the
-// final push's error, if any. ctx cuts the grace period short.
+// final push's error, if any. ctx cuts the grace period short. A nil *Run does nothing.
 func (r *Run) Finish(ctx context.Context, sum *results.Summary) error {
+	if r == nil {
+		return nil
+	}
 	r.Metrics.Finish(sum)
 	var err error
 	if r.push != nil {
@@ -133,8 +164,12 @@ func (r *Run) Finish(ctx context.Context, sum *results.Summary) error {
 	return errors.Join(err, r.closeServer())
 }
 
-// Close stops serving and pushing at once, without a final push: for a run that failed.
+// Close stops serving and pushing at once, without a final push: for a run that failed. After
+// Finish, and on a nil *Run, it does nothing.
 func (r *Run) Close() error {
+	if r == nil {
+		return nil
+	}
 	if r.push != nil {
 		r.push.cancel()
 	}
