@@ -52,6 +52,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	total := &secStats{hist: results.NewHistogram()}
 	m := &Measured{Summary: sum, Hist: total.hist}
 	var c counts
+	firsts := newFirstFailures(s.Spec)
 	emit := func(sec int, st *secStats) {
 		plan.sample(sec, &sum.Process)
 		iv := d.row(sec, st)
@@ -60,14 +61,17 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		c.behind += d.behind[sec].Load()
 		total.add(st)
 		m.Rows = append(m.Rows, iv)
+		if firsts != nil {
+			firsts.Add(scenarios.NewSecond(&iv, st.hist))
+		}
 		w.write(d.base, iv, st.hist)
 		if s.opts.OnInterval != nil {
 			s.opts.OnInterval(iv)
 		}
 	}
 	spec := s.Spec
-	s.logf("running %s: %.0f requests/s offered for %s (%s limiter, %d workers, max in flight %d)",
-		spec.Name, spec.Load.Rate, time.Duration(spec.Duration), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
+	s.logf("running %s: %s (%s limiter, %d workers, max in flight %d)",
+		spec.Name, loadLine(spec), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
 	d.run(ctx, pacer, keys, emit)
 	s.faults.Stop()
 	plan.end(&sum.Process)
@@ -78,6 +82,10 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		c.lateAnswers += d.lateAnswers[i].Load()
 	}
 	d.summarize(sum, total, m.Ran, c)
+	if firsts != nil {
+		sum.Stages = firsts.Result()
+		sum.Load.Note += stagesNote(spec)
+	}
 	w.end(d.base, results.RunCounts(sum, total.hist))
 	m.Keys = s.tally.ledger()
 	if s.opts.RecordTrace != "" {

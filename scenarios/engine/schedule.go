@@ -265,14 +265,19 @@ func keyDist(spec *scenarios.Spec) (workload.KeyDist, error) {
 	return k, nil
 }
 
+// newPacer returns the spec's arrival schedule: at load.rate, or along load.stages.
 func newPacer(spec *scenarios.Spec) (workload.Pacer, error) {
-	var (
-		p   workload.Pacer
-		err error
-	)
-	if spec.Load.Pacer == "poisson" {
+	var p workload.Pacer
+	prof, err := spec.Profile()
+	switch {
+	case err != nil:
+	case prof != nil && spec.Load.Pacer == "poisson":
+		p = workload.NewRampPoisson(prof, spec.Seed)
+	case prof != nil:
+		p = workload.NewRamp(prof)
+	case spec.Load.Pacer == "poisson":
 		p, err = workload.NewPoisson(spec.Load.Rate, time.Duration(spec.Duration), spec.Seed)
-	} else {
+	default:
 		p, err = workload.NewConstant(spec.Load.Rate, time.Duration(spec.Duration))
 	}
 	if err != nil {
