@@ -48,6 +48,7 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		t.fault(f)
 	}
 	t.slo(s.SLO)
+	t.stages(s.Stages)
 	if reportPath != "" {
 		t.row("report", "%s", reportPath)
 	}
@@ -184,6 +185,32 @@ func (t *textRows) slo(slo results.SLO) {
 		parts = append(parts, fmt.Sprintf("%s %g: %s %s", c.Name, c.Limit, value, mark))
 	}
 	t.row("SLO", "%s (%s)", verdict, strings.Join(parts, "; "))
+}
+
+// stages writes, for a run with load stages, the offered rate at which each per-second SLO
+// check first failed, and the checks that passed every second.
+func (t *textRows) stages(st *results.Stages) {
+	if st == nil {
+		return
+	}
+	failed := map[string]bool{}
+	var parts []string
+	for _, f := range st.FirstFailure {
+		failed[f.Check] = true
+		value := notMeasurable
+		if f.Value != nil {
+			value = fmt.Sprintf("%.4g", *f.Value)
+		}
+		parts = append(parts, fmt.Sprintf("%s first failed at %.0f s, %.0f offered/s (%s, limit %g; %d s failed)",
+			f.Check, f.AtS, f.OfferedRPS, value, f.Limit, f.FailedSeconds))
+	}
+	for _, c := range st.Checked {
+		if !failed[c] {
+			parts = append(parts, c+" passed every second")
+		}
+	}
+	parts = append(parts, fmt.Sprintf("peak %.0f offered/s", st.PeakOfferedRPS))
+	t.row("stages", "%s", strings.Join(parts, "; "))
 }
 
 func orDash(s string) string {
