@@ -106,6 +106,14 @@ func fmtFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
+// fmtOptFloat is fmtFloat of *p, or not measurable for nil.
+func fmtOptFloat(p *float64) string {
+	if p == nil {
+		return notMeasurable
+	}
+	return fmtFloat(*p)
+}
+
 // fmtSeconds formats a duration given in seconds to the millisecond, trailing zeros trimmed:
 // 60.5 -> "60.5 s".
 func fmtSeconds(v float64) string { return fmtSec(v) + " s" }

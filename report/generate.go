@@ -26,19 +26,14 @@ var templateFS embed.FS
 
 // funcs are the number formats the templates use (format.go).
 var funcs = map[string]any{
-	"int":   fmtInt,
-	"rate":  fmtRate,
-	"ms":    fmtMs,
-	"lat":   fmtLatency,
-	"pct":   fmtPct,
-	"share": fmtShare,
-	"float": fmtFloat,
-	"optfloat": func(p *float64) string {
-		if p == nil {
-			return notMeasurable
-		}
-		return fmtFloat(*p)
-	},
+	"int":     fmtInt,
+	"rate":    fmtRate,
+	"ms":      fmtMs,
+	"lat":     fmtLatency,
+	"pct":     fmtPct,
+	"share":   fmtShare,
+	"float":   fmtFloat,
+	"opt":     fmtOptFloat,
 	"seconds": fmtSeconds,
 	"time":    fmtTime,
 	"md":      mdEscape,
