@@ -21,6 +21,7 @@ type attackFlags struct {
 	quiet     bool
 	slo       []string
 	output    *outputFlag
+	req       requestFlags
 }
 
 // newAttackCmd is `ratelab attack`: HTTP load with vegeta against a gateway or any
@@ -39,6 +40,13 @@ summary.json, timeseries.csv, plots and report.html as 'ratelab run' does, and v
 results.bin ('vegeta report results.bin', 'vegeta plot results.bin'). Latency counts from each
 request's intended start. Overspend is judged black-box: 200 vs 429 per tenant and endpoint
 against the declared --policy.
+
+Real APIs: --method, -H 'Name: value' (repeatable), --body or --body-file, --key-header with
+--key-format 'Bearer {key}' and --keys-file (one real key per line) shape the requests; https
+URLs verify against the system's roots plus --ca FILE (--insecure skips verification). The
+values of Authorization-like headers and the keys are never printed or written. Every answer's
+Retry-After and RateLimit headers are checked against the answers that follow (header honesty,
+see docs/attack.md); --policy limit=N,window=W declares a sliding window instead of a bucket.
 
 --trace FILE replays a trace (see 'ratelab trace') at --speed, with its keys and each tenant's
 order, instead of generating requests.
@@ -65,8 +73,8 @@ the verdict is written into summary.json, and a failed check exits 3.
 	fl.Uint64Var(&o.Seed, "seed", attack.DefaultSeed, "seed of the request stream (the same seed gives the same requests as 'ratelab run')")
 	fl.StringVar(&f.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix, name[:weight],... e.g. search:3,read:1")
 	o.Policy = limiter.BucketPolicy{Rate: 100, Burst: 200}
-	fl.Var(newPolicyFlag(&o.Policy.Rate, func() int64 { return o.Policy.Burst }, func(b int64) { o.Policy.Burst = b }),
-		"policy", "the target's declared token bucket per tenant and endpoint (rate tokens/s, burst tokens), for overspend")
+	fl.Var(declaredPolicyFlag{bucket: &o.Policy, window: &o.Window},
+		"policy", "the target's declared limit per tenant and endpoint, for overspend and header honesty: a token bucket rate=R,burst=B (tokens/s, tokens) or a sliding window limit=N,window=W (requests, duration)")
 	fl.StringVar(&o.KeyHeader, "key-header", attack.DefaultKeyHeader, "header carrying the tenant's API key")
 	fl.StringVar(&o.CostHeader, "cost-header", "", "header carrying each request's cost (needed to replay traces with costs other than 1)")
 	fl.StringVar(&o.TimeHeader, "time-header", "", "header carrying each request's trace time (Unix ms); overspend is then judged at that time")
@@ -79,6 +87,7 @@ the verdict is written into summary.json, and a failed check exits 3.
 	fl.BoolVar(&o.NoTenantOrder, "no-tenant-order", false, "with --trace: do not hold a tenant's request until its previous one is answered")
 	fl.StringVar(&o.Out, "out", "", "run `DIR` (default out/attack-<time>)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
+	f.req.register(cmd, &o)
 	f.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	alias(fl, "workers", "concurrency")
 	alias(fl, "max-workers", "max-inflight")
@@ -102,9 +111,13 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 			return err
 		}
 	}
+	if err := f.req.apply(cmd, &o); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	warnInsecure(cmd.ErrOrStderr(), o)
 	o.Version = version
 	live := newLiveProgress(cmd.ErrOrStderr(), o.Duration, f.quiet)
 	o.Logf, o.OnInterval, o.OnProgress = live.logf, live.onInterval, live.onProgress
@@ -119,6 +132,7 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 		return err
 	}
 	if f.output.value == outputText {
+		printHonesty(cmd.OutOrStdout(), res.Summary.HeaderHonesty)
 		fmt.Fprintf(cmd.OutOrStdout(), "  vegeta       vegeta report %s\n", filepath.Join(res.Dir, attack.ResultsFile))
 	}
 	return runVerdict(res.Dir, res.Summary)

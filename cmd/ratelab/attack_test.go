@@ -20,6 +20,10 @@ import (
 
 func TestAttackRefusesBadFlags(t *testing.T) {
 	t.Parallel()
+	keysFile := filepath.Join(t.TempDir(), "keys.txt")
+	if err := os.WriteFile(keysFile, []byte("key-one\nkey-two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -28,6 +32,16 @@ func TestAttackRefusesBadFlags(t *testing.T) {
 		{[]string{"--url", "http://127.0.0.1:1/", "--policy", "rate=x,burst=1"}, []string{"--policy", `rate "x"`, "rate=50"}},
 		{[]string{"--url", "http://127.0.0.1:1/", "--pacer", "zigzag"}, []string{`pacer "zigzag"`, "constant or poisson"}},
 		{[]string{"--url", "http://127.0.0.1:1/", "--trace", "/nonexistent.trace"}, []string{"--trace", "no such file"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--body", "x", "--body-file", "/etc/hostname"}, []string{"--body and --body-file", "not both"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--key-format", "Bearer"}, []string{`key format "Bearer"`, "{key}"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "-H", "NoColon"}, []string{"-H", `"NoColon"`, "Name: value"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "-H", "Bad Name: x"}, []string{"-H", "not a header name"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "-H", "X-API-Key: k"}, []string{"header X-Api-Key", "ratelab sets it"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--method", "GE T"}, []string{`method "GE T"`, "GET, POST"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--policy", "limit=0,window=1s"}, []string{"--policy", `limit "0"`, "limit=100"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--ca", "/nonexistent.pem"}, []string{"--ca", "no such file"}},
+		{[]string{"--url", "http://127.0.0.1:1/", "--tenants", "5", "--keys-file", keysFile}, []string{"--keys-file", "2 keys", "--tenants is 5", "drop --tenants"}},
+		{[]string{"--url", "https://10.1.2.3/"}, []string{"loopback", "--allow-remote"}},
 	} {
 		out, err := exec.Command(binary, append([]string{"attack", "-q"}, tc.args...)...).CombinedOutput()
 		if code := exitCode(err); code != 1 {

@@ -75,6 +75,13 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr, err := newTransport(p, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkTLS(tr.base.(*http.Transport).TLSClientConfig); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	name := o.name()
 	dir := o.Out
@@ -87,10 +94,6 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	}
 	defer out.close()
 	col := newCollector(p, o, o.checkers(p), out.series)
-	tr, err := newTransport(p, o)
-	if err != nil {
-		return nil, err
-	}
 	col.seqPlan = tr.seqPlan
 	atk := vegeta.NewAttacker(
 		vegeta.Client(&http.Client{Timeout: o.Timeout, Transport: tr}),

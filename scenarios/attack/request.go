@@ -3,7 +3,9 @@ package attack
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -54,8 +56,12 @@ func ParseHeader(s string) (name, value string, err error) {
 	name, value, ok := strings.Cut(s, ":")
 	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 	show := s
-	if ok && Sensitive(name, "") {
+	switch {
+	case ok && Sensitive(name, ""):
 		show = name + ": " + Redacted
+	case !ok && Sensitive(s, ""):
+		// No colon: where the name ends is unknown, so nothing past the first word is shown.
+		show = strings.Fields(s)[0] + " " + Redacted
 	}
 	if !ok || name == "" {
 		return "", "", fmt.Errorf("%w: header %q: want Name: value, e.g. -H 'Accept: application/json'", ErrInvalid, show)
@@ -210,4 +216,34 @@ func (o Options) keyValue(name string, tenant uint32) string {
 		return key
 	}
 	return strings.ReplaceAll(o.KeyFormat, KeyPlaceholder, key)
+}
+
+// ErrTLS reports that a target's TLS handshake failed before the attack began.
+var ErrTLS = errors.New("attack: TLS handshake failed")
+
+// checkTLS shakes hands once with every https target before the attack (no HTTP request, so
+// no token is spent): a certificate the client does not trust fails here, once and clearly,
+// instead of as every request's error.
+func (o Options) checkTLS(tc *tls.Config) error {
+	if tc == nil {
+		return nil
+	}
+	for _, raw := range o.urls() {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "https" {
+			continue
+		}
+		addr := u.Host
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "443")
+		}
+		cfg := tc.Clone()
+		cfg.ServerName = u.Hostname()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: o.Timeout}, "tcp", addr, cfg)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v; trust the server's CA with --ca FILE (PEM), or skip verification with --insecure", ErrTLS, raw, err)
+		}
+		conn.Close()
+	}
+	return nil
 }
