@@ -27,6 +27,7 @@ const (
 	MetricAchievedRate = "ratelab_achieved_rate_per_second"
 	MetricInFlight     = "ratelab_in_flight_requests"
 	MetricFaultActive  = "ratelab_fault_active"
+	MetricFinished     = "ratelab_run_finished"
 )
 
 // Labels every series carries (constant labels), and the variable ones.
@@ -117,7 +118,7 @@ type Metrics struct {
 type descs struct {
 	info, offered, sent, dropped, late, decisions, errs  *prometheus.Desc
 	overspend, falseDenies, centralOps, offRate, achRate *prometheus.Desc
-	inFlight, fault                                      *prometheus.Desc
+	inFlight, fault, finished                            *prometheus.Desc
 }
 
 // NewMetrics returns the metrics of run runID of scenario, every series labelled with both;
@@ -150,6 +151,7 @@ func NewMetrics(scenario, runID string, info map[string]string) *Metrics {
 		achRate:     desc(MetricAchievedRate, "Decisions answered in the window in the last written second; the run's achieved_rps after the end."),
 		inFlight:    desc(MetricInFlight, "Decisions started and not yet finished."),
 		fault:       desc(MetricFaultActive, "1 while a fault of this kind is active, 0 after.", labelKind),
+		finished:    desc(MetricFinished, "1 once the counters hold the summary's totals (the run is over), 0 before."),
 	}
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:                        MetricLatency,
@@ -218,7 +220,7 @@ func (m *Metrics) Finish(sum *results.Summary) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	d := m.d
 	for _, x := range []*prometheus.Desc{d.info, d.offered, d.sent, d.dropped, d.late, d.decisions,
-		d.errs, d.overspend, d.falseDenies, d.centralOps, d.offRate, d.achRate, d.inFlight, d.fault} {
+		d.errs, d.overspend, d.falseDenies, d.centralOps, d.offRate, d.achRate, d.inFlight, d.fault, d.finished} {
 		ch <- x
 	}
 }
@@ -228,7 +230,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	c := m.current()
-	offRate, achRate, inFlight := m.offRate, m.achRate, m.prog.InFlight
+	offRate, achRate, inFlight, finished := m.offRate, m.achRate, m.prog.InFlight, 0.0
+	if m.final != nil {
+		finished = 1
+	}
 	kinds := make([]string, 0, len(m.faults))
 	for k := range m.faults {
 		kinds = append(kinds, k)
@@ -264,6 +269,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.offRate, offRate)
 	gauge(d.achRate, achRate)
 	gauge(d.inFlight, float64(inFlight))
+	gauge(d.finished, finished)
 	for i, k := range kinds {
 		v := 0.0
 		if active[i] {

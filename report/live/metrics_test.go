@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -52,6 +51,7 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{"in flight", value(t, m, MetricInFlight, "", ""), 7},
 		{"offered rate (last row)", value(t, m, MetricOfferedRate, "", ""), 100},
 		{"achieved rate (last row)", value(t, m, MetricAchievedRate, "", ""), 98},
+		{"not finished", value(t, m, MetricFinished, "", ""), 0},
 	}
 	for _, c := range before {
 		if c.have != c.want {
@@ -68,7 +68,7 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{MetricRedisErrors, "kind", "timeout"}: 6, {MetricRedisErrors, "kind", "other"}: 1,
 		{MetricOverspend}: 3, {MetricFalseDenies}: 1, {MetricCentralOps}: 290,
 		{MetricOfferedRate}: 100, {MetricAchievedRate}: 98.5, {MetricInFlight}: 0,
-		{MetricFaultActive, "kind", "pause"}: 0, {MetricRunInfo, "version", "v1"}: 1,
+		{MetricFaultActive, "kind", "pause"}: 0, {MetricRunInfo, "version", "v1"}: 1, {MetricFinished}: 1,
 	}
 	for k, want := range after {
 		if have := value(t, m, k[0], k[1], k[2]); have != want {
@@ -181,30 +181,6 @@ func TestFinishServesThenStops(t *testing.T) {
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Error("server still serves after Finish")
-	}
-}
-
-func TestCheckListen(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		addr   string
-		remote bool
-		want   error
-	}{
-		{"127.0.0.1:9464", false, nil},
-		{"[::1]:9464", false, nil},
-		{"localhost:9464", false, nil},
-		{":9464", false, ErrNotLoopback},
-		{"0.0.0.0:9464", false, ErrNotLoopback},
-		{"10.1.2.3:9464", false, ErrNotLoopback},
-		{"0.0.0.0:9464", true, nil},
-	} {
-		if have := CheckListen(c.addr, c.remote); !errors.Is(have, c.want) || (c.want == nil) != (have == nil) {
-			t.Errorf("CheckListen(%q, %v) = %v, want %v", c.addr, c.remote, have, c.want)
-		}
-	}
-	if CheckListen("9464", false) == nil {
-		t.Error("CheckListen without a port separator: want an error")
 	}
 }
 

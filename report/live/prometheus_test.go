@@ -82,11 +82,14 @@ func TestPrometheusSeesTheSummary(t *testing.T) {
 	}()
 
 	want := wantTotals(sum)
-	// The scrape after Finish and the final push carry the totals; wait for both.
+	// The scrapes after Finish and the final push carry the totals, and say so.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, sel := range []string{`job="ratelab"`, `job=""`} {
-		q := fmt.Sprintf(`ratelab_decisions_total{%s,outcome="allowed"}`, sel)
-		for prom.value(t, q) != float64(sum.Outcomes.Allowed) && time.Now().Before(deadline) {
+		q := fmt.Sprintf(`ratelab_run_finished{%s}`, sel)
+		for prom.value(t, q) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is not 1 10 s after Finish: Prometheus did not get the final totals", q)
+			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}

@@ -189,20 +189,3 @@ func (r *Run) closeServer() error {
 	r.srv = nil
 	return err
 }
-
-// CheckListen returns ErrNotLoopback unless addr's host is a loopback IP or "localhost", or
-// allowRemote is set: live metrics name the run and its results, and an empty host listens on
-// every interface.
-func CheckListen(addr string, allowRemote bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("live: listen address %q: %w", addr, err)
-	}
-	if allowRemote || host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("%w: %q (use 127.0.0.1:PORT)", ErrNotLoopback, addr)
-}
