@@ -24,6 +24,10 @@ type GenOptions struct {
 	Duration time.Duration
 	// Pacer is "constant" (default) or "poisson".
 	Pacer string
+	// Profile, when set, replaces Rate: the offered rate follows it (load stages; see
+	// workload.Profile), with the pacer's spacing, over the profile's duration (Duration is
+	// ignored).
+	Profile *workload.Profile
 	// Seed seeds the stream (and the Poisson pacer), as a scenario's seed does.
 	Seed uint64
 	// Keys draws each request's tenant rank; required, at most 2^32 ranks.
@@ -66,9 +70,13 @@ func Generate(o GenOptions) (*Trace, error) {
 	if max <= 0 {
 		max = DefaultMaxRecords
 	}
-	if want := o.Rate * o.Duration.Seconds(); want > float64(max) {
-		return nil, fmt.Errorf("%w: generate: rate %g x duration %v = %.0f requests, more than %d; shorten the run or lower the rate",
-			ErrInvalid, o.Rate, o.Duration, want, max)
+	want := o.Rate * o.Duration.Seconds()
+	if o.Profile != nil {
+		want = o.Profile.Total()
+	}
+	if want > float64(max) {
+		return nil, fmt.Errorf("%w: generate: the schedule holds %.0f requests, more than %d; shorten the run or lower the rate",
+			ErrInvalid, want, max)
 	}
 	var (
 		p   workload.Pacer
@@ -76,8 +84,16 @@ func Generate(o GenOptions) (*Trace, error) {
 	)
 	switch o.Pacer {
 	case "", "constant":
+		if o.Profile != nil {
+			p = workload.NewRamp(o.Profile)
+			break
+		}
 		p, err = workload.NewConstant(o.Rate, o.Duration)
 	case "poisson":
+		if o.Profile != nil {
+			p = workload.NewRampPoisson(o.Profile, o.Seed)
+			break
+		}
 		p, err = workload.NewPoisson(o.Rate, o.Duration, o.Seed)
 	default:
 		return nil, fmt.Errorf("%w: generate: pacer %q: want constant or poisson", ErrInvalid, o.Pacer)
@@ -91,7 +107,7 @@ func Generate(o GenOptions) (*Trace, error) {
 	}
 	// Same stream as the engine's: NewStream(seed, keys, mix), one draw per scheduled request.
 	s := workload.NewStream(o.Seed, o.Keys, o.Mix)
-	t.Records = make([]Record, 0, int(math.Min(o.Rate*o.Duration.Seconds()+1, float64(max))))
+	t.Records = make([]Record, 0, int(math.Min(want+1, float64(max))))
 	for {
 		off, ok := p.Next()
 		if !ok {
