@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +71,9 @@ func TestServe(t *testing.T) {
 	go func() {
 		done <- Serve(ctx, l.ClientOptions(), ServeOptions{
 			Listen: "127.0.0.1:0", Rate: 0.1, Burst: 2, Timeout: time.Second,
-			Logf:  t.Logf,
-			Ready: func(addr string) { ready <- addr },
+			Logf:    t.Logf,
+			Ready:   func(addr string) { ready <- addr },
+			Version: "v9.9.9", Commit: "c0ffee",
 		})
 	}()
 	var addr string
@@ -90,6 +93,16 @@ func TestServe(t *testing.T) {
 		}
 		if have := resp.Header.Get(HeaderLimit); have != "2" {
 			t.Errorf("request %d: %s = %q, want 2", i+1, HeaderLimit, have)
+		}
+	}
+	_, body := get(t, url+MetricsPath)
+	for _, want := range []string{
+		`ratelab_gateway_decisions_total{endpoint="search",outcome="allowed",source="central"} 2`,
+		`ratelab_gateway_decisions_total{endpoint="search",outcome="denied",source="central"} 1`,
+		`ratelab_build_info{commit="c0ffee",go="` + runtime.Version() + `",version="v9.9.9"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 	cancel()

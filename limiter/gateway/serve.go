@@ -42,6 +42,9 @@ type ServeOptions struct {
 	Logf func(format string, args ...any)
 	// Ready, if set, receives the address the server listens on once it accepts connections.
 	Ready func(addr string)
+	// Version and Commit label ratelab_build_info (Metrics.SetBuildInfo); Version "" keeps
+	// NewMetrics' "dev" and the commit the build recorded.
+	Version, Commit string
 }
 
 func (o ServeOptions) withDefaults() ServeOptions {
@@ -129,6 +132,9 @@ func Serve(ctx context.Context, redisOpts *redis.ClusterOptions, o ServeOptions)
 	srv, err := NewServer(o.Listen, lim, upstream, WithPolicy(policy))
 	if err != nil {
 		return err
+	}
+	if o.Version != "" {
+		srv.Metrics().SetBuildInfo(o.Version, o.Commit)
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
