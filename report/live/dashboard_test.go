@@ -27,7 +27,7 @@ func TestDashboardNamesLiveMetrics(t *testing.T) {
 	for _, n := range []string{live.MetricRunInfo, live.MetricOffered, live.MetricSent, live.MetricDropped,
 		live.MetricDecisions, live.MetricLate, live.MetricRedisErrors, live.MetricOverspend, live.MetricFalseDenies,
 		live.MetricCentralOps, live.MetricLatency, live.MetricOfferedRate, live.MetricAchievedRate,
-		live.MetricInFlight, live.MetricFaultActive, live.MetricFinished} {
+		live.MetricInFlight, live.MetricFaultActive, live.MetricFinished, live.MetricRowLatency} {
 		served[n] = true
 	}
 	selector := regexp.MustCompile(`(ratelab_[a-z_]+)(\{[^}]*\})?`)

@@ -28,6 +28,7 @@ const (
 	MetricInFlight     = "ratelab_in_flight_requests"
 	MetricFaultActive  = "ratelab_fault_active"
 	MetricFinished     = "ratelab_run_finished"
+	MetricRowLatency   = "ratelab_row_latency_seconds"
 )
 
 // Labels every series carries (constant labels), and the variable ones.
@@ -36,7 +37,12 @@ const (
 	LabelRunID    = "run_id"
 	labelOutcome  = "outcome"
 	labelKind     = "kind"
+	labelQuantile = "quantile"
 )
+
+// rowQuantiles are the quantile label values of MetricRowLatency, in the order of rowLatency:
+// the percentiles a row carries (p50, p90, p99, p99.9, max).
+var rowQuantiles = [...]string{"0.5", "0.9", "0.99", "0.999", "1"}
 
 // outcomeNames are the outcome label values of MetricDecisions, in the order of counts.outcomes.
 var outcomeNames = [...]string{"allowed", "denied", "failed_open", "failed_closed", "error"}
@@ -110,7 +116,8 @@ type Metrics struct {
 	final    *counts          // the summary's totals, once Finish ran
 	offRate  float64
 	achRate  float64
-	faults   map[string]bool // every fault kind seen: whether it is active now
+	rowLat   [len(rowQuantiles)]float64 // seconds
+	faults   map[string]bool            // every fault kind seen: whether it is active now
 	finished bool
 }
 
@@ -118,7 +125,7 @@ type Metrics struct {
 type descs struct {
 	info, offered, sent, dropped, late, decisions, errs  *prometheus.Desc
 	overspend, falseDenies, centralOps, offRate, achRate *prometheus.Desc
-	inFlight, fault, finished                            *prometheus.Desc
+	inFlight, fault, finished, rowLat                    *prometheus.Desc
 }
 
 // NewMetrics returns the metrics of run runID of scenario, every series labelled with both;
@@ -152,6 +159,7 @@ func NewMetrics(scenario, runID string, info map[string]string) *Metrics {
 		inFlight:    desc(MetricInFlight, "Decisions started and not yet finished."),
 		fault:       desc(MetricFaultActive, "1 while a fault of this kind is active, 0 after.", labelKind),
 		finished:    desc(MetricFinished, "1 once the counters hold the summary's totals (the run is over), 0 before."),
+		rowLat:      desc(MetricRowLatency, "Latency percentiles of the answered requests of the last written second; the run's latency_served_ms after the end, seconds.", labelQuantile),
 	}
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:                        MetricLatency,
@@ -177,6 +185,12 @@ func (m *Metrics) OnInterval(iv results.Interval) {
 	m.rows.addRow(&iv)
 	m.offRate = float64(iv.Offered)
 	m.achRate = float64(iv.Served() - iv.Late)
+	m.rowLat = msToSeconds(iv.P50Ms, iv.P90Ms, iv.P99Ms, iv.P999Ms, iv.MaxMs)
+}
+
+// msToSeconds returns the five percentiles of a row or a summary in seconds.
+func msToSeconds(p50, p90, p99, p999, maxMs float64) [len(rowQuantiles)]float64 {
+	return [...]float64{p50 / 1e3, p90 / 1e3, p99 / 1e3, p999 / 1e3, maxMs / 1e3}
 }
 
 // OnProgress takes a live snapshot (the drivers' OnProgress): offered, sent and dropped so far,
@@ -210,6 +224,8 @@ func (m *Metrics) Finish(sum *results.Summary) {
 	defer m.mu.Unlock()
 	m.final, m.finished = &c, true
 	m.offRate, m.achRate = sum.Load.OfferedRPS, sum.Load.AchievedRPS
+	l := sum.LatencyServedMs
+	m.rowLat = msToSeconds(l.P50, l.P90, l.P99, l.P999, l.Max)
 	m.prog.InFlight = 0
 	for k := range m.faults {
 		m.faults[k] = false
@@ -220,7 +236,7 @@ func (m *Metrics) Finish(sum *results.Summary) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	d := m.d
 	for _, x := range []*prometheus.Desc{d.info, d.offered, d.sent, d.dropped, d.late, d.decisions,
-		d.errs, d.overspend, d.falseDenies, d.centralOps, d.offRate, d.achRate, d.inFlight, d.fault, d.finished} {
+		d.errs, d.overspend, d.falseDenies, d.centralOps, d.offRate, d.achRate, d.inFlight, d.fault, d.finished, d.rowLat} {
 		ch <- x
 	}
 }
@@ -230,7 +246,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	c := m.current()
-	offRate, achRate, inFlight, finished := m.offRate, m.achRate, m.prog.InFlight, 0.0
+	offRate, achRate, inFlight, finished, rowLat := m.offRate, m.achRate, m.prog.InFlight, 0.0, m.rowLat
 	if m.final != nil {
 		finished = 1
 	}
@@ -270,6 +286,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.achRate, achRate)
 	gauge(d.inFlight, float64(inFlight))
 	gauge(d.finished, finished)
+	for i, q := range rowQuantiles {
+		gauge(d.rowLat, rowLat[i], q)
+	}
 	for i, k := range kinds {
 		v := 0.0
 		if active[i] {

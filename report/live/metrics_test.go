@@ -22,7 +22,8 @@ import (
 func feed(m *Metrics) *results.Summary {
 	m.OnInterval(results.Interval{TS: 0, Offered: 100, Sent: 98, Dropped: 2, Allowed: 60, Denied: 30, Errors: 5,
 		Timeout: 4, Moved: 2, Overspend: 1, FalseDenies: 2, CentralOps: 95})
-	m.OnInterval(results.Interval{TS: 1, Offered: 100, Sent: 100, Allowed: 70, Denied: 28, Ask: 1, CentralOps: 99})
+	m.OnInterval(results.Interval{TS: 1, Offered: 100, Sent: 100, Allowed: 70, Denied: 28, Ask: 1, CentralOps: 99,
+		P50Ms: 1.5, P90Ms: 2, P99Ms: 4, P999Ms: 8, MaxMs: 9})
 	m.OnProgress(results.Progress{Offered: 250, Sent: 247, Dropped: 3, InFlight: 7, Fault: "pause"})
 	sum := results.NewSummary("s", 1, time.Unix(0, 0))
 	sum.Load = results.Load{Offered: 300, Sent: 297, Dropped: 3, Decisions: 297, Late: 1, OfferedRPS: 100, AchievedRPS: 98.5}
@@ -30,6 +31,7 @@ func feed(m *Metrics) *results.Summary {
 	sum.Errors = results.Errors{Timeout: 6, Moved: 2, Ask: 1, TryAgain: 1, ClusterDown: 1, NoScript: 1, Conn: 1, Other: 1}
 	sum.Overspend.Requests, sum.Overspend.FalseDenies = 3, 1
 	sum.Central.Ops = 290
+	sum.LatencyServedMs = results.ServedLatency{P50: 1, P90: 2.5, P99: 5, P999: 10, Max: 20}
 	return sum
 }
 
@@ -52,6 +54,8 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{"offered rate (last row)", value(t, m, MetricOfferedRate, "", ""), 100},
 		{"achieved rate (last row)", value(t, m, MetricAchievedRate, "", ""), 98},
 		{"not finished", value(t, m, MetricFinished, "", ""), 0},
+		{"p50 of the last row", value(t, m, MetricRowLatency, "quantile", "0.5"), 0.0015},
+		{"max of the last row", value(t, m, MetricRowLatency, "quantile", "1"), 0.009},
 	}
 	for _, c := range before {
 		if c.have != c.want {
@@ -69,6 +73,7 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{MetricOverspend}: 3, {MetricFalseDenies}: 1, {MetricCentralOps}: 290,
 		{MetricOfferedRate}: 100, {MetricAchievedRate}: 98.5, {MetricInFlight}: 0,
 		{MetricFaultActive, "kind", "pause"}: 0, {MetricRunInfo, "version", "v1"}: 1, {MetricFinished}: 1,
+		{MetricRowLatency, "quantile", "0.99"}: 0.005, {MetricRowLatency, "quantile", "1"}: 0.02,
 	}
 	for k, want := range after {
 		if have := value(t, m, k[0], k[1], k[2]); have != want {

@@ -147,6 +147,10 @@ func wantTotals(sum *results.Summary) map[string]float64 {
 		`ratelab_central_ops_total{}`:        float64(sum.Central.Ops),
 		`ratelab_run_info{version="test"}`:   1,
 	}
+	l := sum.LatencyServedMs
+	for q, ms := range map[string]float64{"0.5": l.P50, "0.9": l.P90, "0.99": l.P99, "0.999": l.P999, "1": l.Max} {
+		want[fmt.Sprintf(`ratelab_row_latency_seconds{quantile=%q}`, q)] = ms / 1e3
+	}
 	for k, v := range map[string]int64{"allowed": o.Allowed, "denied": o.Denied, "failed_open": o.FailedOpen,
 		"failed_closed": o.FailedClosed, "error": o.Errors} {
 		want[fmt.Sprintf(`ratelab_decisions_total{outcome=%q}`, k)] = float64(v)
