@@ -85,6 +85,9 @@ func Start(scenario, runID string, opts ...Option) (*Run, error) {
 	if cfg.pushEvery <= 0 {
 		cfg.pushEvery = DefaultPushEvery
 	}
+	if cfg.logf == nil {
+		cfg.logf = func(string, ...any) {}
+	}
 	if cfg.client == nil {
 		cfg.client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -96,8 +99,9 @@ func Start(scenario, runID string, opts ...Option) (*Run, error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle(MetricsPath, promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
-		r.ln, r.srv, r.served = ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, make(chan error, 1)
-		go func() { r.served <- r.srv.Serve(ln) }()
+		srv, served := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, make(chan error, 1)
+		r.ln, r.srv, r.served = ln, srv, served
+		go func() { served <- srv.Serve(ln) }()
 	}
 	if cfg.pushURL != "" {
 		r.push = startPusher(cfg.pushURL, r.reg, cfg.client, cfg.pushEvery, cfg.logf)
@@ -143,7 +147,9 @@ func (r *Run) Addr() string {
 
 // Finish sets the counters to sum's totals (Metrics.Finish), pushes them once more, keeps
 // serving them for the grace period so that a last scrape sees them, then stops. It returns the
-// final push's error, if any. ctx cuts the grace period short. A nil *Run does nothing.
+// final push's error, if any. ctx cuts the grace period short, not the final push (the push
+// client's timeout bounds it), so an interrupted run still lands its totals. A nil *Run does
+// nothing. Finish and Close are not for concurrent use.
 func (r *Run) Finish(ctx context.Context, sum *results.Summary) error {
 	if r == nil {
 		return nil
@@ -151,7 +157,7 @@ func (r *Run) Finish(ctx context.Context, sum *results.Summary) error {
 	r.Metrics.Finish(sum)
 	var err error
 	if r.push != nil {
-		err = r.push.stop(ctx)
+		err = r.push.stop(context.WithoutCancel(ctx))
 	}
 	if r.srv != nil && r.cfg.grace > 0 {
 		t := time.NewTimer(r.cfg.grace)
