@@ -308,6 +308,9 @@ func loadNote(o Options, c *collector, decisions, offered int64) string {
 	} else {
 		notes = append(notes, "black-box overspend: a request counts as overspend (or a false deny) only when the envelope says so both at its send time and at its response's arrival, the two ends of the interval in which the target decided")
 	}
+	if c.hon.capped {
+		notes = append(notes, fmt.Sprintf("header honesty judged the first %d answers only", honestyMaxAnswers))
+	}
 	if c.unknownKs > 0 {
 		notes = append(notes, fmt.Sprintf("%d responses could not be tied to their tenant (request failed before sending)", c.unknownKs))
 	}

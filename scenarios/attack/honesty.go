@@ -32,14 +32,31 @@ const honestyLookback = 256
 // no rate-limit header at all.
 const honestyProbe = 10_000
 
+// honestyMaxAnswers bounds the answers judged (about 80 bytes each): a longer attack's headers
+// are judged on its first honestyMaxAnswers answers.
+const honestyMaxAnswers = 2_000_000
+
+// Claim flags of an answer.
+const (
+	claimRetry uint8 = 1 << iota
+	claimRemaining
+	claimReset
+	claimLimit
+)
+
 // answer is one response as the header judge sees it. Times are ns since the attack's base:
-// the target decided somewhere in [send, end].
+// the target decided somewhere in [send, end]; its claims are stored as the moments they name.
 type answer struct {
-	send, end int64
-	key       int32
-	kind      obsKind // obsUnknown also for a fail-open/closed answer and a cost other than 1
-	c         claims
+	send, end        int64
+	retryLo, retryHi int64 // the earliest and latest moment its Retry-After names
+	resetLo, resetHi int64 // the earliest and latest moment its reset names
+	rem, lim         int64
+	key              int32
+	kind             obsKind // obsUnknown also for a fail-open/closed answer and a cost other than 1
+	flags            uint8
 }
+
+func (a *answer) has(f uint8) bool { return a.flags&f != 0 }
 
 // honesty records answers and judges their headers when the attack is over.
 type honesty struct {
@@ -47,7 +64,8 @@ type honesty struct {
 	base    time.Time
 	answers []answer
 	seen    bool // an answer carried a rate-limit header
-	off     bool // none did within honestyProbe answers: recording stopped
+	off     bool // recording stopped: no header within honestyProbe answers, or honestyMaxAnswers
+	capped  bool // recording stopped at honestyMaxAnswers
 }
 
 // record keeps one answer (with its claims when it is judged: a plain 200 or 429 of cost 1).
@@ -59,32 +77,47 @@ func (h *honesty) record(key int, send, end time.Time, kind obsKind, judged bool
 	if !judged {
 		a.kind = obsUnknown
 	} else if kind != obsUnknown {
-		a.c = readClaims(hd)
-		h.seen = h.seen || a.c.any()
+		c := readClaims(hd)
+		h.seen = h.seen || c.any()
+		h.setClaims(&a, c)
 	}
 	h.answers = append(h.answers, a)
-	if !h.seen && len(h.answers) >= honestyProbe {
+	switch {
+	case !h.seen && len(h.answers) >= honestyProbe:
 		h.off, h.answers = true, nil
+	case len(h.answers) >= honestyMaxAnswers:
+		h.off, h.capped = true, true
 	}
 }
 
-// retryBounds are the earliest and latest moments (ns since base) a's Retry-After names.
-func (h *honesty) retryBounds(a *answer) (lo, hi int64) {
-	if a.c.retryDate {
-		at := a.c.retryAt.Sub(h.base).Nanoseconds()
-		return at, at
+// setClaims stores c in a as flags and moments since base.
+func (h *honesty) setClaims(a *answer, c claims) {
+	if c.retry {
+		a.flags |= claimRetry
+		a.retryLo, a.retryHi = h.moments(a, c.retryDate, c.retryAt, c.retrySecs)
 	}
-	d := int64(a.c.retrySecs * 1e9)
-	return a.send + d, a.end + d
+	if c.reset {
+		a.flags |= claimReset
+		a.resetLo, a.resetHi = h.moments(a, c.resetAbs, c.resetAt, c.resetSecs)
+	}
+	if c.remaining {
+		a.flags |= claimRemaining
+		a.rem = c.rem
+	}
+	if c.limit {
+		a.flags |= claimLimit
+		a.lim = c.lim
+	}
 }
 
-// resetBounds are the earliest and latest moments (ns since base) a's reset names.
-func (h *honesty) resetBounds(a *answer) (lo, hi int64) {
-	if a.c.resetAbs {
-		at := a.c.resetAt.Sub(h.base).Nanoseconds()
-		return at, at
+// moments are the earliest and latest moments (ns since base) a header names: an absolute time
+// itself, or secs after the decision, which fell between a's send and its answer.
+func (h *honesty) moments(a *answer, absolute bool, at time.Time, secs float64) (lo, hi int64) {
+	if absolute {
+		t := at.Sub(h.base).Nanoseconds()
+		return t, t
 	}
-	d := int64(a.c.resetSecs * 1e9)
+	d := int64(min(secs, 1e9) * 1e9)
 	return a.send + d, a.end + d
 }
 
@@ -189,8 +222,8 @@ func (k *keyJudge) judge(b int, out *results.HeaderHonesty) {
 		return
 	}
 	var v verdicts
-	if B.c.remaining && B.c.limit {
-		v.note(4, B.c.rem > B.c.lim)
+	if B.has(claimRemaining) && B.has(claimLimit) {
+		v.note(4, B.rem > B.lim)
 	}
 	// Concurrent with B and after it in send order: they may have been decided before B.
 	concurrent := 0
@@ -228,8 +261,8 @@ func (k *keyJudge) judge(b int, out *results.HeaderHonesty) {
 // the allowed answers after A (B included) that ended before B; blocked says whether any
 // answer that may have taken a token overlaps the time from A's send to B's answer.
 func (k *keyJudge) compare(A, B *answer, i, taken, allowed int, blocked bool, v *verdicts) {
-	if A.kind == obsDenied && A.c.retry {
-		lo, hi := k.h.retryBounds(A)
+	if A.kind == obsDenied && A.has(claimRetry) {
+		lo, hi := A.retryLo, A.retryHi
 		switch {
 		case B.kind == obsAllowed:
 			v.note(0, B.end < lo-k.tol)
@@ -237,20 +270,18 @@ func (k *keyJudge) compare(A, B *answer, i, taken, allowed int, blocked bool, v 
 			v.note(1, B.send > hi+k.tol)
 		}
 	}
-	if A.c.remaining {
+	if A.has(claimRemaining) {
 		switch B.kind {
 		case obsDenied:
-			v.note(2, int64(taken)+int64(k.before[i]) < A.c.rem)
+			v.note(2, int64(taken)+int64(k.before[i]) < A.rem)
 		case obsAllowed:
 			// Allowed answers surely decided after A: those after it that A's answer preceded.
 			n := int64(allowed) - int64(k.concAfter[i])
-			room := A.c.rem + k.h.o.maxRefill(time.Duration(B.end-A.send)+k.h.o.refillInterval()) + 1
+			room := A.rem + k.h.o.maxRefill(time.Duration(B.end-A.send)+k.h.o.refillInterval()) + 1
 			v.note(3, n > room)
 		}
 	}
-	if A.c.reset && B.c.reset {
-		aLo, _ := k.h.resetBounds(A)
-		_, bHi := k.h.resetBounds(B)
-		v.note(5, bHi+k.tol < aLo)
+	if A.has(claimReset) && B.has(claimReset) {
+		v.note(5, B.resetHi+k.tol < A.resetLo)
 	}
 }
