@@ -3,6 +3,8 @@ package attack_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,5 +150,55 @@ func TestHeaderHonestyAbsent(t *testing.T) {
 	if h := res.Summary.HeaderHonesty; h != nil {
 		t.Errorf("header honesty %+v without headers; want none", h)
 	}
-	var _ *results.HeaderHonesty = res.Summary.HeaderHonesty
+}
+
+// A target that echoes credentials in its response headers: results.bin (which keeps response
+// headers, never request headers) holds them redacted, and the summary never holds the keys.
+func TestResultsRedactEchoedSecrets(t *testing.T) {
+	t.Parallel()
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Echo-Authorization", r.Header.Get("Authorization"))
+		w.Header().Set("Set-Cookie", "session=cookie-zz7")
+		w.Header().Set("X-Seen-Trace", r.Header.Get("X-Trace"))
+		w.WriteHeader(http.StatusOK)
+	}))
+	dir := t.TempDir()
+	_, err := attack.Attack(context.Background(), attack.Options{
+		URL: url, Rate: 50, Duration: time.Second, Keys: []string{"sk-echo-1", "sk-echo-2"},
+		KeyHeader: "Authorization", KeyFormat: "Bearer {key}", Header: http.Header{"X-Trace": {"visible"}},
+		Method: http.MethodPut, Body: []byte("payload"),
+		Policy: limiter.BucketPolicy{Rate: 100, Burst: 100}, Out: dir, Timeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := decodeResults(t, filepath.Join(dir, attack.ResultsFile))
+	if len(rs) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range rs {
+		if r.Method != http.MethodPut || r.Code != http.StatusOK {
+			t.Fatalf("result %s %d, want PUT 200", r.Method, r.Code)
+		}
+		if v := r.Headers.Get("X-Echo-Authorization"); v != attack.Redacted {
+			t.Fatalf("echoed Authorization stored as %q", v)
+		}
+		if v := r.Headers.Get("Set-Cookie"); v != attack.Redacted {
+			t.Fatalf("Set-Cookie stored as %q", v)
+		}
+		if v := r.Headers.Get("X-Seen-Trace"); v != "visible" {
+			t.Fatalf("a plain header was redacted or lost: %q", v)
+		}
+	}
+	for _, f := range []string{attack.ResultsFile, results.SummaryFile, results.TimeseriesFile} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"sk-echo", "cookie-zz7"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s holds %q", f, secret)
+			}
+		}
+	}
 }
