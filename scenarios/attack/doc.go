@@ -13,6 +13,11 @@
 // the moment a vegeta worker dequeued the hit, so a stall is not hidden (no coordinated
 // omission); vegeta's own, dequeue-based latencies stay in results.bin.
 //
+// Requests can be a real API's: any method, body and extra headers, each tenant's key in a
+// format such as "Bearer {key}", https with an added CA. Every answer's rate-limit headers
+// (Retry-After, RateLimit, RateLimit-*, X-RateLimit-*) are judged against the answers of the same
+// key that follow (honesty.go); secret header values and keys are never printed or written.
+//
 // It never talks to Redis and never decides a request itself; it refuses non-loopback URLs
 // unless told otherwise.
 package attack
