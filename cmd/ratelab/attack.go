@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/limiter"
+	livemetrics "ratelab/report/live"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
@@ -22,6 +23,8 @@ type attackFlags struct {
 	slo       []string
 	output    *outputFlag
 	req       requestFlags
+	metrics   livemetrics.Config
+	stages    string
 }
 
 // newAttackCmd is `ratelab attack`: HTTP load with vegeta against a gateway or any
@@ -87,6 +90,8 @@ the verdict is written into summary.json, and a failed check exits 3.
 	fl.BoolVar(&o.NoTenantOrder, "no-tenant-order", false, "with --trace: do not hold a tenant's request until its previous one is answered")
 	fl.StringVar(&o.Out, "out", "", "run `DIR` (default out/attack-<time>)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress (a bar on a terminal, a line per second or every few seconds otherwise)")
+	fl.StringVar(&f.stages, "stages", "", "ramp the offered rate from --rate (default 0 with stages): TO@OVER ramps to TO requests/s over OVER, hold@D keeps it, comma-separated, e.g. 500@10s,5000@20s,hold@10s; the attack lasts their total unless --duration")
+	addMetricsFlags(cmd, &f.metrics)
 	f.req.register(cmd, &o)
 	f.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	alias(fl, "workers", "concurrency")
@@ -114,20 +119,34 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 	if err := f.req.apply(cmd, &o); err != nil {
 		return err
 	}
+	if err := applyAttackStages(cmd, &o, f); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	warnInsecure(cmd.ErrOrStderr(), o)
 	o.Version = version
 	live := newLiveProgress(cmd.ErrOrStderr(), o.Duration, f.quiet)
-	o.Logf, o.OnInterval, o.OnProgress = live.logf, live.onInterval, live.onProgress
+	name := "attack"
+	if o.Trace != nil {
+		name = "replay"
+	}
+	o.Out = metricsDir(f.metrics, o.Out, name)
+	lm, err := startMetrics(f.metrics, name, o.Out, live.logf)
+	if err != nil {
+		return err
+	}
+	o.Logf, o.OnInterval, o.OnProgress = live.logf, lm.TeeInterval(live.onInterval), lm.TeeProgress(live.onProgress)
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	res, err := attack.Attack(ctx, o)
 	live.close()
 	if res == nil {
+		finishMetrics(cmd.Context(), lm, nil, live.logf)
 		return err
 	}
+	defer finishMetrics(cmd.Context(), lm, res.Summary, live.logf)
 	if err := reportRun(cmd.OutOrStdout(), f.output.value, res.Dir, res.Summary, err); err != nil {
 		return err
 	}
@@ -155,4 +174,27 @@ func readTrace(path string) (*trace.Trace, error) {
 		return nil, fmt.Errorf("--trace %s: %w (%d records readable; see ratelab trace info)", path, err, n)
 	}
 	return t, nil
+}
+
+// applyAttackStages turns --stages into the attack's ramp: it starts from --rate when given (else
+// 0, as k6's ramping arrival rate does) and lasts the stages' total unless --duration is given.
+func applyAttackStages(cmd *cobra.Command, o *attack.Options, f attackFlags) error {
+	if !cmd.Flags().Changed("stages") {
+		return nil
+	}
+	if f.trace != "" {
+		return fmt.Errorf("--stages %s with --trace %s: the trace fixes the requests' timing; drop one", f.stages, f.trace)
+	}
+	st, err := scenarios.ParseStages(f.stages)
+	if err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("rate") {
+		o.Rate = 0
+	}
+	if !cmd.Flags().Changed("duration") {
+		o.Duration = 0
+	}
+	o.Stages = scenarios.WorkloadStages(o.Rate, st)
+	return nil
 }

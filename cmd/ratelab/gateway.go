@@ -68,6 +68,7 @@ cluster.
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.serve.Version, o.serve.Commit = version, currentVersion().Commit
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serveGateway(ctx, o)

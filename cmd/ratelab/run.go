@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	livemetrics "ratelab/report/live"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/scenarios/cluster"
@@ -56,6 +57,10 @@ type runOptions struct {
 	policyBurst     int64
 	decisionTimeout time.Duration
 	output          *outputFlag
+	// metrics is --metrics-listen, --metrics-push and --metrics-grace (report/live).
+	metrics livemetrics.Config
+	// stages is --stages, the ramp of the offered rate (scenarios.ParseStages).
+	stages string
 }
 
 // clusterOptions copies the flags of external clusters, and --part, into run options. The
@@ -117,6 +122,9 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		if o.recordTrace != "" {
 			return errors.New("--record-trace with --repeat: the repetitions share one schedule; record it from a single run")
 		}
+		if o.metrics.Enabled() {
+			return errMetricsRepeat
+		}
 		return runRepeated(cmd, spec, o)
 	}
 	ctx, stop := interruptContext(cmd.Context())
@@ -128,23 +136,34 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	defer stopProfiles()
 
 	live := newLiveProgress(cmd.ErrOrStderr(), time.Duration(spec.Duration), o.quiet)
+	dir := metricsDir(o.metrics, o.out, spec.Name)
+	lm, err := startMetrics(o.metrics, spec.Name, dir, live.logf)
+	if err != nil {
+		return err
+	}
 	opts := engine.Options{
-		Out:        o.out,
+		Out:        dir,
 		Version:    version,
 		StateFile:  o.stateFile,
 		Logf:       live.logf,
-		OnInterval: live.onInterval,
-		OnProgress: live.onProgress,
+		OnInterval: lm.TeeInterval(live.onInterval),
+		OnProgress: lm.TeeProgress(live.onProgress),
 		// A trace of each run; --repeat writes none (the repetitions share one schedule).
 		RecordTrace: o.recordTrace,
+	}
+	if lm != nil {
+		opts.Consumers = append(opts.Consumers, liveLatency{lm})
 	}
 	o.clusterOptions(&opts)
 	res, err := runOne(ctx, spec, opts)
 	live.close()
 	stopProfiles()
 	if res == nil {
+		finishMetrics(cmd.Context(), lm, nil, live.logf)
 		return err
 	}
+	// After the report: the grace period then keeps the final totals up while the user reads.
+	defer finishMetrics(cmd.Context(), lm, res.Summary, live.logf)
 	if err := reportRun(cmd.OutOrStdout(), o.output.value, res.Dir, res.Summary, err); err != nil {
 		return err
 	}

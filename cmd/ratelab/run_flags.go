@@ -45,11 +45,22 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.clock, "clock", "", "override limiter.clock: gateway, redis or schedule (decision time = start + intended offset: replays reproduce a run exactly)")
 	o.output = addOutputFlag(cmd, runOutputHelp+"; with --repeat, json is an array of the repetitions' summaries", outputJSON, outputMD)
 	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
+	f.StringVar(&o.stages, "stages", "", "ramp the offered rate from --rate (default 0 with stages): TO@OVER ramps to TO requests/s over OVER (0s: a step), hold@D keeps it, comma-separated, e.g. 5000@30s,100000@60s,hold@30s; the run lasts their total unless --duration")
+	addMetricsFlags(cmd, &o.metrics)
 }
 
 // applyOverrides puts the flags the user set over the scenario and validates the result.
 func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) error {
 	set := cmd.Flags().Changed
+	// Before --duration, which cuts the stages or holds their last rate.
+	if set("stages") {
+		// From 0 unless --rate gives the start, as on attack: the scenario's own rate is its
+		// steady load, not where a ramp begins.
+		spec.Load.Rate = 0
+		if err := spec.SetStages(o.stages); err != nil {
+			return err
+		}
+	}
 	if set("duration") {
 		spec.Duration = scenarios.Duration(o.duration)
 	}

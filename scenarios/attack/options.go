@@ -55,9 +55,12 @@ type Options struct {
 	Rate     float64
 	Duration time.Duration
 	Pacer    string
-	Tenants  int
-	Theta    float64
-	Seed     uint64
+	// Stages, when set, ramp the offered rate from Rate (the start rate, 0 allowed) as
+	// workload.NewProfile does; Duration cuts them or holds their last rate.
+	Stages  []workload.Stage
+	Tenants int
+	Theta   float64
+	Seed    uint64
 	// Endpoints and Weights are the endpoint mix (default one endpoint, DefaultEndpoint);
 	// Weights nil means equal weights.
 	Endpoints []string
@@ -171,8 +174,12 @@ func (o Options) urls() []string {
 }
 
 func (o Options) withDefaults() Options {
-	o.Rate = cmp.Or(o.Rate, DefaultRate)
-	o.Duration = cmp.Or(o.Duration, DefaultDuration)
+	if len(o.Stages) == 0 {
+		o.Rate = cmp.Or(o.Rate, DefaultRate)
+		o.Duration = cmp.Or(o.Duration, DefaultDuration)
+	} else {
+		o.Duration = cmp.Or(o.Duration, workload.StagesDuration(o.Stages))
+	}
 	o.Pacer = cmp.Or(o.Pacer, "constant")
 	if o.Tenants == 0 && len(o.Keys) > 0 {
 		o.Tenants = len(o.Keys)
@@ -224,7 +231,11 @@ func (o Options) Validate() error {
 	}
 	o.validateRequest(bad)
 	if o.Trace == nil {
-		if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
+		if len(o.Stages) > 0 {
+			if _, err := workload.NewProfile(o.Rate, o.Stages, cmp.Or(o.Duration, workload.StagesDuration(o.Stages))); err != nil {
+				bad("stages: %v", err)
+			}
+		} else if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
 			bad("rate %v: want requests per second > 0, e.g. 2000", o.Rate)
 		}
 		if o.Duration < 0 {

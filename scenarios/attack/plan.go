@@ -42,26 +42,8 @@ type plan struct {
 func newPlan(o Options) (*plan, error) {
 	t := o.Trace
 	if t == nil {
-		keys, err := workload.NewZipf(uint64(o.Tenants), o.Theta)
-		if err != nil {
-			return nil, fmt.Errorf("tenants/zipf: %w", err)
-		}
-		var mix *workload.Mix
-		w := o.Weights
-		if w == nil {
-			w = make([]float64, len(o.Endpoints))
-			for i := range w {
-				w[i] = 1
-			}
-		}
-		if mix, err = workload.NewMix(o.Endpoints, w); err != nil {
-			return nil, fmt.Errorf("endpoints: %w", err)
-		}
-		t, err = trace.Generate(trace.GenOptions{
-			Rate: o.Rate, Duration: o.Duration, Pacer: o.Pacer, Seed: o.Seed, Keys: keys, Mix: mix,
-			Endpoints: o.Endpoints, TenantPrefix: o.TenantPrefix,
-		})
-		if err != nil {
+		var err error
+		if t, err = generate(o); err != nil {
 			return nil, err
 		}
 	}
@@ -100,7 +82,7 @@ func newPlan(o Options) (*plan, error) {
 	if d := p.off[len(p.off)-1]; d > 0 {
 		p.rate = float64(len(p.off)) / d.Seconds()
 	}
-	if o.Trace == nil {
+	if o.Trace == nil && len(o.Stages) == 0 {
 		p.rate = o.Rate
 	}
 	if o.Trace != nil && !o.NoTenantOrder {
@@ -282,4 +264,34 @@ func (p *plan) tenantNames() []string {
 func (p *plan) keyName(key int) string {
 	n := len(p.hdr.Endpoints)
 	return limiter.KeyFor(p.hdr.TenantName(uint32(key/n)), p.hdr.Endpoints[key%n])
+}
+
+// generate draws the schedule of o as a scenario draws its stream: the same Zipf keys, endpoint
+// mix, pacer and seed, and the ramp of o.Stages when set.
+func generate(o Options) (*trace.Trace, error) {
+	keys, err := workload.NewZipf(uint64(o.Tenants), o.Theta)
+	if err != nil {
+		return nil, fmt.Errorf("tenants/zipf: %w", err)
+	}
+	w := o.Weights
+	if w == nil {
+		w = make([]float64, len(o.Endpoints))
+		for i := range w {
+			w[i] = 1
+		}
+	}
+	mix, err := workload.NewMix(o.Endpoints, w)
+	if err != nil {
+		return nil, fmt.Errorf("endpoints: %w", err)
+	}
+	gen := trace.GenOptions{
+		Rate: o.Rate, Duration: o.Duration, Pacer: o.Pacer, Seed: o.Seed, Keys: keys, Mix: mix,
+		Endpoints: o.Endpoints, TenantPrefix: o.TenantPrefix,
+	}
+	if len(o.Stages) > 0 {
+		if gen.Profile, err = workload.NewProfile(o.Rate, o.Stages, o.Duration); err != nil {
+			return nil, fmt.Errorf("stages: %w", err)
+		}
+	}
+	return trace.Generate(gen)
 }
