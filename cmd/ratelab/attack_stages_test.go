@@ -17,8 +17,9 @@ import (
 )
 
 // TestAttackStagesAndLiveMetrics: `attack --stages` ramps the offered rate from 0 as the stages
-// say (a 0-to-400/s ramp over 2 s, then 1 s held: 100, 300 and 400 requests in its seconds), and
-// `--metrics-listen` serves live counters that end equal to summary.json's totals.
+// say (a 0-to-400/s ramp over 2 s, then 1 s held: 100, 300 and 400 requests in its seconds) and
+// judges its SLO second by second, and `--metrics-listen` serves live counters that end equal to
+// summary.json's totals.
 func TestAttackStagesAndLiveMetrics(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
@@ -30,7 +31,7 @@ func TestAttackStagesAndLiveMetrics(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ramp")
 	code, stdout, stderr := execRatelab(t, dir, "attack", "-q", "--url", srv.URL+"/", "--stages", "400@2s,hold@1s",
-		"--tenants", "10", "--policy", "rate=1000,burst=1000", "--out", out,
+		"--tenants", "10", "--policy", "rate=1000,burst=1000", "--slo", "achieved_ratio=0.5", "--out", out,
 		"--metrics-listen", addr, "--metrics-grace", "3s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
@@ -47,6 +48,9 @@ func TestAttackStagesAndLiveMetrics(t *testing.T) {
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sum.Stages == nil || len(sum.Stages.Checked) != 1 || len(sum.Stages.FirstFailure) != 0 {
+		t.Errorf("summary.stages %+v: want achieved_ratio judged every second, never failed", sum.Stages)
 	}
 	want := []int64{100, 300, 400}
 	if len(rows) != len(want) {

@@ -95,6 +95,9 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	defer out.close()
 	col := newCollector(p, o, o.checkers(p), out.series)
 	col.seqPlan = tr.seqPlan
+	if len(o.Stages) > 0 {
+		col.firsts = o.SLO.NewFirstFailures()
+	}
 	atk := vegeta.NewAttacker(
 		vegeta.Client(&http.Client{Timeout: o.Timeout, Transport: tr}),
 		vegeta.Workers(o.Workers), vegeta.MaxWorkers(o.MaxWorkers),
@@ -120,6 +123,9 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	col.finish(interrupted, ran)
 	sum := newSummary(name, o, p, col, ran, started)
 	sum.Interrupted = interrupted
+	if col.firsts != nil {
+		sum.Stages = col.firsts.Result()
+	}
 	if err := out.series.End(results.RunCounts(sum, col.total.hist)); err != nil && col.rowErr == nil {
 		col.rowErr = err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/results"
+	"ratelab/scenarios"
 	"ratelab/scenarios/check"
 )
 
@@ -119,7 +120,9 @@ type collector struct {
 	closed      bool
 	rowErr      error
 	series      *results.SeriesWriter
-	unknownKs   int64 // Results whose request index the RoundTripper never saw
+	// firsts judges each written second against the SLO when the load has stages (nil without).
+	firsts    *scenarios.FirstFailures
+	unknownKs int64 // Results whose request index the RoundTripper never saw
 }
 
 func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results.SeriesWriter) *collector {
@@ -358,6 +361,9 @@ func (c *collector) flushRows() {
 		iv.Time = results.SecondTime(c.base, iv.TS)
 		if c.o.hooks != nil {
 			c.o.hooks.fillRow(sec, &iv)
+		}
+		if c.firsts != nil {
+			c.firsts.Add(scenarios.NewSecond(&iv, st.hist))
 		}
 		c.rowsOut = append(c.rowsOut, iv)
 		c.total.add(st)
