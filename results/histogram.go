@@ -73,6 +73,18 @@ func (h *Histogram) Reset() {
 	h.clamped = 0
 }
 
+// ForEach calls fn for each latency bucket that holds recordings, fastest first, with the
+// bucket's value (its highest equivalent latency, the one quantiles report: within the 0.1%
+// precision of any value in it) and its count: how a consumer that wants the latencies, not just
+// quantiles, reads them back (a Prometheus histogram fed by an HTTP driver's seconds).
+func (h *Histogram) ForEach(fn func(d time.Duration, count int64)) {
+	for _, b := range h.h.Distribution() {
+		if b.Count > 0 {
+			fn(time.Duration(b.To)*time.Microsecond, b.Count)
+		}
+	}
+}
+
 // Count is the number of values recorded.
 func (h *Histogram) Count() int64 { return h.h.TotalCount() }
 

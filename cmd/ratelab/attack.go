@@ -10,6 +10,7 @@ import (
 
 	"ratelab/limiter"
 	livemetrics "ratelab/report/live"
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
@@ -138,6 +139,9 @@ func runAttack(cmd *cobra.Command, o attack.Options, f attackFlags) error {
 		return err
 	}
 	o.Logf, o.OnInterval, o.OnProgress = live.logf, lm.TeeInterval(live.onInterval), lm.TeeProgress(live.onProgress)
+	if lm != nil {
+		o.OnHistogram = func(_ int, h *results.Histogram) { lm.ObserveHistogram(h) }
+	}
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
 	res, err := attack.Attack(ctx, o)

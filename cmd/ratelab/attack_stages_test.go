@@ -66,7 +66,13 @@ func TestAttackStagesAndLiveMetrics(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the live metrics at %s never said the run finished", addr)
 	}
+	var served int64
+	for _, r := range rows {
+		served += r.Served()
+	}
 	for name, v := range map[string]int64{
+		// The latency histogram hears each written second's histogram: every served request.
+		"ratelab_latency_seconds_count":              served,
 		"ratelab_offered_requests_total":             sum.Load.Offered,
 		"ratelab_sent_requests_total":                sum.Load.Sent,
 		`ratelab_decisions_total{outcome="allowed"}`: sum.Outcomes.Allowed,

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	livemetrics "ratelab/report/live"
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 	"ratelab/scenarios/cluster"
@@ -153,6 +154,7 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	}
 	if lm != nil {
 		opts.Consumers = append(opts.Consumers, liveLatency{lm})
+		opts.OnHistogram = func(_ int, h *results.Histogram) { lm.ObserveHistogram(h) }
 	}
 	o.clusterOptions(&opts)
 	res, err := runOne(ctx, spec, opts)

@@ -215,6 +215,18 @@ func (m *Metrics) OnProgress(p results.Progress) {
 // hear every decision.
 func (m *Metrics) ObserveLatency(d time.Duration) { m.latency.Observe(d.Seconds()) }
 
+// ObserveHistogram records every latency h holds, each at its HDR bucket's value (within 0.1%):
+// the feed of a driver that keeps one histogram per second instead of hearing each decision (an
+// HTTP attack, a via: http run). Call it once per second's histogram, from one goroutine.
+func (m *Metrics) ObserveHistogram(h *results.Histogram) {
+	h.ForEach(func(d time.Duration, n int64) {
+		s := d.Seconds()
+		for range n {
+			m.latency.Observe(s)
+		}
+	})
+}
+
 // Finish sets every counter to sum's total, which the rows may fall short of (decisions answered
 // after their second's row was written count in the summary only), the rates to the run's, the
 // faults to inactive and the in-flight gauge to 0. Later rows and snapshots are ignored.

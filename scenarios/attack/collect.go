@@ -375,6 +375,9 @@ func (c *collector) flushRows() {
 		if c.o.OnInterval != nil {
 			c.o.OnInterval(iv)
 		}
+		if c.o.OnHistogram != nil {
+			c.o.OnHistogram(sec, st.hist)
+		}
 	}
 }
 

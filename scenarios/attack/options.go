@@ -134,6 +134,9 @@ type Options struct {
 	// (elapsed, requests planned so far as Offered and answered so far as Sent), from the
 	// collecting goroutine.
 	OnProgress func(results.Progress)
+	// OnHistogram, when set, hears each written second's latency histogram (its served
+	// requests) right after the row; the histogram is the collector's: read it, keep nothing.
+	OnHistogram func(sec int, h *results.Histogram)
 
 	// hooks, set by RunScenario only, tie the attack to a scenario's engine session.
 	hooks *runHooks

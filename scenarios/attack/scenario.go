@@ -82,7 +82,7 @@ func scenarioOptions(s *engine.Session, opts engine.Options, urls []string) (Opt
 	spec := s.Spec
 	o := Options{
 		Seed: spec.Seed, Out: s.Dir, Version: opts.Version, Logf: opts.Logf, OnProgress: opts.OnProgress,
-		OnInterval: opts.OnInterval,
+		OnInterval: opts.OnInterval, OnHistogram: opts.OnHistogram,
 		Workers:    uint64(min(spec.Load.Concurrency, spec.Load.MaxInflight)),
 		MaxWorkers: uint64(spec.Load.MaxInflight),
 		hooks: &runHooks{
