@@ -109,8 +109,9 @@ const laneDepth = 256
 
 // run drives the whole schedule. ctx cancels the schedule (the run is then marked interrupted);
 // decisions already sent finish, bounded by the limiter's timeout. emit receives every second.
-func (d *driver) run(ctx context.Context, pacer workload.Pacer, stream keySource, emit func(sec int, s *secStats)) {
-	d.base = time.Now()
+// base is the schedule's t=0 (now, or the start barrier's instant).
+func (d *driver) run(ctx context.Context, base time.Time, pacer workload.Pacer, stream keySource, emit func(sec int, s *secStats)) {
+	d.base = base
 	d.clockBase = d.base.Truncate(time.Millisecond)
 	d.windowEndNs.Store(d.base.Add(time.Duration(d.spec.Duration)).UnixNano())
 	d.s.Start(d.base)

@@ -180,7 +180,7 @@ func runDriver(t *testing.T, spec *scenarios.Spec, lim limiter.Limiter, ctx cont
 	d := newDriver(s)
 	var rows []results.Interval
 	total := &secStats{hist: results.NewHistogram()}
-	d.run(ctx, pacer, keys, func(sec int, st *secStats) {
+	d.run(ctx, time.Now(), pacer, keys, func(sec int, st *secStats) {
 		rows = append(rows, d.row(sec, st))
 		total.add(st)
 	})

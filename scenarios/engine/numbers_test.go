@@ -73,7 +73,7 @@ func TestScheduleLagAgainstAFreshClock(t *testing.T) {
 	}
 	d := newDriver(s)
 	var c counts
-	d.run(context.Background(), pacer, slowKeys{keys, 3 * time.Millisecond}, func(sec int, st *secStats) {
+	d.run(context.Background(), time.Now(), pacer, slowKeys{keys, 3 * time.Millisecond}, func(sec int, st *secStats) {
 		iv := d.row(sec, st)
 		c.offered, c.dropped = c.offered+iv.Offered, c.dropped+iv.Dropped
 		c.behind += d.behind[sec].Load()

@@ -53,7 +53,17 @@ type Options struct {
 	// Wrap, when set, wraps every gateway's limiter before the run starts (a test's slowed or
 	// instrumented limiter); the run measures what the wrapper does too.
 	Wrap func(limiter.Limiter) limiter.Limiter
+	// StartAt, when set, is the schedule's t=0 (--start-at): the run sets up (cluster client,
+	// scripts, gateways), then waits until this instant and starts the pacer there, so parts
+	// started with one StartAt share their base time to the hosts' clock sync. A StartAt more
+	// than MaxStartLate in the past when the set-up is done is refused (ErrStartPast).
+	StartAt time.Time
 }
+
+// MaxStartLate is how far past Options.StartAt a run may finish its set-up and still start:
+// the schedule then begins at StartAt and the dispatcher catches up (counting what is more than
+// a second late as dropped, as any lag).
+const MaxStartLate = time.Second
 
 // Result is what a run leaves: its directory and its summary.
 type Result struct {

@@ -72,7 +72,12 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	spec := s.Spec
 	s.logf("running %s: %s (%s limiter, %d workers, max in flight %d)",
 		spec.Name, loadLine(spec), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
-	d.run(ctx, pacer, keys, emit)
+	waitFrom := time.Now()
+	base, err := waitStart(ctx, s.opts.StartAt)
+	if err != nil {
+		return nil, err
+	}
+	d.run(ctx, base, pacer, keys, emit)
 	s.faults.Stop()
 	plan.end(&sum.Process)
 	m.Ran = time.Duration(d.elapsed.Load())
@@ -82,6 +87,11 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		c.lateAnswers += d.lateAnswers[i].Load()
 	}
 	d.summarize(sum, total, m.Ran, c)
+	if !s.opts.StartAt.IsZero() {
+		// Every part of one barrier then has the same started_at, to the nanosecond.
+		sum.StartedAt = base
+		sum.Load.Note += startNote(base, base.Sub(waitFrom))
+	}
 	if firsts != nil {
 		sum.Stages = firsts.Result()
 		sum.Load.Note += stagesNote(spec)
