@@ -109,6 +109,7 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	rows, seconds := mergeRows(runs)
 	keys := mergeLedgers(runs)
 	sum := mergeSummaries(runs, hist, keys)
+	sum.Load.Note += startSkewNote(runs)
 	if cfg.finish == nil {
 		sum.Load.Note += "; SLO checks not re-evaluated (merged without the scenario): they are the first part's"
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ratelab/results"
 )
@@ -44,21 +45,34 @@ func TestRunPartFlagRejects(t *testing.T) {
 	}
 }
 
-// Two parts through the CLI, merged: one run directory with its report; a part passed twice is
-// refused.
+// Two parts through the CLI, started together by --start-at and merged with --parts: one run
+// directory with its report, the parts' seconds aligned; a part passed twice is refused.
 func TestPartAndMergeCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	var parts []*exec.Cmd
+	var errs []*strings.Builder
+	// One absolute instant for both (+3s would be each process's own now plus 3 s).
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	for _, sh := range []string{"0/2", "1/2"} {
-		out := "s" + sh[:1]
-		if code, _, stderr := runBinary(t, dir, "run", "smoke", "--limiter", "memory", "--duration", "2s", "--rate", "1000",
-			"--part", sh, "--out", out, "-q"); code != 0 {
-			t.Fatalf("run --part %s: exit %d: %s", sh, code, stderr)
+		c := exec.Command(binary, "run", "smoke", "--limiter", "memory", "--duration", "2s", "--rate", "1000",
+			"--part", sh, "--start-at", at, "--out", filepath.Join(run, "part-"+sh[:1]), "-q")
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		parts, errs = append(parts, c), append(errs, &stderr)
+	}
+	for i, c := range parts {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("run --part %d/2: %v: %s", i, err, errs[i])
 		}
 	}
-	code, stdout, stderr := runBinary(t, dir, "merge", "--out", "merged", "s0", "s1")
+	code, stdout, stderr := runBinary(t, dir, "merge", "--out", "merged", "--parts", "run")
 	if code != 0 {
-		t.Fatalf("merge: exit %d: %s", code, stderr)
+		t.Fatalf("merge --parts run: exit %d: %s", code, stderr)
 	}
 	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from parts 0,1 of 2") {
 		t.Errorf("merge stdout does not read like a run's summary with its report:\n%s", stdout)
@@ -72,13 +86,21 @@ func TestPartAndMergeCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0, _ := results.ReadSummary(filepath.Join(dir, "s0", results.SummaryFile))
-	s1, _ := results.ReadSummary(filepath.Join(dir, "s1", results.SummaryFile))
+	s0, _ := results.ReadSummary(filepath.Join(run, "part-0", results.SummaryFile))
+	s1, _ := results.ReadSummary(filepath.Join(run, "part-1", results.SummaryFile))
 	if s0 == nil || s1 == nil || sum.Load.Decisions != s0.Load.Decisions+s1.Load.Decisions || sum.Part == nil || len(sum.Part.Merged) != 2 {
-		t.Errorf("merged decisions %d part %+v; want the sum of the parts'", sum.Load.Decisions, sum.Part)
+		t.Fatalf("merged decisions %d part %+v; want the sum of the parts'", sum.Load.Decisions, sum.Part)
 	}
-	code, _, stderr = runBinary(t, dir, "merge", "--out", "twice", "s0", "s0")
+	if !s0.StartedAt.Equal(s1.StartedAt) || !strings.Contains(s0.Load.Note, "--start-at") || strings.Contains(sum.Load.Note, "WARNING") {
+		t.Errorf("--start-at: parts started at %s and %s (notes %q), merged note %q; want one start, said, and no warning",
+			s0.StartedAt, s1.StartedAt, s0.Load.Note, sum.Load.Note)
+	}
+	code, _, stderr = runBinary(t, dir, "merge", "--out", "twice", "run/part-0", "run/part-0")
 	if code != 1 || !strings.Contains(stderr, "both part 0/2") {
-		t.Errorf("merge s0 s0: exit %d, %q; want exit 1 refusing overlapping parts", code, stderr)
+		t.Errorf("merge part-0 part-0: exit %d, %q; want exit 1 refusing overlapping parts", code, stderr)
+	}
+	code, _, stderr = runBinary(t, dir, "merge", "--out", "both", "--parts", "run", "run/part-0")
+	if code != 1 || !strings.Contains(stderr, "--parts run and directories") {
+		t.Errorf("merge --parts and a list: exit %d, %q; want exit 1 asking for one of them", code, stderr)
 	}
 }

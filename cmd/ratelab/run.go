@@ -46,6 +46,8 @@ type runOptions struct {
 	dockerImage  string
 	// part is --part i/N (see docs/distributed.md).
 	part partFlag
+	// startAt is --start-at: the schedule's t=0, shared by the parts of one load.
+	startAt startAtFlag
 	// Traces and the decision clock (see docs/scenarios.md).
 	recordTrace string
 	trace       string
@@ -68,6 +70,7 @@ type runOptions struct {
 // password is read from --password-file or $RATELAB_REDIS_PASSWORD, never from a flag value.
 func (o runOptions) clusterOptions(r *engine.Options) {
 	r.Part = o.part.Part
+	r.StartAt = o.startAt.at
 	r.PasswordFile = o.passwordFile
 	r.AllowFaults = o.allowFaults
 	if o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
@@ -115,6 +118,9 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 	}
 	if o.repeat < 1 {
 		return fmt.Errorf("--repeat %d: want 1 or more repetitions", o.repeat)
+	}
+	if err := checkStartAt(spec, o); err != nil {
+		return err
 	}
 	if o.repeat > 1 {
 		if o.output.value == outputMD {

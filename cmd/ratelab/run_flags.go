@@ -38,6 +38,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to FILE")
 	f.Var(&o.part, "part", "run part INDEX/COUNT of a load split between COUNT generators (tenant i goes to part i mod COUNT); merge the parts' directories with 'ratelab merge'")
+	f.Var(&o.startAt, "start-at", "set up, then start the schedule at TIME (RFC 3339, or +30s: this command's start plus 30 s); give every part of a load the same RFC 3339 TIME so their seconds line up")
 	f.IntVar(&o.repeat, "repeat", 1, "run the scenario N times (same seed) into OUT/rep-01 .. OUT/rep-NN, for 'ratelab compare'")
 	f.StringVar(&o.recordTrace, "record-trace", "", "write the run's schedule (every offered request: offset, tenant, endpoint, cost) to FILE as a trace")
 	f.StringVar(&o.trace, "trace", "", "replay this trace file instead of the scenario's seeded schedule (sets duration, rate and tenants)")
