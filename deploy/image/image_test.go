@@ -23,15 +23,7 @@ import (
 // runs a short scenario from the container against a local cluster on the host's loopback
 // (host network): the run directory it writes through a volume must hold a complete summary.
 func TestImageRunsAScenario(t *testing.T) {
-	if err := exec.Command("docker", "info").Run(); err != nil {
-		clustertest.SkipUnlessRequired(t, clustertest.RequireDocker, "no Docker engine answers `docker info`: "+err.Error())
-	}
-	image := fmt.Sprintf("ratelab:test-%d", os.Getpid())
-	build := exec.Command("bash", "build.sh", image)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build.sh %s: %v\n%s", image, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	image := buildImage(t)
 
 	out := dockerRun(t, image, nil, "version")
 	if !regexp.MustCompile(`commit\s+[0-9a-f]{12}`).MatchString(out) {
@@ -59,16 +51,39 @@ func TestImageRunsAScenario(t *testing.T) {
 	}
 }
 
+// buildImage builds the image with build.sh under a name of this test's own, removed when the
+// test ends, and returns the name. It skips the test where no Docker engine answers, unless
+// Docker is required.
+func buildImage(t *testing.T) string {
+	t.Helper()
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		clustertest.SkipUnlessRequired(t, clustertest.RequireDocker, "no Docker engine answers `docker info`: "+err.Error())
+	}
+	image := fmt.Sprintf("ratelab:test-%d-%s", os.Getpid(), strings.ToLower(t.Name()))
+	build := exec.Command("bash", "build.sh", image)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build.sh %s: %v\n%s", image, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	return image
+}
+
+// dockerCmd is the command dockerRun runs: the image with args on the host's network as the
+// calling user, with opts (volumes) before the image.
+func dockerCmd(image string, opts []string, args ...string) *exec.Cmd {
+	a := append([]string{"run", "--rm", "--network", "host", "--user", fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}, opts...)
+	a = append(a, image)
+	return exec.Command("docker", append(a, args...)...)
+}
+
 // dockerRun runs the image with args on the host's network as the calling user (so that the
 // files it writes into a volume can be removed by the test) and returns its combined output.
 func dockerRun(t *testing.T, image string, opts []string, args ...string) string {
 	t.Helper()
-	a := append([]string{"run", "--rm", "--network", "host", "--user", fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}, opts...)
-	a = append(a, image)
-	a = append(a, args...)
-	out, err := exec.Command("docker", a...).CombinedOutput()
+	c := dockerCmd(image, opts, args...)
+	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("docker %s: %v\n%s", strings.Join(a, " "), err, out)
+		t.Fatalf("%s: %v\n%s", strings.Join(c.Args, " "), err, out)
 	}
 	return string(out)
 }

@@ -1,0 +1,143 @@
+//go:build faults
+
+package image
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/cluster/clustertest"
+)
+
+// TestImageDistributedRun is the distributed run of docs/distributed.md in containers of the
+// image: three parts of one seed, started together by one --start-at against a cluster on the
+// host's loopback, merged with `ratelab merge --parts`, give what one process running the whole
+// schedule gives: offered requests second by second, decisions key by key and the latency
+// histogram's count. The load is light, so no generator drops a request.
+func TestImageDistributedRun(t *testing.T) {
+	image := buildImage(t)
+	l := clustertest.Start(t, cluster.Options{Primaries: 3, Replicas: 0})
+	dir := t.TempDir()
+	vol := []string{"-v", dir + ":/results"}
+	load := []string{"smoke", "--cluster", "redis://" + l.Addrs()[0], "--seed", "7", "--rate", "600", "--duration", "3s", "-q"}
+
+	// Containers start and set up within the margin; the parts then start as one.
+	atTime := time.Now().Add(10 * time.Second).Truncate(time.Millisecond)
+	at := atTime.UTC().Format(time.RFC3339Nano)
+	var runs []*bgRun
+	for k := range 3 {
+		args := append([]string{"run"}, load...)
+		args = append(args, "--part", fmt.Sprintf("%d/3", k), "--start-at", at, "--out", fmt.Sprintf("/results/run/part-%d", k))
+		runs = append(runs, start(fmt.Sprintf("part %d/3", k), dockerCmd(image, vol, args...)))
+	}
+	runs = append(runs, start("whole run", dockerCmd(image, vol, append(append([]string{"run"}, load...), "--out", "/results/whole")...)))
+	for _, r := range runs {
+		if err := <-r.err; err != nil {
+			t.Fatalf("%s: %v\n%s", r.name, err, r.out.String())
+		}
+	}
+	out := dockerRun(t, image, vol, "merge", "--parts", "/results/run", "--out", "/results/run/merged")
+	t.Logf("merge:\n%s", out)
+
+	whole, merged := readRun(t, filepath.Join(dir, "whole")), readRun(t, filepath.Join(dir, "run", "merged"))
+	for k := range 3 {
+		sum, err := results.ReadSummary(filepath.Join(dir, "run", fmt.Sprintf("part-%d", k), results.SummaryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sum.StartedAt.Equal(atTime) {
+			t.Errorf("part %d started at %s, want --start-at %s", k, sum.StartedAt, at)
+		}
+	}
+	if whole.sum.Load.Dropped != 0 || merged.sum.Load.Dropped != 0 {
+		t.Fatalf("dropped: whole %d, merged %d; the comparison needs a load no generator drops", whole.sum.Load.Dropped, merged.sum.Load.Dropped)
+	}
+	if !strings.Contains(merged.sum.Load.Note, "merged from parts 0,1,2 of 3") || strings.Contains(merged.sum.Load.Note, "WARNING") {
+		t.Errorf("merged note %q: want parts 0,1,2 of 3 and no warning (one start)", merged.sum.Load.Note)
+	}
+	if len(whole.rows) != len(merged.rows) {
+		t.Fatalf("rows: whole %d, merged %d", len(whole.rows), len(merged.rows))
+	}
+	var offered []int64
+	for i := range whole.rows {
+		if w, m := whole.rows[i].Offered, merged.rows[i].Offered; w != m {
+			t.Errorf("second %d: offered whole %d, merged %d", i, w, m)
+		}
+		offered = append(offered, whole.rows[i].Offered)
+	}
+	if len(whole.keys) != len(merged.keys) {
+		t.Errorf("keys.csv: whole %d keys, merged %d", len(whole.keys), len(merged.keys))
+	}
+	for k, w := range whole.keys {
+		if m := merged.keys[k]; m != w {
+			t.Errorf("key %s: decisions whole %d, merged %d", k, w, m)
+		}
+	}
+	if w, m := whole.hist.Count(), merged.hist.Count(); w != m || w != whole.sum.Load.Decisions {
+		t.Errorf("latency histogram count: whole %d, merged %d; want both the whole run's %d decisions", w, m, whole.sum.Load.Decisions)
+	}
+	t.Logf("whole and merged: offered %v by second (%d in all), %d decisions over %d keys, histogram count %d",
+		offered, whole.sum.Load.Offered, whole.sum.Load.Decisions, len(whole.keys), merged.hist.Count())
+}
+
+// bgRun is a container run in the background: its error arrives on err, then its output is in out.
+type bgRun struct {
+	name string
+	err  chan error
+	out  strings.Builder
+}
+
+func start(name string, c *exec.Cmd) *bgRun {
+	r := &bgRun{name: name, err: make(chan error, 1)}
+	go func() {
+		b, err := c.CombinedOutput()
+		r.out.Write(b)
+		r.err <- err
+	}()
+	return r
+}
+
+// runFiles is what the comparison reads of a run directory.
+type runFiles struct {
+	sum  *results.Summary
+	rows []results.Interval
+	keys map[string]int64 // decisions by key (keys.csv)
+	hist *results.Histogram
+}
+
+func readRun(t *testing.T, dir string) runFiles {
+	t.Helper()
+	var r runFiles
+	var err error
+	if r.sum, err = results.ReadSummary(filepath.Join(dir, results.SummaryFile)); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string, f func(*os.File) error) {
+		fh, err := os.Open(filepath.Join(dir, name))
+		if err == nil {
+			err = f(fh)
+			fh.Close()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Join(dir, name), err)
+		}
+	}
+	read(results.TimeseriesFile, func(f *os.File) (err error) { r.rows, err = results.ReadTimeseries(f); return err })
+	read(results.HistogramFile, func(f *os.File) (err error) { r.hist, err = results.ReadHistogram(f); return err })
+	read(results.LedgerFile, func(f *os.File) error {
+		keys, err := results.ReadLedger(f)
+		r.keys = map[string]int64{}
+		for _, k := range keys {
+			r.keys[k.Key] += k.Decisions
+		}
+		return err
+	})
+	return r
+}
