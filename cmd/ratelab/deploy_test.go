@@ -12,9 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
+
+	"ratelab/results"
 )
 
 // k8sJob is the part of a batch/v1 Job the manifest test reads.
@@ -55,6 +58,10 @@ type k8sContainer struct {
 				Name string `yaml:"name"`
 				Key  string `yaml:"key"`
 			} `yaml:"secretKeyRef"`
+			ConfigMapKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"configMapKeyRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 }
@@ -92,8 +99,11 @@ func readJobs(t *testing.T) map[string]k8sJob {
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
+// runConfig is a sample of the ConfigMap ratelab-run the README creates once per run.
+var runConfig = map[string]string{"run": "hot-tenant-1", "start-at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+
 // expand substitutes $(VAR) as the kubelet does, from the container's env; vars from the
-// downward API take the sample value given.
+// downward API take the sample value given, vars from the ConfigMap ratelab-run runConfig's.
 func expand(t *testing.T, c k8sContainer, index string) []string {
 	t.Helper()
 	vals := map[string]string{}
@@ -101,6 +111,13 @@ func expand(t *testing.T, c k8sContainer, index string) []string {
 		switch {
 		case e.ValueFrom.FieldRef != nil:
 			vals[e.Name] = index
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			v, ok := runConfig[e.ValueFrom.ConfigMapKeyRef.Key]
+			if e.ValueFrom.ConfigMapKeyRef.Name != "ratelab-run" || !ok {
+				t.Errorf("env %s from ConfigMap %s key %s: the README creates ratelab-run with keys run and start-at",
+					e.Name, e.ValueFrom.ConfigMapKeyRef.Name, e.ValueFrom.ConfigMapKeyRef.Key)
+			}
+			vals[e.Name] = v
 		case e.ValueFrom.SecretKeyRef == nil:
 			vals[e.Name] = e.Value
 		}
@@ -147,8 +164,9 @@ func parseArgs(t *testing.T, job string, args []string) *cobra.Command {
 }
 
 // The Kubernetes manifests cannot rot: every flag they pass exists and parses, the part count
-// agrees with the Indexed Job, the merge lists exactly the parts' directories, both jobs mount
-// the same volume, and the password comes from a Secret, never from argv.
+// agrees with the Indexed Job, every part starts at one --start-at, the merge's --parts finds
+// exactly the parts' directories, both jobs mount the same volume, and the password comes from
+// a Secret, never from argv.
 func TestManifests(t *testing.T) {
 	t.Parallel()
 	jobs := readJobs(t)
@@ -196,6 +214,9 @@ func TestManifests(t *testing.T) {
 		if !f.Changed("seed") || !f.Changed("out") {
 			t.Errorf("pod %d: want an explicit --seed (one schedule for all parts) and --out on the shared volume", k)
 		}
+		if at := f.Lookup("start-at").Value.String(); at == "" || !strings.HasPrefix(runConfig["start-at"], at[:19]) {
+			t.Errorf("pod %d: --start-at %q; want the ConfigMap's start-at %s, one instant for every part", k, at, runConfig["start-at"])
+		}
 		for _, a := range args {
 			if strings.Contains(strings.ToLower(a), "password") && !strings.HasPrefix(a, "--password-file") {
 				t.Errorf("pod %d: argument %q: a password must not be on the command line", k, a)
@@ -208,8 +229,14 @@ func TestManifests(t *testing.T) {
 	if cmd.Name() != "merge" {
 		t.Fatalf("ratelab-merge runs %q, want merge", cmd.Name())
 	}
-	if have := cmd.Flags().Args(); !slices.Equal(have, outs) {
-		t.Errorf("merge reads %v; the parts write %v", have, outs)
+	partsDir := cmd.Flags().Lookup("parts").Value.String()
+	if len(cmd.Flags().Args()) != 0 || partsDir == "" {
+		t.Errorf("merge: directories %v, --parts %q; want --parts of the run's directory, no list", cmd.Flags().Args(), partsDir)
+	}
+	for _, o := range outs {
+		if ok, _ := filepath.Match(filepath.Join(partsDir, results.PartDirPattern), o); !ok {
+			t.Errorf("merge --parts %s does not find part directory %s (want %s)", partsDir, o, filepath.Join(partsDir, results.PartDirPattern))
+		}
 	}
 	if out := cmd.Flags().Lookup("out").Value.String(); out == "" || slices.Contains(outs, out) {
 		t.Errorf("merge --out %q: want a directory of its own", out)
