@@ -4,9 +4,11 @@ package image
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"ratelab/scenarios/cluster/clustertest"
 )
 
-// TestImageDistributedRun is the distributed run of docs/distributed.md in containers of the
-// image: three parts of one seed, started together by one --start-at against a cluster on the
-// host's loopback, merged with `ratelab merge --parts`, give what one process running the whole
+// TestImageDistributedRun runs deploy/kubernetes's jobs in containers of the image, as their
+// pods would run them: the parts Job's args for every index of its completions, started
+// together by one --start-at against a cluster on the host's loopback (the manifests' --cluster,
+// --rate and --duration replaced by it and a light load), then the merge Job's args
+// (`ratelab merge --parts`). The merged run must give what one process running the whole
 // schedule gives: offered requests second by second, decisions key by key and the latency
 // histogram's count. The load is light, so no generator drops a request.
 func TestImageDistributedRun(t *testing.T) {
@@ -26,28 +30,32 @@ func TestImageDistributedRun(t *testing.T) {
 	l := clustertest.Start(t, cluster.Options{Primaries: 3, Replicas: 0})
 	dir := t.TempDir()
 	vol := []string{"-v", dir + ":/results"}
-	load := []string{"smoke", "--cluster", "redis://" + l.Addrs()[0], "--seed", "7", "--rate", "600", "--duration", "3s", "-q"}
+	n, partArgs := readJob(t, "parts-job.yaml")
+	_, mergeArgs := readJob(t, "merge-job.yaml")
+	light := map[string]string{"--cluster": "redis://" + l.Addrs()[0], "--rate": "600", "--duration": "3s"}
 
 	// Containers start and set up within the margin; the parts then start as one.
 	atTime := time.Now().Add(10 * time.Second).Truncate(time.Millisecond)
 	at := atTime.UTC().Format(time.RFC3339Nano)
 	var runs []*bgRun
-	for k := range 3 {
-		args := append([]string{"run"}, load...)
-		args = append(args, "--part", fmt.Sprintf("%d/3", k), "--start-at", at, "--out", fmt.Sprintf("/results/run/part-%d", k))
-		runs = append(runs, start(fmt.Sprintf("part %d/3", k), dockerCmd(image, vol, args...)))
+	for k := range n {
+		vars := map[string]string{"RUN": "run", "START_AT": at, "PART_INDEX": strconv.Itoa(k)}
+		runs = append(runs, start(fmt.Sprintf("part %d/%d", k, n), dockerCmd(image, vol, podArgs(t, partArgs, vars, light)...)))
 	}
-	runs = append(runs, start("whole run", dockerCmd(image, vol, append(append([]string{"run"}, load...), "--out", "/results/whole")...)))
+	wholeSet := maps.Clone(light)
+	wholeSet["--out"] = "/results/whole"
+	vars := map[string]string{"RUN": "run", "START_AT": at, "PART_INDEX": "0"}
+	runs = append(runs, start("whole run", dockerCmd(image, vol, podArgs(t, partArgs, vars, wholeSet, "--part", "--start-at")...)))
 	for _, r := range runs {
 		if err := <-r.err; err != nil {
 			t.Fatalf("%s: %v\n%s", r.name, err, r.out.String())
 		}
 	}
-	out := dockerRun(t, image, vol, "merge", "--parts", "/results/run", "--out", "/results/run/merged")
+	out := dockerRun(t, image, vol, podArgs(t, mergeArgs, map[string]string{"RUN": "run"}, nil)...)
 	t.Logf("merge:\n%s", out)
 
 	whole, merged := readRun(t, filepath.Join(dir, "whole")), readRun(t, filepath.Join(dir, "run", "merged"))
-	for k := range 3 {
+	for k := range n {
 		sum, err := results.ReadSummary(filepath.Join(dir, "run", fmt.Sprintf("part-%d", k), results.SummaryFile))
 		if err != nil {
 			t.Fatal(err)
@@ -59,8 +67,8 @@ func TestImageDistributedRun(t *testing.T) {
 	if whole.sum.Load.Dropped != 0 || merged.sum.Load.Dropped != 0 {
 		t.Fatalf("dropped: whole %d, merged %d; the comparison needs a load no generator drops", whole.sum.Load.Dropped, merged.sum.Load.Dropped)
 	}
-	if !strings.Contains(merged.sum.Load.Note, "merged from parts 0,1,2 of 3") || strings.Contains(merged.sum.Load.Note, "WARNING") {
-		t.Errorf("merged note %q: want parts 0,1,2 of 3 and no warning (one start)", merged.sum.Load.Note)
+	if merged.sum.Part == nil || len(merged.sum.Part.Merged) != n || strings.Contains(merged.sum.Load.Note, "WARNING") {
+		t.Errorf("merged part %+v, note %q: want %d parts merged and no warning (one start)", merged.sum.Part, merged.sum.Load.Note, n)
 	}
 	if len(whole.rows) != len(merged.rows) {
 		t.Fatalf("rows: whole %d, merged %d", len(whole.rows), len(merged.rows))
