@@ -16,7 +16,8 @@ var ErrStartPast = errors.New("start time already past")
 // base exactly, and its rows' time_utc line up second by second. It returns ErrStartPast if
 // at was more than MaxStartLate ago, and ctx's error if ctx ends first. at is taken to the
 // millisecond, the precision of time_utc, so that started_at and second 0's time_utc are equal.
-func waitStart(ctx context.Context, at time.Time) (time.Time, error) {
+// logf hears that the run is waiting.
+func waitStart(ctx context.Context, at time.Time, logf func(string, ...any)) (time.Time, error) {
 	if at.IsZero() {
 		return time.Now(), nil
 	}
@@ -27,6 +28,7 @@ func waitStart(ctx context.Context, at time.Time) (time.Time, error) {
 			at.UTC().Format(time.RFC3339Nano), (-wait).Round(time.Millisecond), ErrStartPast)
 	}
 	if wait > 0 {
+		logf("set up; waiting %s for --start-at %s", wait.Round(time.Millisecond), at.UTC().Format(time.RFC3339Nano))
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {

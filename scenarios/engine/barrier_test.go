@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,17 +73,22 @@ func TestStartAtPastIsRefused(t *testing.T) {
 
 func TestWaitStart(t *testing.T) {
 	t.Parallel()
-	if _, err := waitStart(context.Background(), time.Now().Add(-500*time.Millisecond)); err != nil {
+	nolog := func(string, ...any) {}
+	if _, err := waitStart(context.Background(), time.Now().Add(-500*time.Millisecond), nolog); err != nil {
 		t.Errorf("half a second late: %v, want a start (within MaxStartLate)", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := waitStart(ctx, time.Now().Add(time.Hour)); !errors.Is(err, context.Canceled) {
+	if _, err := waitStart(ctx, time.Now().Add(time.Hour), nolog); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled while waiting: %v, want context.Canceled", err)
 	}
 	at := time.Now().Add(50 * time.Millisecond).Truncate(time.Millisecond)
-	base, err := waitStart(context.Background(), at)
+	var said string
+	base, err := waitStart(context.Background(), at, func(f string, a ...any) { said = fmt.Sprintf(f, a...) })
 	if err != nil || !base.Equal(at) || time.Now().Before(at) {
 		t.Errorf("waitStart(%s) = %s, %v at %s: want the instant itself, returned no earlier", at, base, err, time.Now())
+	}
+	if !strings.Contains(said, "waiting") {
+		t.Errorf("waitStart logged %q, want that it waits", said)
 	}
 }

@@ -73,7 +73,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	s.logf("running %s: %s (%s limiter, %d workers, max in flight %d)",
 		spec.Name, loadLine(spec), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
 	waitFrom := time.Now()
-	base, err := waitStart(ctx, s.opts.StartAt)
+	base, err := waitStart(ctx, s.opts.StartAt, s.logf)
 	if err != nil {
 		return nil, err
 	}
