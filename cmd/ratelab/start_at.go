@@ -33,7 +33,7 @@ func (f *startAtFlag) Set(s string) error {
 }
 
 // parseStartAt reads --start-at at now: "+10s" is now plus the duration, anything else an RFC
-// 3339 time (2026-01-02T15:04:05Z, fractions and offsets allowed).
+// 3339 time (YYYY-MM-DDThh:mm:ssZ, fractions and offsets allowed).
 func parseStartAt(s string, now time.Time) (time.Time, error) {
 	var at time.Time
 	if rest, ok := strings.CutPrefix(s, "+"); ok {
