@@ -331,12 +331,7 @@ func mergeLedgers(runs []*partRun) []KeyCount {
 // the load's start; with only those, it is the summary's started_at, which precedes the load
 // by the run's set-up.
 func mergedStart(runs []*partRun, sum *Summary) time.Time {
-	var start time.Time
-	for _, r := range runs {
-		if !r.start.IsZero() && (start.IsZero() || r.start.Before(start)) {
-			start = r.start
-		}
-	}
+	start, _ := partStarts(runs)
 	if start.IsZero() {
 		return sum.StartedAt
 	}

@@ -76,7 +76,17 @@ const MaxStartSkew = 500 * time.Millisecond
 // startSkewNote warns, for the merged summary's note, when the parts' load starts (from their
 // latency.hlog) differ by more than MaxStartSkew; it is empty otherwise.
 func startSkewNote(runs []*partRun) string {
-	var first, last time.Time
+	first, last := partStarts(runs)
+	if skew := last.Sub(first); skew > MaxStartSkew {
+		return fmt.Sprintf("; WARNING: the parts' loads started %s apart, so their seconds are added out of step (per-second rows smeared, totals exact); start them with one --start-at",
+			skew.Round(time.Millisecond))
+	}
+	return ""
+}
+
+// partStarts returns the earliest and latest of the parts' load starts (from their
+// latency.hlog); both are zero when no part recorded its start.
+func partStarts(runs []*partRun) (first, last time.Time) {
 	for _, r := range runs {
 		if r.start.IsZero() {
 			continue
@@ -88,9 +98,5 @@ func startSkewNote(runs []*partRun) string {
 			last = r.start
 		}
 	}
-	if skew := last.Sub(first); skew > MaxStartSkew {
-		return fmt.Sprintf("; WARNING: the parts' loads started %s apart, so their seconds are added out of step (per-second rows smeared, totals exact); start them with one --start-at",
-			skew.Round(time.Millisecond))
-	}
-	return ""
+	return first, last
 }
