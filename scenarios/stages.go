@@ -11,8 +11,8 @@ import (
 )
 
 // MaxRate is the most requests per second one generator is asked to offer: load.rate and every
-// stage's to.
-const MaxRate = 10_000_000
+// stage's to. It is workload's bound, so a load that validates is a profile workload accepts.
+const MaxRate = workload.MaxRampRate
 
 // Stage is one step of load.stages, which ramps the arrival rate as k6's ramping-arrival-rate
 // executor does: a ramp {to, over} moves the rate linearly from where the previous step left it
@@ -173,7 +173,7 @@ func (s *Spec) validateStages(bad badFunc) {
 		return
 	}
 	if !validRate(l.Rate) {
-		bad("load.rate", l.Rate, fmt.Sprintf("with load.stages it is the start rate: must be between 0 and %d requests per second", MaxRate))
+		bad("load.rate", l.Rate, fmt.Sprintf("with load.stages it is the start rate: must be between 0 and %.0f requests per second", MaxRate))
 	}
 	for i, st := range l.Stages {
 		s.validateStage(bad, i, st)
@@ -215,7 +215,7 @@ func (s *Spec) validateStage(bad badFunc, i int, st Stage) {
 	if st.To == nil {
 		bad(f+".to", "missing", "say the rate in requests/s the ramp reaches, e.g. to: 5000")
 	} else if !validRate(*st.To) {
-		bad(f+".to", *st.To, fmt.Sprintf("must be between 0 and %d requests per second", MaxRate))
+		bad(f+".to", *st.To, fmt.Sprintf("must be between 0 and %.0f requests per second", MaxRate))
 	}
 }
 
