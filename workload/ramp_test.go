@@ -138,7 +138,7 @@ func TestProfileCutsAndHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Cut at 1 s, half way up: Λ = 500/s² · 1 s² / 2... 0 + 500·1²/2 = 250.
+	// Cut at 1 s, half way up a slope of 500/s²: Λ(1 s) = 500·1²/2 = 250.
 	if got := cut.Total(); got != 250 {
 		t.Errorf("cut total %v, want 250", got)
 	}
