@@ -116,7 +116,7 @@ func (b buckets) per(how string) string {
 // (allowed, denied, failed open or closed; errors are no answer and late answers came after
 // it), as the summary's achieved_rps counts them over the run.
 func answered(r *results.Interval) float64 {
-	return float64(max(r.Allowed+r.Denied+r.FailedOpen+r.FailedClosed-r.Late, 0))
+	return float64(max(r.Served()-r.Errors-r.Late, 0))
 }
 
 // mermaidCharts draws report.md's charts from the per-second rows: offered vs achieved
