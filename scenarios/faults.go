@@ -105,7 +105,7 @@ func (s *Spec) validateClusterFault(p string, f FaultSpec, nodes int, bad badFun
 	if err := checkTarget(f.Target, nodes, s.Tenants.Count); err != "" {
 		bad(p+".target", fmt.Sprintf("%q", f.Target), err)
 	}
-	s.validateFaultFields(p, f, nodes, bad)
+	s.validateFaultFields(p, f, bad)
 	if f.Kind != FaultReshard && f.AskWindow != 0 {
 		bad(p+".ask_window", time.Duration(f.AskWindow), "only a reshard has an ask window")
 	}
@@ -118,7 +118,7 @@ func (s *Spec) validateClusterFault(p string, f FaultSpec, nodes int, bad badFun
 }
 
 // validateFaultFields checks the fields a cluster fault's kind needs.
-func (s *Spec) validateFaultFields(p string, f FaultSpec, nodes int, bad badFunc) {
+func (s *Spec) validateFaultFields(p string, f FaultSpec, bad badFunc) {
 	noReplicas := s.Cluster.Replicas != nil && *s.Cluster.Replicas == 0
 	switch f.Kind {
 	case FaultPause:
