@@ -346,13 +346,17 @@ func writeMergedSeries(out string, start time.Time, rows []Interval, seconds map
 		return fmt.Errorf("merge: %w", err)
 	}
 	err = sw.Start(start)
+	var empty *Histogram // shared by every second no part has a histogram for: Write leaves h as it was
 	for _, r := range rows {
 		if err != nil {
 			break
 		}
 		h := seconds[int(r.TS)]
 		if h == nil {
-			h = NewHistogram()
+			if empty == nil {
+				empty = NewHistogram()
+			}
+			h = empty
 		}
 		err = sw.Write(r, h)
 	}
