@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -267,9 +266,9 @@ func (l *logLines) Read(p []byte) (int, error) {
 			continue
 		}
 		l.n++
-		if s, ok := strings.CutPrefix(string(line), startTimePrefix); ok && !l.sawStart {
-			secs, _, _ := strings.Cut(s, " ")
-			v, perr := strconv.ParseFloat(secs, 64)
+		if s, ok := bytes.CutPrefix(line, []byte(startTimePrefix)); ok && !l.sawStart {
+			secs, _, _ := bytes.Cut(s, []byte(" "))
+			v, perr := strconv.ParseFloat(string(secs), 64)
 			if perr != nil || v < 0 || math.IsInf(v, 0) {
 				l.err = fmt.Errorf("%s line %d: StartTime %q is not seconds since the epoch: %w", LatencyLogFile, l.n, secs, ErrCorrupt)
 				continue
