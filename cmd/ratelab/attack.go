@@ -77,7 +77,7 @@ the verdict is written into summary.json, and a failed check exits 3.
 	fl.Uint64Var(&o.Seed, "seed", attack.DefaultSeed, "seed of the request stream (the same seed gives the same requests as 'ratelab run')")
 	fl.StringVar(&f.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix, name[:weight],... e.g. search:3,read:1")
 	o.Policy = limiter.BucketPolicy{Rate: 100, Burst: 200}
-	fl.Var(declaredPolicyFlag{bucket: &o.Policy, window: &o.Window},
+	fl.Var(newPolicyFlag(&o.Policy.Rate, func() int64 { return o.Policy.Burst }, func(b int64) { o.Policy.Burst = b }).withWindow(&o.Window),
 		"policy", "the target's declared limit per tenant and endpoint, for overspend and header honesty: a token bucket rate=R,burst=B (tokens/s, tokens) or a sliding window limit=N,window=W (requests, duration)")
 	fl.StringVar(&o.KeyHeader, "key-header", attack.DefaultKeyHeader, "header carrying the tenant's API key")
 	fl.StringVar(&o.CostHeader, "cost-header", "", "header carrying each request's cost (needed to replay traces with costs other than 1)")

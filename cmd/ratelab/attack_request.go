@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios/attack"
 )
@@ -128,28 +127,3 @@ func printHonesty(w io.Writer, h *results.HeaderHonesty) {
 	}
 	fmt.Fprintf(w, "  headers      %d lies in %d checks (tolerance %.0f ms): %s\n", h.TotalLies(), checked, h.ToleranceMs, strings.Join(parts, ", "))
 }
-
-// declaredPolicyFlag is attack's --policy: a token bucket (rate=R,burst=B) or a sliding window
-// (limit=N,window=W).
-type declaredPolicyFlag struct {
-	bucket *limiter.BucketPolicy
-	window *attack.WindowPolicy
-}
-
-func (p declaredPolicyFlag) String() string {
-	if p.window.Limit > 0 {
-		return p.window.String()
-	}
-	return fmt.Sprintf("rate=%g,burst=%d", p.bucket.Rate, p.bucket.Burst)
-}
-
-func (p declaredPolicyFlag) Set(s string) error {
-	b, w, err := attack.ParseDeclared(s)
-	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), attack.ErrInvalid.Error()+": "))
-	}
-	*p.bucket, *p.window = b, w
-	return nil
-}
-
-func (p declaredPolicyFlag) Type() string { return "POLICY" }
