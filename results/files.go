@@ -25,7 +25,7 @@ const (
 	// (see Histogram.WritePercentiles), in ms.
 	PercentilesFile = "latency.hgrm"
 	// SecondsHistogramFile held the per-second histograms in runs of an older ratelab (see
-	// SecondsHistogramWriter); Merge still reads it from a run without LatencyLogFile.
+	// ReadSecondsHistograms); Merge still reads it from a run without LatencyLogFile.
 	SecondsHistogramFile = "latency-seconds.hdr"
 	// LedgerFile holds the per-key ledger (see KeyCount): decisions and overspend per key, what a
 	// merge of parts needs for exact hot keys.
