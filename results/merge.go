@@ -171,10 +171,11 @@ func readPartRun(dir string) (*partRun, error) {
 		}
 		return nil
 	}
-	seconds := struct {
+	type step struct {
 		name string
 		read func(f *os.File) error
-	}{LatencyLogFile, func(f *os.File) error {
+	}
+	seconds := step{LatencyLogFile, func(f *os.File) error {
 		l, err := ReadLatencyLog(f)
 		if l != nil {
 			r.seconds, r.start = l.Seconds, l.Start
@@ -188,10 +189,7 @@ func readPartRun(dir string) (*partRun, error) {
 			seconds.read = func(f *os.File) (err error) { r.seconds, err = ReadSecondsHistograms(f); return err }
 		}
 	}
-	steps := []struct {
-		name string
-		read func(f *os.File) error
-	}{
+	steps := []step{
 		{HistogramFile, func(f *os.File) (err error) { r.hist, err = ReadHistogram(f); return err }},
 		seconds,
 		{TimeseriesFile, func(f *os.File) (err error) { r.rows, err = ReadTimeseries(f); return err }},
