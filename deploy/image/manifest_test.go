@@ -5,6 +5,7 @@ package image
 import (
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -62,20 +63,11 @@ func podArgs(t *testing.T, args []string, vars, set map[string]string, drop ...s
 			out, i = append(out, a, v), i+1
 			continue
 		}
-		if dropped(a, drop) && i+1 < len(args) {
+		if slices.Contains(drop, a) && i+1 < len(args) {
 			i++
 			continue
 		}
 		out = append(out, a)
 	}
 	return out
-}
-
-func dropped(a string, drop []string) bool {
-	for _, d := range drop {
-		if a == d {
-			return true
-		}
-	}
-	return false
 }
