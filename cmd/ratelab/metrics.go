@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ func metricsDir(cfg livemetrics.Config, out, name string) string {
 	if out != "" || !cfg.Enabled() {
 		return out
 	}
-	return filepath.Join("out", name+"-"+time.Now().Format("20060102-150405"))
+	return engine.DefaultDir(name, time.Now())
 }
 
 // startMetrics starts the live metrics of one run (nil when no metrics flag is set: a nil run

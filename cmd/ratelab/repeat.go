@@ -48,7 +48,7 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
 	r := &repeater{cmd: cmd, spec: spec, o: o, out: o.out, stateFile: o.stateFile}
 	if r.out == "" {
-		r.out = filepath.Join("out", spec.Name+"-"+time.Now().Format("20060102-150405"))
+		r.out = engine.DefaultDir(spec.Name, time.Now())
 	}
 	if err := os.MkdirAll(r.out, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", r.out, err)

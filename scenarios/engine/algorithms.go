@@ -45,7 +45,7 @@ func Algorithms(ctx context.Context, spec *scenarios.Spec, kinds []scenarios.Lim
 		kinds = AlgorithmKinds
 	}
 	if opts.Out == "" {
-		opts.Out = filepath.Join("out", spec.Name+"-"+time.Now().Format("20060102-150405"))
+		opts.Out = DefaultDir(spec.Name, time.Now())
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}

@@ -126,11 +126,17 @@ func (s *Session) resolve(orig *scenarios.Spec) error {
 	return nil
 }
 
+// DefaultDir is a run's directory without Options.Out: out/<name>-<time>, the time to the
+// second. Its last element is the run's id.
+func DefaultDir(name string, at time.Time) string {
+	return filepath.Join("out", name+"-"+at.Format("20060102-150405"))
+}
+
 // makeDir creates the run directory and writes the resolved scenario into it.
 func (s *Session) makeDir() error {
 	s.Dir = s.opts.Out
 	if s.Dir == "" {
-		s.Dir = filepath.Join("out", s.Spec.Name+"-"+s.started.Format("20060102-150405"))
+		s.Dir = DefaultDir(s.Spec.Name, s.started)
 	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
