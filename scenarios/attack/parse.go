@@ -16,32 +16,44 @@ import (
 func ParsePolicy(s string) (limiter.BucketPolicy, error) {
 	var p limiter.BucketPolicy
 	var haveRate, haveBurst bool
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok {
-			return p, fmt.Errorf("%w: policy %q: %q is not key=value; write rate=50,burst=100", ErrInvalid, s, kv)
-		}
+	err := policyPairs(s, "rate=50,burst=100", func(k, v string) error {
 		switch strings.TrimSpace(k) {
 		case "rate":
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil || !(f > 0) || math.IsInf(f, 0) {
-				return p, fmt.Errorf("%w: policy %q: rate %q: want tokens per second > 0, e.g. rate=50", ErrInvalid, s, v)
+				return fmt.Errorf("%w: policy %q: rate %q: want tokens per second > 0, e.g. rate=50", ErrInvalid, s, v)
 			}
 			p.Rate, haveRate = f, true
 		case "burst":
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 1 {
-				return p, fmt.Errorf("%w: policy %q: burst %q: want a whole number of tokens >= 1, e.g. burst=100", ErrInvalid, s, v)
+				return fmt.Errorf("%w: policy %q: burst %q: want a whole number of tokens >= 1, e.g. burst=100", ErrInvalid, s, v)
 			}
 			p.Burst, haveBurst = n, true
 		default:
-			return p, fmt.Errorf("%w: policy %q: unknown key %q; the keys are rate and burst", ErrInvalid, s, k)
+			return fmt.Errorf("%w: policy %q: unknown key %q; the keys are rate and burst", ErrInvalid, s, k)
+		}
+		return nil
+	})
+	if err == nil && (!haveRate || !haveBurst) {
+		err = fmt.Errorf("%w: policy %q: give both rate and burst, e.g. rate=50,burst=100", ErrInvalid, s)
+	}
+	return p, err
+}
+
+// policyPairs calls set with the key and value of each comma-separated key=value of the policy
+// s, stopping at the first error; an item without = is refused with example as the fix.
+func policyPairs(s, example string, set func(k, v string) error) error {
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return fmt.Errorf("%w: policy %q: %q is not key=value; write %s", ErrInvalid, s, kv, example)
+		}
+		if err := set(k, v); err != nil {
+			return err
 		}
 	}
-	if !haveRate || !haveBurst {
-		return p, fmt.Errorf("%w: policy %q: give both rate and burst, e.g. rate=50,burst=100", ErrInvalid, s)
-	}
-	return p, nil
+	return nil
 }
 
 // ParseEndpoints reads an endpoint mix written "search:3,read:1" (name:weight; a name alone

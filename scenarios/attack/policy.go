@@ -46,32 +46,30 @@ func ParseDeclared(s string) (limiter.BucketPolicy, WindowPolicy, error) {
 	}
 	var w WindowPolicy
 	var haveLimit, haveWindow bool
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+	err := policyPairs(s, "limit=100,window=1s", func(k, v string) error {
 		v = strings.TrimSpace(v)
-		switch k = strings.TrimSpace(k); {
-		case !ok:
-			return limiter.BucketPolicy{}, w, fmt.Errorf("%w: policy %q: %q is not key=value; write limit=100,window=1s", ErrInvalid, s, kv)
-		case k == "limit":
+		switch k = strings.TrimSpace(k); k {
+		case "limit":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
-				return limiter.BucketPolicy{}, w, fmt.Errorf("%w: policy %q: limit %q: want a whole number of requests >= 1, e.g. limit=100", ErrInvalid, s, v)
+				return fmt.Errorf("%w: policy %q: limit %q: want a whole number of requests >= 1, e.g. limit=100", ErrInvalid, s, v)
 			}
 			w.Limit, haveLimit = n, true
-		case k == "window":
+		case "window":
 			d, err := time.ParseDuration(v)
 			if err != nil || d < time.Millisecond {
-				return limiter.BucketPolicy{}, w, fmt.Errorf("%w: policy %q: window %q: want a duration of at least 1ms, e.g. window=1s", ErrInvalid, s, v)
+				return fmt.Errorf("%w: policy %q: window %q: want a duration of at least 1ms, e.g. window=1s", ErrInvalid, s, v)
 			}
 			w.Window, haveWindow = d, true
 		default:
-			return limiter.BucketPolicy{}, w, fmt.Errorf("%w: policy %q: unknown key %q; a window policy has limit and window (a bucket rate and burst)", ErrInvalid, s, k)
+			return fmt.Errorf("%w: policy %q: unknown key %q; a window policy has limit and window (a bucket rate and burst)", ErrInvalid, s, k)
 		}
+		return nil
+	})
+	if err == nil && (!haveLimit || !haveWindow) {
+		err = fmt.Errorf("%w: policy %q: give both limit and window, e.g. limit=100,window=1s", ErrInvalid, s)
 	}
-	if !haveLimit || !haveWindow {
-		return limiter.BucketPolicy{}, w, fmt.Errorf("%w: policy %q: give both limit and window, e.g. limit=100,window=1s", ErrInvalid, s)
-	}
-	return limiter.BucketPolicy{}, w, nil
+	return limiter.BucketPolicy{}, w, err
 }
 
 // windowed reports whether the declared policy is o.Window rather than o.Policy.
