@@ -35,9 +35,7 @@ type Status struct {
 }
 
 // Achieved is the decisions the row's second completed: its achieved rate in requests/s.
-func Achieved(iv results.Interval) int64 {
-	return iv.Allowed + iv.Denied + iv.FailedOpen + iv.FailedClosed + iv.Errors
-}
+func Achieved(iv results.Interval) int64 { return iv.Served() }
 
 // Line is the one-line rendering of s, the same on a terminal and in a log.
 func Line(s Status) string {
