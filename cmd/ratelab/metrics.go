@@ -41,11 +41,9 @@ func startMetrics(cfg livemetrics.Config, name, dir string, logf func(string, ..
 
 // finishMetrics sets the live counters to the summary's totals and serves them for the grace
 // period; ctx should outlive an interrupt, so that a last scrape still sees the totals. A push
-// that fails is a warning: the run's results are written already.
+// that fails is a warning: the run's results are written already. A nil lm (no metrics flag)
+// is a no-op: Run's Finish and Close take a nil *Run.
 func finishMetrics(ctx context.Context, lm *livemetrics.Run, sum *results.Summary, logf func(string, ...any)) {
-	if lm == nil {
-		return
-	}
 	if sum == nil {
 		_ = lm.Close()
 		return
