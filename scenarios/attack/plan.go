@@ -139,6 +139,7 @@ func (p *plan) targeter(o Options) vegeta.Targeter {
 	for name, vs := range o.Header {
 		extra[textproto.CanonicalMIMEHeaderKey(name)] = vs
 	}
+	keyValue := o.keyValues()
 	var next atomic.Uint64
 	return func(t *vegeta.Target) error {
 		if t == nil {
@@ -153,7 +154,7 @@ func (p *plan) targeter(o Options) vegeta.Targeter {
 		for name, vs := range extra {
 			h[name] = vs // shared: net/http only reads request header values
 		}
-		h[keyH] = []string{o.keyValue(p.hdr.TenantName(r.Tenant), r.Tenant)}
+		h[keyH] = []string{keyValue(p.hdr.TenantName(r.Tenant), r.Tenant)}
 		h[reqH] = []string{strconv.FormatUint(k, 10)}
 		if o.CostHeader != "" {
 			h[costH] = []string{strconv.FormatUint(uint64(r.Cost), 10)}

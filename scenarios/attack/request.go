@@ -205,17 +205,21 @@ func (o Options) requestNote() string {
 	return s
 }
 
-// keyValue is the key header's value for tenant: KeyFormat with the tenant's key (Keys[tenant],
-// or its generated name) in place of KeyPlaceholder.
-func (o Options) keyValue(name string, tenant uint32) string {
-	key := name
-	if int(tenant) < len(o.Keys) {
-		key = o.Keys[tenant]
+// keyValues returns the key header's value for a tenant: KeyFormat with the tenant's key
+// (Keys[tenant], or its generated name) in place of KeyPlaceholder. It is built once per attack
+// and keeps only those two fields, so the targeter's call per request copies no Options.
+func (o Options) keyValues() func(name string, tenant uint32) string {
+	format, keys := o.KeyFormat, o.Keys
+	return func(name string, tenant uint32) string {
+		key := name
+		if int(tenant) < len(keys) {
+			key = keys[tenant]
+		}
+		if format == KeyPlaceholder {
+			return key
+		}
+		return strings.ReplaceAll(format, KeyPlaceholder, key)
 	}
-	if o.KeyFormat == KeyPlaceholder {
-		return key
-	}
-	return strings.ReplaceAll(o.KeyFormat, KeyPlaceholder, key)
 }
 
 // ErrTLS reports that a target's TLS handshake failed before the attack began.
