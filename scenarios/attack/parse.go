@@ -12,7 +12,8 @@ import (
 )
 
 // ParsePolicy reads a declared bucket policy written "rate=50,burst=100" (tokens per second,
-// tokens), the form of `ratelab attack --policy`.
+// tokens), the form of --policy (run, gateway, simulate; attack's reads a window too, see
+// ParseDeclared).
 func ParsePolicy(s string) (limiter.BucketPolicy, error) {
 	var p limiter.BucketPolicy
 	var haveRate, haveBurst bool
