@@ -86,7 +86,7 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	name := o.name()
 	dir := o.Out
 	if dir == "" {
-		dir = filepath.Join("out", name+"-"+started.Format("20060102-150405"))
+		dir = engine.DefaultDir(name, started)
 	}
 	out, err := openOutputs(dir)
 	if err != nil {
