@@ -224,10 +224,11 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 		return nil, err
 	}
 	vr := &validationRuns{cl: cl, spec: spec, state: state, out: out, logf: o.Logf}
-	first, err := vr.firstProbe(ctx, &o)
+	probe, err := vr.firstProbe(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
+	first := probe.answered()
 	rates, err := o.rates(first)
 	if err != nil {
 		return nil, err
@@ -269,9 +270,9 @@ func (vr *validationRuns) run(ctx context.Context, kind string, rate float64, d 
 // firstProbe finds the machine's capacity, the base of the validation's rates: the decisions/s
 // answered by a probe at o.ProbeRate, doubled until the machine cannot keep up (a probe it keeps
 // up with measures the offered rate, not the capacity, and how far above the capacity a rate is
-// depends on the machine). It leaves in o.ProbeRate the rounds' probe rate: at least twice the
-// first probe's answer, since the capacity moves between probes.
-func (vr *validationRuns) firstProbe(ctx context.Context, o *ValidateOptions) (float64, error) {
+// depends on the machine). It returns the probe that saturated and leaves in o.ProbeRate the
+// rounds' probe rate: at least twice its answer, since the capacity moves between probes.
+func (vr *validationRuns) firstProbe(ctx context.Context, o *ValidateOptions) (measured, error) {
 	p, err := vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
 	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 		o.ProbeRate *= 2
@@ -279,11 +280,10 @@ func (vr *validationRuns) firstProbe(ctx context.Context, o *ValidateOptions) (f
 		p, err = vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
 	}
 	if err != nil {
-		return 0, err
+		return p, err
 	}
-	first := p.answered()
-	o.ProbeRate = math.Max(o.ProbeRate, 2*first)
-	return first, nil
+	o.ProbeRate = math.Max(o.ProbeRate, 2*p.answered())
+	return p, nil
 }
 
 // validationRates are a validation's offered rates: the measured runs' and the gap runs'.

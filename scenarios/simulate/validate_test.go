@@ -21,8 +21,10 @@ import (
 // the range reached -29%/+49%; docs/capacity.md has the figures).
 const validateRounds = 64
 
-// The co-located model against the machine it runs on, an experiment (`make validate-model`,
-// the `experiment` build tag: about 16 minutes that saturate the machine every few seconds):
+// The co-located model against the machine it runs on, between two gap runs (`ratelab simulate
+// validate --method gap` as a test), an experiment (the `experiment` build tag: about 16 minutes
+// that saturate the machine every few seconds; `make validate-model` runs the held-out
+// validation, TestModelPredictsHeldOutRuns):
 // after a first saturation probe, rounds of a low gap run (25% of its capacity), a measured run
 // at 30%, a high gap run (35%) and a probe; the model is calibrated from the gap runs and probes only, never from the measured
 // runs, its host's share of time off interpolated between the gap runs (HostLoad), and run at
