@@ -22,13 +22,15 @@ type benchOptions struct {
 	conns, depth int
 	linger       time.Duration
 	clientProcs  int
+	repeat       int
+	gatewayConns int
 }
 
 func newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the generator, the in-memory bucket, central modes, the redis-benchmark ceiling and leases",
+		Short: "Measure the generator, the in-memory bucket, central modes, the redis-benchmark ceiling, leases and the HTTP gateway",
 		Long: `Start one local Redis Cluster (3 primaries x 1 replica) and measure, in this order:
   1. the generator alone (no-op limiter, 2,000,000 offered): decisions/s, schedule lag p99;
   2. the in-memory token bucket: decisions/s, allocations per decision;
@@ -36,10 +38,15 @@ func newBenchCmd() *cobra.Command {
      calls, go-redis AutoPipeline, ratelab's coalescing pipelines: decisions/s, p50, p99;
   4. redis-benchmark EVALSHA of the same script on the same primary, -c conns -P depth, and the
      ratio of the best central mode to it;
-  5. hot-tenant-lease at 100,000 offered: achieved ratio, p99.
-Writes OUT/README.md (a Markdown table, the command, the machine) and OUT/raw.json.
-Needs redis-server and redis-benchmark (make redis).`,
-		Example: "  ratelab bench\n  ratelab bench --quick --out /tmp/bench",
+  5. hot-tenant-lease at 100,000 offered: achieved ratio, p99;
+  6. the HTTP gateway (in this process, on a loopback port) under wrk, closed loop: a bare
+     net/http handler, the gateway with the in-memory bucket, with the Redis coalescing bucket:
+     requests/s, p99, and each gateway's ratio to bare.
+With --repeat N every section runs N times and each figure is the median (min-max) of them.
+Writes OUT/README.md (a Markdown table with each target and whether it was met, the command,
+the machine) and OUT/raw.json (every repetition's numbers).
+Needs redis-server, redis-benchmark (make redis) and wrk (apt-get install wrk).`,
+		Example: "  ratelab bench\n  ratelab bench --quick --out /tmp/bench\n  ratelab bench --repeat 5",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -50,6 +57,7 @@ Needs redis-server and redis-benchmark (make redis).`,
 			}
 			rep, err := bench.Measure(ctx, bench.Options{
 				Out: o.out, Quick: o.quick, Seconds: o.seconds, Conns: o.conns, Depth: o.depth, Linger: &o.linger, ClientProcs: o.clientProcs,
+				Repeat: o.repeat, GatewayConns: o.gatewayConns,
 				Command: "ratelab " + strings.Join(os.Args[1:], " "), Version: version, Logf: logf,
 			})
 			if err != nil {
@@ -68,6 +76,8 @@ Needs redis-server and redis-benchmark (make redis).`,
 	f.IntVar(&o.depth, "depth", bench.DefaultDepth, "pipeline depth: coalescing batch size and redis-benchmark -P")
 	f.DurationVar(&o.linger, "linger", bench.DefaultLinger, "coalescing: how long a short batch waits to fill while another pipeline is in flight (0: send at once)")
 	f.IntVar(&o.clientProcs, "client-procs", bench.DefaultClientProcs, "GOMAXPROCS of the Go client during the central variants (redis-benchmark is one thread)")
+	f.IntVar(&o.repeat, "repeat", bench.DefaultRepeat, "run every section N times; the table shows each figure's median and range, and each target met in k of N")
+	f.IntVar(&o.gatewayConns, "gateway-conns", bench.DefaultGatewayConns, "wrk connections (closed loop) of the gateway section, the same for every variant")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return cmd
 }

@@ -41,6 +41,12 @@ const (
 	// main thread is less busy and the ratio to the ceiling lower (docs/performance.md, "the
 	// latest figures"; compare `ratelab bench --client-procs 2`).
 	DefaultClientProcs = 1
+	// DefaultRepeat is how many times every section runs.
+	DefaultRepeat = 1
+	// maxRepeat bounds Options.Repeat: each repetition is a full bench.
+	maxRepeat = 20
+	// DefaultGatewayConns is wrk's connections (-c) in section 6, the same for every variant.
+	DefaultGatewayConns = 64
 )
 
 // Options configure one bench run. The zero value is a full run into DefaultOut.
@@ -61,6 +67,13 @@ type Options struct {
 	// ClientProcs is GOMAXPROCS during the central variants (default DefaultClientProcs; the
 	// other sections keep the process's own). 0 means the default.
 	ClientProcs int
+	// Repeat is how many times every section runs (default DefaultRepeat); the table shows
+	// each figure's median and range, and for each target in how many repetitions it was met.
+	Repeat int
+	// GatewayConns is wrk's connections in section 6 (default DefaultGatewayConns).
+	GatewayConns int
+	// Wrk is the wrk binary of section 6. Default "wrk" on PATH.
+	Wrk string
 	// Command is the command line that reproduces the run, written into README.md.
 	Command string
 	// Version is ratelab's version, recorded in raw.json.
@@ -100,6 +113,15 @@ func (o *Options) defaults() error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Repeat == 0 {
+		o.Repeat = DefaultRepeat
+	}
+	if o.GatewayConns == 0 {
+		o.GatewayConns = DefaultGatewayConns
+	}
+	if o.Wrk == "" {
+		o.Wrk = "wrk"
+	}
 	var errs []error
 	if o.Seconds < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("bench: seconds %v: must be >= 100ms (default %v)", o.Seconds, DefaultSeconds))
@@ -116,27 +138,43 @@ func (o *Options) defaults() error {
 	if o.Depth < 1 || o.Depth > 1024 {
 		errs = append(errs, fmt.Errorf("bench: depth %d: must be 1..1024 (default %d)", o.Depth, DefaultDepth))
 	}
+	if o.Repeat < 1 || o.Repeat > maxRepeat {
+		errs = append(errs, fmt.Errorf("bench: repeat %d: must be 1..%d (default %d)", o.Repeat, maxRepeat, DefaultRepeat))
+	}
+	if o.GatewayConns < 1 || o.GatewayConns > 1024 {
+		errs = append(errs, fmt.Errorf("bench: gateway conns %d: must be 1..1024 (default %d)", o.GatewayConns, DefaultGatewayConns))
+	}
 	return errors.Join(errs...)
 }
 
-// Report is raw.json: every number of the run, with where it was measured.
+// Report is raw.json: every number of every repetition, with where it was measured, and the
+// targets met.
 type Report struct {
-	Schema    string        `json:"schema"`
-	Command   string        `json:"command"`
-	StartedAt time.Time     `json:"started_at"`
-	Quick     bool          `json:"quick"`
-	Machine   Machine       `json:"machine"`
-	Generator Generator     `json:"generator"`
-	Memory    Memory        `json:"memory"`
-	Central   []Central     `json:"central"`
-	Ceiling   Ceiling       `json:"ceiling"`
-	Ratio     Ratio         `json:"ratio"`
-	Lease     Lease         `json:"lease"`
-	Duration  time.Duration `json:"duration_ns"`
+	Schema    string    `json:"schema"`
+	Command   string    `json:"command"`
+	StartedAt time.Time `json:"started_at"`
+	Quick     bool      `json:"quick"`
+	Machine   Machine   `json:"machine"`
+	// Runs are the repetitions in the order they ran (Options.Repeat of them).
+	Runs []Run `json:"runs"`
+	// Goals say for each target in how many of the runs it was met.
+	Goals    []Goal        `json:"goals"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
-// SchemaReport is Report.Schema.
-const SchemaReport = "ratelab.bench/v1"
+// Run is one repetition of every section.
+type Run struct {
+	Generator Generator `json:"generator"`
+	Memory    Memory    `json:"memory"`
+	Central   []Central `json:"central"`
+	Ceiling   Ceiling   `json:"ceiling"`
+	Ratio     Ratio     `json:"ratio"`
+	Lease     Lease     `json:"lease"`
+	Gateway   Gateway   `json:"gateway"`
+}
+
+// SchemaReport is Report.Schema: v2 holds a list of runs where v1 held one run's sections.
+const SchemaReport = "ratelab.bench/v2"
 
 // Machine is where the numbers were measured.
 type Machine struct {
@@ -227,9 +265,9 @@ type Lease struct {
 	CentralOpsPS float64    `json:"central_ops_per_s"`
 }
 
-// Measure measures the five sections on one local cluster (3 primaries x 1 replica, as the
-// built-in scenarios use) and writes README.md and raw.json into opts.Out. A section that fails
-// stops the run: the numbers of a bench are only useful together.
+// Measure measures the six sections opts.Repeat times on one local cluster (3 primaries x 1
+// replica, as the built-in scenarios use) and writes README.md and raw.json into opts.Out. A
+// section that fails stops the run: the numbers of a bench are only useful together.
 func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -258,25 +296,49 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := cl.SaveState(state); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-
-	opts.Logf("bench 1/5: generator with a no-op limiter")
-	if rep.Generator, err = measureGenerator(ctx, opts, filepath.Join(tmp, "generator")); err != nil {
-		return nil, err
+	for i := range opts.Repeat {
+		run, err := measureRun(ctx, opts, cl.Addrs(), state, filepath.Join(tmp, fmt.Sprint("run-", i+1)), i)
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, run)
 	}
-	opts.Logf("bench 2/5: in-memory token bucket")
-	rep.Memory = measureMemory(opts)
-	if err := measureAgainstCeiling(ctx, opts, cl.Addrs(), rep); err != nil {
-		return nil, err
-	}
-	opts.Logf("bench 5/5: lease mode at 100,000 offered decisions/s")
-	if rep.Lease, err = measureLease(ctx, opts, state, filepath.Join(tmp, "lease")); err != nil {
-		return nil, err
-	}
+	rep.Goals = judge(rep.Runs)
 	rep.Duration = time.Since(started)
 	if err := write(opts.Out, rep); err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// measureRun is repetition i (from 0) of the six sections on the cluster at addrs, whose
+// state file is state, with dir for the scenarios' run directories.
+func measureRun(ctx context.Context, opts Options, addrs []string, state, dir string, i int) (Run, error) {
+	var (
+		run Run
+		err error
+	)
+	if opts.Repeat > 1 {
+		opts.Logf("bench: repetition %d of %d", i+1, opts.Repeat)
+	}
+	opts.Logf("bench 1/6: generator with a no-op limiter")
+	if run.Generator, err = measureGenerator(ctx, opts, filepath.Join(dir, "generator")); err != nil {
+		return Run{}, err
+	}
+	opts.Logf("bench 2/6: in-memory token bucket")
+	run.Memory = measureMemory(opts)
+	if err := measureAgainstCeiling(ctx, opts, addrs, &run); err != nil {
+		return Run{}, err
+	}
+	opts.Logf("bench 5/6: lease mode at 100,000 offered decisions/s")
+	if run.Lease, err = measureLease(ctx, opts, state, filepath.Join(dir, "lease")); err != nil {
+		return Run{}, err
+	}
+	opts.Logf("bench 6/6: HTTP gateway under wrk, %d connections: bare net/http, in-memory, Redis coalescing", opts.GatewayConns)
+	if run.Gateway, err = measureGateway(ctx, opts, addrs, filepath.Join(dir, "gateway")); err != nil {
+		return Run{}, err
+	}
+	return run, nil
 }
 
 // newReport is a report of a run started at started, with the machine it runs on.
@@ -294,13 +356,13 @@ func newReport(opts Options, started time.Time) *Report {
 // the redis-benchmark ceiling run before and after them, the higher rate counting (a machine busy
 // with other work during one of them lowers the ceiling, which would flatter the ratio). It sets
 // rep's Central, Ceiling and Ratio.
-func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Report) error {
+func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Run) error {
 	target, err := newTarget(ctx, addrs)
 	if err != nil {
 		return err
 	}
-	opts.Logf("bench 3/5: central decisions (plain, autopipeline, coalescing), %d callers each", opts.Conns*opts.Depth)
-	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (before the central variants)", target.addr)
+	opts.Logf("bench 3/6: central decisions (plain, autopipeline, coalescing), %d callers each", opts.Conns*opts.Depth)
+	opts.Logf("bench 4/6: redis-benchmark ceiling on %s (before the central variants)", target.addr)
 	before, err := measureCeiling(ctx, opts, target)
 	if err != nil {
 		return err
@@ -308,7 +370,7 @@ func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, re
 	if rep.Central, err = measureCentral(ctx, opts, target); err != nil {
 		return err
 	}
-	opts.Logf("bench 4/5: redis-benchmark ceiling on %s (after the central variants)", target.addr)
+	opts.Logf("bench 4/6: redis-benchmark ceiling on %s (after the central variants)", target.addr)
 	after, err := measureCeiling(ctx, opts, target)
 	if err != nil {
 		return err

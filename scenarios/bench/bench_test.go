@@ -43,13 +43,13 @@ func TestNum(t *testing.T) {
 func TestOptionsDefaults(t *testing.T) {
 	t.Parallel()
 	o := Options{Quick: true}
-	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth || o.ClientProcs != DefaultClientProcs || o.Linger == nil || *o.Linger != DefaultLinger {
+	if err := o.defaults(); err != nil || o.Seconds != QuickSeconds || o.Out != DefaultOut || o.Conns != DefaultConns || o.Depth != DefaultDepth || o.ClientProcs != DefaultClientProcs || o.Linger == nil || *o.Linger != DefaultLinger || o.Repeat != DefaultRepeat || o.GatewayConns != DefaultGatewayConns || o.Wrk != "wrk" {
 		t.Fatalf("defaults of a quick run: %+v, %v", o, err)
 	}
 	long := time.Second
-	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000, ClientProcs: -1, Linger: &long}
+	bad := Options{Seconds: time.Millisecond, Conns: -1, Depth: 5000, ClientProcs: -1, Linger: &long, Repeat: 21, GatewayConns: -3}
 	err := bad.defaults()
-	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000", "client procs -1", "linger 1s: must be 0..10ms"} {
+	for _, want := range []string{"seconds 1ms", "conns -1", "depth 5000", "client procs -1", "linger 1s: must be 0..10ms", "repeat 21: must be 1..20", "gateway conns -3"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("defaults of %+v: %v; want an error naming %q", bad, err, want)
 		}
@@ -65,11 +65,11 @@ func TestMarkdownWarnsOfAChangedMachine(t *testing.T) {
 		central, ceiling float64
 		warn             bool
 	}{{8.3, 7.7, false}, {13.4, 7.8, true}, {7.6, 12.3, true}, {0, 7.8, false}} {
-		rep := &Report{
+		rep := &Report{Runs: []Run{{
 			Central: []Central{{Mode: "ratelab coalescing", DecisionsPerSec: 100, RedisUsPerCall: tc.central}},
 			Ceiling: Ceiling{RequestsPerSec: 120, RedisUsPerCall: tc.ceiling},
 			Ratio:   Ratio{Best: "ratelab coalescing", Value: 100.0 / 120},
-		}
+		}}}
 		md := Markdown(rep)
 		if got := strings.Contains(md, "the machine's speed changed"); got != tc.warn {
 			t.Errorf("Redis %.1f vs %.1f µs per call: warning %v, want %v", tc.central, tc.ceiling, got, tc.warn)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,10 +35,12 @@ const (
 	SectionCentral   = "3 central"
 	SectionCeiling   = "4 ceiling"
 	SectionLease     = "5 lease"
+	SectionGateway   = "6 gateway"
 )
 
 // Markdown renders the report as README.md: how to reproduce it, the machine, one table row per
-// measurement with its target beside it, and the ratio line.
+// measurement with its target beside it and whether it was met, and the ratio line. With more
+// than one repetition every figure is its median and range over them.
 func Markdown(rep *Report) string {
 	var s strings.Builder
 	m := rep.Machine
@@ -49,50 +52,197 @@ func Markdown(rep *Report) string {
 	fmt.Fprintf(&s, ".\n\nMeasured %s on %d cores (GOMAXPROCS %d, %s), %s, %s, Redis %s (%s), one %s cluster shared by every section; %s in all.\n",
 		rep.StartedAt.Format("2006-01-02 15:04 UTC"), m.Cores, m.GOMAXPROCS, orNA(m.CPU), m.OS, m.Go, m.RedisVersion,
 		orNA(m.Bench), m.Cluster, rep.Duration.Round(1e8))
-	s.WriteString("The generator, the Go client, redis-benchmark and the Redis nodes share these cores: every number is this machine's, at this moment.\n\n")
-	s.WriteString("| section | what ran | decisions/s | p50 ms | p99 ms | other | target |\n")
-	s.WriteString("| --- | --- | ---: | ---: | ---: | --- | --- |\n")
-	g := rep.Generator
-	fmt.Fprintf(&s, "| %s | no-op limiter, %s offered, intended-time schedule, HDR recording | %s | | %.3f | schedule lag p99 %.3f ms, %d dropped | >= 2,000,000/s |\n",
-		SectionGenerator, num(g.OfferedRPS), num(g.DecisionsPerSec), g.LatencyP99Ms, g.ScheduleLagP99, g.Dropped)
-	me := rep.Memory
-	fmt.Fprintf(&s, "| %s | limiter.TokenBucket, Zipf(0.99) over %s tenants, one goroutine | %s | | | %.1f ns and %.2f allocs per decision | 0 allocs |\n",
-		SectionMemory, num(float64(me.Keys)), num(me.DecisionsPerSec), me.NsPerDecision, me.AllocsPerDecision)
-	for _, c := range rep.Central {
-		other := fmt.Sprintf("%.1f µs client CPU per decision, Redis main thread %.0f%% busy at %.1f µs per call, %d errors",
-			c.CPUPerDecisionUs, 100*c.RedisBusy, c.RedisUsPerCall, c.Errors)
-		if c.PerPipeline > 0 {
-			other += fmt.Sprintf(", %.1f decisions per pipeline, linger %v", c.PerPipeline, time.Duration(c.LingerUs*1e3))
-		}
-		fmt.Fprintf(&s, "| %s | %s, %d closed-loop callers, GOMAXPROCS %d, one primary | %s | %.3f | %.3f | %s | |\n",
-			SectionCentral, c.Mode, c.Callers, c.GOMAXPROCS, num(c.DecisionsPerSec), c.P50Ms, c.P99Ms, other)
+	s.WriteString("The generator, the Go client, redis-benchmark, wrk and the Redis nodes share these cores: every number is this machine's, at this moment.\n")
+	if n := len(rep.Runs); n > 1 {
+		fmt.Fprintf(&s, "Every section ran %d times; each figure is the median (min–max) of the %d repetitions, and each target says in how many of them it was met.\n", n, n)
 	}
-	ce := rep.Ceiling
-	fmt.Fprintf(&s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %.3f | %.3f | Redis main thread %.0f%% busy at %.1f µs per call; best central / ceiling = %.2f (%s) | >= 0.9 |\n",
-		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), num(ce.RequestsPerSec), ce.P50Ms, ce.P99Ms, 100*ce.RedisBusy, ce.RedisUsPerCall, rep.Ratio.Value, rep.Ratio.Best)
-	l := rep.Lease
-	fmt.Fprintf(&s, "| %s | hot-tenant-lease, %s offered, 2 gateways x 100-token leases | %s | %.3f | %.3f | achieved %.2f%%, %d dropped, %d errors, %s central ops/s | >= 99%%, p99 < 1 ms |\n\n",
-		SectionLease, num(l.OfferedRPS), num(l.AchievedRPS), l.P50Ms, l.P99Ms, 100*l.Achieved, l.Dropped, l.Errors, num(l.CentralOpsPS))
-	fmt.Fprintf(&s, "**ratio**: best central mode (%s) / redis-benchmark ceiling = **%.2f** (%s / %s)\n\n",
-		rep.Ratio.Best, rep.Ratio.Value, num(rep.Ratio.Value*ce.RequestsPerSec), num(ce.RequestsPerSec))
-	if rep.Ratio.Value > 1.05 {
+	t := table{runs: rep.Runs, goals: rep.Goals}
+	s.WriteString("\n| section | what ran | decisions/s | p50 ms | p99 ms | other | target |\n")
+	s.WriteString("| --- | --- | ---: | ---: | ---: | --- | --- |\n")
+	t.sections(&s)
+	s.WriteString("\n")
+	t.ratio(&s)
+	if len(rep.Runs) > 0 {
+		fmt.Fprintf(&s, "Ceiling command: `%s`\n\nGateway load: `%s`\n\n", rep.Runs[0].Ceiling.Command, rep.Runs[0].Gateway.Command)
+	}
+	s.WriteString("Central and ceiling measure the same single primary (the owner of the hottest tenant's slot) with the same number of requests in flight: callers = connections x pipeline depth. ")
+	s.WriteString("The gateway section serves the limiter/gateway handler in-process on one loopback port, switching between a bare net/http handler, the gateway with the in-memory bucket and with the Redis coalescing bucket; wrk loads each closed loop with the same connections and duration, in halves bare, in-memory, Redis, Redis, in-memory, bare; its p99 is the worse half's. ")
+	s.WriteString("Central and gateway latency is closed-loop service time; generator and lease latency is measured from each request's intended start. Raw numbers of every repetition: `raw.json`.\n")
+	return s.String()
+}
+
+// table renders the rows of a report's runs.
+type table struct {
+	runs  []Run
+	goals []Goal
+}
+
+// fig is the figure f of every run, as its spread rendered with format.
+func (t table) fig(f func(Run) float64, format func(float64) string) string {
+	vs := make([]float64, len(t.runs))
+	for i, r := range t.runs {
+		vs[i] = f(r)
+	}
+	return spreadOf(vs).format(len(t.runs), format)
+}
+
+// verb is a format for fig: one Printf verb.
+func verb(v string) func(float64) string {
+	return func(x float64) string { return fmt.Sprintf(v, x) }
+}
+
+// target is the target cell of row: the target and whether it was met; "" for a row without.
+func (t table) target(row string) string {
+	g, ok := goalOf(t.goals, row)
+	if !ok {
+		return ""
+	}
+	return g.Target + ": **" + g.Verdict() + "**"
+}
+
+// sections writes one row per measurement.
+func (t table) sections(s *strings.Builder) {
+	f3, f1 := verb("%.3f"), verb("%.1f")
+	fmt.Fprintf(s, "| %s | no-op limiter, %s offered, intended-time schedule, HDR recording | %s | | %s | schedule lag p99 %s ms, %s dropped | %s |\n",
+		SectionGenerator, t.fig(func(r Run) float64 { return r.Generator.OfferedRPS }, num), t.fig(func(r Run) float64 { return r.Generator.DecisionsPerSec }, num),
+		t.fig(func(r Run) float64 { return float64(r.Generator.LatencyP99Ms) }, f3), t.fig(func(r Run) float64 { return r.Generator.ScheduleLagP99 }, f3),
+		t.fig(func(r Run) float64 { return float64(r.Generator.Dropped) }, num), t.target(SectionGenerator))
+	fmt.Fprintf(s, "| %s | limiter.TokenBucket, Zipf(0.99) over %s tenants, one goroutine | %s | | | %s ns and %s allocs per decision | %s |\n",
+		SectionMemory, num(memoryKeys), t.fig(func(r Run) float64 { return r.Memory.DecisionsPerSec }, num),
+		t.fig(func(r Run) float64 { return r.Memory.NsPerDecision }, f1), t.fig(func(r Run) float64 { return r.Memory.AllocsPerDecision }, verb("%.2f")), t.target(SectionMemory))
+	t.central(s)
+	t.ceiling(s)
+	fmt.Fprintf(s, "| %s | hot-tenant-lease, %s offered, 2 gateways x 100-token leases | %s | %s | %s | achieved %s%%, %s dropped, %s errors, %s central ops/s | %s |\n",
+		SectionLease, t.fig(func(r Run) float64 { return r.Lease.OfferedRPS }, num), t.fig(func(r Run) float64 { return r.Lease.AchievedRPS }, num),
+		t.fig(func(r Run) float64 { return float64(r.Lease.P50Ms) }, f3), t.fig(func(r Run) float64 { return float64(r.Lease.P99Ms) }, f3),
+		t.fig(func(r Run) float64 { return 100 * r.Lease.Achieved }, verb("%.2f")), t.fig(func(r Run) float64 { return float64(r.Lease.Dropped) }, num),
+		t.fig(func(r Run) float64 { return float64(r.Lease.Errors) }, num), t.fig(func(r Run) float64 { return r.Lease.CentralOpsPS }, num), t.target(SectionLease))
+	t.gateway(s)
+}
+
+// central writes one row per central variant.
+func (t table) central(s *strings.Builder) {
+	if len(t.runs) == 0 {
+		return
+	}
+	for i, c := range t.runs[0].Central {
+		at := func(f func(Central) float64) func(Run) float64 {
+			return func(r Run) float64 {
+				if i >= len(r.Central) {
+					return 0
+				}
+				return f(r.Central[i])
+			}
+		}
+		other := fmt.Sprintf("%s µs client CPU per decision, Redis main thread %s%% busy at %s µs per call, %s errors",
+			t.fig(at(func(c Central) float64 { return c.CPUPerDecisionUs }), verb("%.1f")), t.fig(at(func(c Central) float64 { return 100 * c.RedisBusy }), verb("%.0f")),
+			t.fig(at(func(c Central) float64 { return c.RedisUsPerCall }), verb("%.1f")), t.fig(at(func(c Central) float64 { return float64(c.Errors) }), num))
+		if c.PerPipeline > 0 {
+			other += fmt.Sprintf(", %s decisions per pipeline, linger %v", t.fig(at(func(c Central) float64 { return c.PerPipeline }), verb("%.1f")), time.Duration(c.LingerUs*1e3))
+		}
+		fmt.Fprintf(s, "| %s | %s, %d closed-loop callers, GOMAXPROCS %d, one primary | %s | %s | %s | %s | |\n",
+			SectionCentral, c.Mode, c.Callers, c.GOMAXPROCS, t.fig(at(func(c Central) float64 { return c.DecisionsPerSec }), num),
+			t.fig(at(func(c Central) float64 { return c.P50Ms }), verb("%.3f")), t.fig(at(func(c Central) float64 { return c.P99Ms }), verb("%.3f")), other)
+	}
+}
+
+// ceiling writes the redis-benchmark row, with the ratio and its target.
+func (t table) ceiling(s *strings.Builder) {
+	if len(t.runs) == 0 {
+		return
+	}
+	ce := t.runs[0].Ceiling
+	fmt.Fprintf(s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %s | %s | Redis main thread %s%% busy at %s µs per call; best central / ceiling = %s (%s) | %s |\n",
+		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), t.fig(func(r Run) float64 { return r.Ceiling.RequestsPerSec }, num),
+		t.fig(func(r Run) float64 { return r.Ceiling.P50Ms }, verb("%.3f")), t.fig(func(r Run) float64 { return r.Ceiling.P99Ms }, verb("%.3f")),
+		t.fig(func(r Run) float64 { return 100 * r.Ceiling.RedisBusy }, verb("%.0f")), t.fig(func(r Run) float64 { return r.Ceiling.RedisUsPerCall }, verb("%.1f")),
+		t.fig(func(r Run) float64 { return r.Ratio.Value }, verb("%.2f")), t.bestModes(), t.target(SectionCeiling))
+}
+
+// gateway writes one row per gateway variant; the limited ones carry their ratio to bare.
+func (t table) gateway(s *strings.Builder) {
+	if len(t.runs) == 0 {
+		return
+	}
+	g := t.runs[0].Gateway
+	for i, v := range g.Variants {
+		at := func(f func(GatewayVariant) float64) func(Run) float64 {
+			return func(r Run) float64 {
+				if i >= len(r.Gateway.Variants) {
+					return 0
+				}
+				return f(r.Gateway.Variants[i])
+			}
+		}
+		other := fmt.Sprintf("%s not 2xx, %s socket errors", t.fig(at(func(v GatewayVariant) float64 { return float64(v.Non2xx) }), num),
+			t.fig(at(func(v GatewayVariant) float64 { return float64(v.SocketErrors) }), num))
+		row := SectionGateway + " " + v.Name
+		switch v.Name {
+		case GatewayMemory:
+			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Run) float64 { return r.Gateway.MemoryRatio }, verb("%.2f"))) + other
+		case GatewayRedis:
+			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Run) float64 { return r.Gateway.RedisRatio }, verb("%.2f"))) + other
+		}
+		fmt.Fprintf(s, "| %s | %s, wrk %d connections closed loop, requests/s | %s | %s | %s | %s | %s |\n",
+			SectionGateway, v.Name, g.Conns, t.fig(at(func(v GatewayVariant) float64 { return v.RequestsPerSec }), num),
+			t.fig(at(func(v GatewayVariant) float64 { return v.P50Ms }), verb("%.3f")), t.fig(at(func(v GatewayVariant) float64 { return v.P99Ms }), verb("%.3f")),
+			other, t.target(row))
+	}
+}
+
+// bestModes names the central mode that was best against the ceiling, or each of them in the
+// order first seen when repetitions disagree.
+func (t table) bestModes() string {
+	var modes []string
+	for _, r := range t.runs {
+		if !slices.Contains(modes, r.Ratio.Best) {
+			modes = append(modes, r.Ratio.Best)
+		}
+	}
+	return strings.Join(modes, " / ")
+}
+
+// ratio writes the ratio line and the warnings that say when it is not to be trusted.
+func (t table) ratio(s *strings.Builder) {
+	if len(t.runs) == 0 {
+		return
+	}
+	ratio := t.fig(func(r Run) float64 { return r.Ratio.Value }, verb("%.2f"))
+	fmt.Fprintf(s, "**ratio**: best central mode (%s) / redis-benchmark ceiling = **%s** (%s / %s)\n\n",
+		t.bestModes(), ratio, t.fig(func(r Run) float64 { return r.Ratio.Value * r.Ceiling.RequestsPerSec }, num),
+		t.fig(func(r Run) float64 { return r.Ceiling.RequestsPerSec }, num))
+	ratios := make([]float64, len(t.runs))
+	for i, r := range t.runs {
+		ratios[i] = r.Ratio.Value
+	}
+	if spreadOf(ratios).Median > 1.05 {
 		s.WriteString("A ratio above 1 means redis-benchmark got less of the machine than the Go client did in its runs (one single-threaded process against a client with GOMAXPROCS threads on busy cores): the ceiling is under-measured, rerun on a quiet machine.\n\n")
 	}
-	for _, c := range rep.Central {
-		if c.Mode != rep.Ratio.Best || ce.RedisUsPerCall <= 0 || c.RedisUsPerCall <= 0 {
+	for i, r := range t.runs {
+		if w := cpuWarning(r); w != "" {
+			if len(t.runs) > 1 {
+				w = fmt.Sprintf("Repetition %d: %s", i+1, w)
+			}
+			s.WriteString(w + "\n\n")
+		}
+	}
+}
+
+// cpuWarning says when Redis spent clearly more (or less) CPU per call under run's best central
+// variant than under redis-benchmark; "" when they are close or unmeasured.
+func cpuWarning(r Run) string {
+	for _, c := range r.Central {
+		if c.Mode != r.Ratio.Best || r.Ceiling.RedisUsPerCall <= 0 || c.RedisUsPerCall <= 0 {
 			continue
 		}
 		// The script does the same work for both clients; a main thread that spent much more
 		// CPU per call in one of them ran on a slower (contended) core then.
-		if r := c.RedisUsPerCall / ce.RedisUsPerCall; r > 1.15 || r < 1/1.15 {
-			fmt.Fprintf(&s, "Redis spent %.1f µs of CPU per call under %s and %.1f µs under redis-benchmark: the machine's speed changed between them (other load on the host), so the ratio mixes two machines; rerun on a quieter one.\n\n",
-				c.RedisUsPerCall, c.Mode, ce.RedisUsPerCall)
+		if q := c.RedisUsPerCall / r.Ceiling.RedisUsPerCall; q > 1.15 || q < 1/1.15 {
+			return fmt.Sprintf("Redis spent %.1f µs of CPU per call under %s and %.1f µs under redis-benchmark: the machine's speed changed between them (other load on the host), so the ratio mixes two machines; rerun on a quieter one.",
+				c.RedisUsPerCall, c.Mode, r.Ceiling.RedisUsPerCall)
 		}
 	}
-	fmt.Fprintf(&s, "Ceiling command: `%s`\n\n", ce.Command)
-	s.WriteString("Central and ceiling measure the same single primary (the owner of the hottest tenant's slot) with the same number of requests in flight: callers = connections x pipeline depth. ")
-	s.WriteString("Central latency is closed-loop service time; generator and lease latency is measured from each request's intended start. Raw numbers: `raw.json`.\n")
-	return s.String()
+	return ""
 }
 
 // num formats a rate with thousands separators.
