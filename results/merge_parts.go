@@ -1,7 +1,9 @@
 package results
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,11 @@ import (
 // PartDirPattern is the name of a part's directory that PartDirs looks for under a run's
 // directory: part-0 ... part-(N-1), as the Kubernetes manifests write them.
 const PartDirPattern = "part-*"
+
+// ErrPartsIncomplete marks a PartDirs refusal that time may cure: no part has finished yet, a
+// part's directory has no summary.json yet (it is still running), or an index of 0..N-1 has
+// no directory yet. `ratelab merge --wait` retries those and nothing else.
+var ErrPartsIncomplete = errors.New("parts not all finished")
 
 // PartDirs lists the part directories of one load, in part order, for Merge: every directory
 // matching PartDirPattern under dir or, when dir holds a glob character (*?[), every directory
@@ -33,8 +40,11 @@ func PartDirs(dir string) ([]string, error) {
 			continue
 		}
 		sum, err := ReadSummary(filepath.Join(m, SummaryFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("--parts %s: %s has no %s yet: a part still running, or one that failed before writing it (rerun it, or merge the others by listing them): %w %w", dir, m, SummaryFile, ErrPartsIncomplete, ErrMerge)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("--parts %s: %s: %w (a part that failed before writing its summary: rerun it, or merge the others by listing them)", dir, m, err)
+			return nil, fmt.Errorf("--parts %s: %s: %w", dir, m, err)
 		}
 		p := sum.Part
 		switch {
@@ -50,7 +60,7 @@ func PartDirs(dir string) ([]string, error) {
 		byIndex[p.Index] = m
 	}
 	if count == 0 {
-		return nil, fmt.Errorf("--parts %s: no part directories (%s with a summary.json); is the run's directory right, and have the parts finished? %w", dir, pattern, ErrMerge)
+		return nil, fmt.Errorf("--parts %s: no part directories (%s with a summary.json); is the run's directory right, and have the parts finished? %w %w", dir, pattern, ErrPartsIncomplete, ErrMerge)
 	}
 	var missing []int
 	dirs := make([]string, 0, count)
@@ -62,8 +72,8 @@ func PartDirs(dir string) ([]string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("--parts %s: parts %v of %d missing (found %d); wait for them, or merge the parts present by listing their directories (the merge then says which are missing): %w",
-			dir, missing, count, len(dirs), ErrMerge)
+		return nil, fmt.Errorf("--parts %s: parts %v of %d missing (found %d); wait for them, or merge the parts present by listing their directories (the merge then says which are missing): %w %w",
+			dir, missing, count, len(dirs), ErrPartsIncomplete, ErrMerge)
 	}
 	return dirs, nil
 }

@@ -50,20 +50,32 @@ func TestPartDirs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		parts   map[string]fakePart
+		running string // a part directory without its summary yet
 		wantErr string
+		// incomplete: time may cure it (merge --wait retries), as opposed to a set that is wrong
+		incomplete bool
 	}{
-		{"missing", map[string]fakePart{"part-0": {index: 0, count: 3}, "part-2": {index: 2, count: 3}}, "parts [1] of 3 missing"},
-		{"duplicate", map[string]fakePart{"part-0": {index: 0, count: 2}, "part-1": {index: 1, count: 2}, "part-1b": {index: 1, count: 2}}, "part 1/2 twice"},
-		{"counts", map[string]fakePart{"part-0": {index: 0, count: 2}, "part-1": {index: 1, count: 3}}, "share N"},
-		{"whole run", map[string]fakePart{"part-0": {partless: true}}, "not a part's run"},
-		{"none", map[string]fakePart{"merged": {index: 0, count: 1}}, "no part directories"},
+		{"missing", map[string]fakePart{"part-0": {index: 0, count: 3}, "part-2": {index: 2, count: 3}}, "", "parts [1] of 3 missing", true},
+		{"running", map[string]fakePart{"part-0": {index: 0, count: 2}}, "part-1", "part-1 has no summary.json yet", true},
+		{"duplicate", map[string]fakePart{"part-0": {index: 0, count: 2}, "part-1": {index: 1, count: 2}, "part-1b": {index: 1, count: 2}}, "", "part 1/2 twice", false},
+		{"counts", map[string]fakePart{"part-0": {index: 0, count: 2}, "part-1": {index: 1, count: 3}}, "", "share N", false},
+		{"whole run", map[string]fakePart{"part-0": {partless: true}}, "", "not a part's run", false},
+		{"none", map[string]fakePart{"merged": {index: 0, count: 1}}, "", "no part directories", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := layout(t, tc.parts)
+			if tc.running != "" {
+				if err := os.Mkdir(filepath.Join(root, tc.running), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			_, err := PartDirs(root)
 			if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--parts "+root) {
 				t.Errorf("PartDirs: %v, want ErrMerge naming --parts %s and %q", err, root, tc.wantErr)
+			}
+			if errors.Is(err, ErrPartsIncomplete) != tc.incomplete {
+				t.Errorf("PartDirs: %v: incomplete %v, want %v", err, errors.Is(err, ErrPartsIncomplete), tc.incomplete)
 			}
 		})
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +42,9 @@ type mergeOptions struct {
 	// dirs are the parts' run directories.
 	dirs []string
 	// parts is --parts DIR|GLOB: take every part-* directory under DIR (or the glob's matches).
-	parts  string
+	parts string
+	// wait is how long --parts waits for parts still running or not yet started (0: not at all).
+	wait   time.Duration
 	output *outputFlag
 }
 
@@ -57,14 +62,17 @@ ledgers, fault recovery and the SLO are re-evaluated on the merged data.
 Refused: runs of different scenarios, seeds or part counts, the same part twice, runs that are
 not parts. A missing part is allowed when the directories are listed; the summary's note and
 part.missing name it. --parts RUNDIR takes every part-* directory under RUNDIR (or a glob's
-matches) and requires all N parts (N from their summaries), naming a missing or doubled one. See
-docs/distributed.md. Exit code 3 if the merged run fails its SLO, 4 if a part's fault could not be
+matches) and requires all N parts (N from their summaries), naming a missing or doubled one;
+with --wait it waits that long for parts still running or not yet started, so the merge can
+be started together with the parts (ratelab kubernetes does). See docs/distributed.md. Exit code 3 if the merged run fails its SLO, 4 if a part's fault could not be
 carried out.`,
 		Example: "  ratelab merge --out out/hot-merged out/hot-0 out/hot-1 out/hot-2\n" +
 			"  ratelab merge --parts out/hot-1 --out out/hot-1/merged",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.resolveDirs(args); err != nil {
-				return err
+			ctx, stop := interruptContext(cmd.Context())
+			defer stop()
+			if err := o.resolveDirs(ctx, args, cmd.ErrOrStderr()); err != nil {
+				return interruptedErr(ctx, err)
 			}
 			res, err := engine.MergeRuns(o.out, o.dirs...)
 			if err != nil {
@@ -84,18 +92,24 @@ carried out.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.parts, "parts", "", "merge every part-* directory under `RUNDIR` (or a glob's matches); all N parts must be there")
+	cmd.Flags().DurationVar(&o.wait, "wait", 0, "with --parts: wait up to `D` for parts still running or not yet started (checked every few seconds; 0: merge what is there now)")
 	cmd.Flags().StringVar(&o.out, "out", "", "merged run `DIR` (default out/<scenario>-merged-<time>)")
 	o.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
 	return cmd
 }
 
-// resolveDirs sets o.dirs from the arguments or from --parts (one or the other).
-func (o *mergeOptions) resolveDirs(args []string) error {
+// resolveDirs sets o.dirs from the arguments or from --parts (one or the other), waiting up to
+// --wait for parts still running, and saying on log what it waits for.
+func (o *mergeOptions) resolveDirs(ctx context.Context, args []string, log io.Writer) error {
 	switch {
 	case o.parts != "" && len(args) > 0:
 		return fmt.Errorf("--parts %s and directories %v: give the parts one way, --parts RUNDIR or the list", o.parts, args)
+	case o.wait < 0:
+		return fmt.Errorf("--wait %s: want a duration >= 0 (e.g. 30m), how long to wait for the parts", o.wait)
+	case o.wait > 0 && o.parts == "":
+		return fmt.Errorf("--wait %s: only --parts RUNDIR has parts to wait for; add --parts or drop --wait", o.wait)
 	case o.parts != "":
-		dirs, err := results.PartDirs(o.parts)
+		dirs, err := waitParts(ctx, o.parts, o.wait, log)
 		if err != nil {
 			return err
 		}
@@ -106,4 +120,32 @@ func (o *mergeOptions) resolveDirs(args []string) error {
 		o.dirs = args
 	}
 	return nil
+}
+
+// partsPoll is how often merge --wait looks for the parts again.
+const partsPoll = 2 * time.Second
+
+// waitParts is results.PartDirs(dir), retried every partsPoll while its refusal is one time may
+// cure (results.ErrPartsIncomplete) and wait has not passed; it logs each new reason it waits.
+func waitParts(ctx context.Context, dir string, wait time.Duration, log io.Writer) ([]string, error) {
+	deadline := time.Now().Add(wait)
+	last := ""
+	for {
+		dirs, err := results.PartDirs(dir)
+		if err == nil || !errors.Is(err, results.ErrPartsIncomplete) || time.Now().After(deadline) {
+			if err != nil && wait > 0 && errors.Is(err, results.ErrPartsIncomplete) {
+				err = fmt.Errorf("after waiting %s (--wait): %w", wait, err)
+			}
+			return dirs, err
+		}
+		if msg := err.Error(); msg != last {
+			fmt.Fprintf(log, "ratelab merge: waiting up to %s: %s\n", time.Until(deadline).Round(time.Second), msg)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(partsPoll, time.Until(deadline)+time.Millisecond)):
+		}
+	}
 }

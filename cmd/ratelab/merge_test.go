@@ -45,8 +45,9 @@ func TestRunPartFlagRejects(t *testing.T) {
 	}
 }
 
-// Two parts through the CLI, started together by --start-at and merged with --parts: one run
-// directory with its report, the parts' seconds aligned; a part passed twice is refused.
+// Two parts through the CLI, started together by --start-at, and merged with --parts by a merge
+// started with them that waits (--wait) until both have finished: one run directory with its
+// report, the parts' seconds aligned; a part passed twice is refused.
 func TestPartAndMergeCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -65,14 +66,22 @@ func TestPartAndMergeCommands(t *testing.T) {
 		}
 		parts, errs = append(parts, c), append(errs, &stderr)
 	}
+	merge := exec.Command(binary, "merge", "--out", "merged", "--parts", "run", "--wait", "60s")
+	merge.Dir = dir
+	var stdoutB, stderrB strings.Builder
+	merge.Stdout, merge.Stderr = &stdoutB, &stderrB
+	if err := merge.Start(); err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range parts {
 		if err := c.Wait(); err != nil {
 			t.Fatalf("run --part %d/2: %v: %s", i, err, errs[i])
 		}
 	}
-	code, stdout, stderr := runBinary(t, dir, "merge", "--out", "merged", "--parts", "run")
-	if code != 0 {
-		t.Fatalf("merge --parts run: exit %d: %s", code, stderr)
+	werr := merge.Wait()
+	stdout, stderr := stdoutB.String(), stderrB.String()
+	if werr != nil || !strings.Contains(stderr, "ratelab merge: waiting up to") {
+		t.Fatalf("merge --parts run --wait 60s, started with the parts: %v: %s; want exit 0 after saying what it waits for", werr, stderr)
 	}
 	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from parts 0,1 of 2") {
 		t.Errorf("merge stdout does not read like a run's summary with its report:\n%s", stdout)
@@ -95,12 +104,32 @@ func TestPartAndMergeCommands(t *testing.T) {
 		t.Errorf("--start-at: parts started at %s and %s (notes %q), merged note %q; want one start, said, and no warning",
 			s0.StartedAt, s1.StartedAt, s0.Load.Note, sum.Load.Note)
 	}
-	code, _, stderr = runBinary(t, dir, "merge", "--out", "twice", "run/part-0", "run/part-0")
+	code, _, stderr := runBinary(t, dir, "merge", "--out", "twice", "run/part-0", "run/part-0")
 	if code != 1 || !strings.Contains(stderr, "both part 0/2") {
 		t.Errorf("merge part-0 part-0: exit %d, %q; want exit 1 refusing overlapping parts", code, stderr)
 	}
 	code, _, stderr = runBinary(t, dir, "merge", "--out", "both", "--parts", "run", "run/part-0")
 	if code != 1 || !strings.Contains(stderr, "--parts run and directories") {
 		t.Errorf("merge --parts and a list: exit %d, %q; want exit 1 asking for one of them", code, stderr)
+	}
+}
+
+// merge --wait gives up after its time when parts never come, naming what is missing; a wrong
+// set of parts is refused at once, not waited on.
+func TestMergeWaitGivesUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "run", "part-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	code, _, stderr := runBinary(t, dir, "merge", "--parts", "run", "--wait", "3s")
+	if took := time.Since(began); code != 1 || took < 3*time.Second || took > 30*time.Second ||
+		!strings.Contains(stderr, "after waiting 3s (--wait)") || !strings.Contains(stderr, "no summary.json yet") {
+		t.Errorf("merge --wait 3s on a part that never ends: exit %d after %s, %q; want exit 1 after about 3 s naming the part without its summary", code, took, stderr)
+	}
+	code, _, stderr = runBinary(t, dir, "merge", "--wait", "3s", "run/part-0")
+	if code != 1 || !strings.Contains(stderr, "--wait 3s: only --parts") {
+		t.Errorf("merge --wait with a list: exit %d, %q; want exit 1 asking for --parts", code, stderr)
 	}
 }
