@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -66,32 +65,29 @@ type k8sContainer struct {
 	} `yaml:"env"`
 }
 
-const deployDir = "../../deploy/kubernetes"
-
-// readJobs decodes every Job in deploy/kubernetes, by name; every file must be valid YAML.
-func readJobs(t *testing.T) map[string]k8sJob {
+// generateJobs runs `ratelab kubernetes` with args and decodes the Jobs it prints, by name;
+// the output must be valid YAML.
+func generateJobs(t *testing.T, args ...string) map[string]k8sJob {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests in %s: %v", deployDir, err)
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"kubernetes"}, args...))
+	if err := root.Execute(); err != nil {
+		t.Fatalf("ratelab kubernetes %v: %v: %s", args, err, errOut.String())
 	}
 	jobs := map[string]k8sJob{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	dec := yaml.NewDecoder(bytes.NewReader(out.Bytes()))
+	for {
+		var j k8sJob
+		if err := dec.Decode(&j); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("ratelab kubernetes %v: %v\n%s", args, err, out.String())
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for {
-			var j k8sJob
-			if err := dec.Decode(&j); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if j.Kind == "Job" {
-				jobs[j.Metadata.Name] = j
-			}
+		if j.Kind == "Job" {
+			jobs[j.Metadata.Name] = j
 		}
 	}
 	return jobs
@@ -99,11 +95,8 @@ func readJobs(t *testing.T) map[string]k8sJob {
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
-// runConfig is a sample of the ConfigMap ratelab-run the README creates once per run.
-var runConfig = map[string]string{"run": "hot-tenant-1", "start-at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-
 // expand substitutes $(VAR) as the kubelet does, from the container's env; vars from the
-// downward API take the sample value given, vars from the ConfigMap ratelab-run runConfig's.
+// downward API take the sample value given.
 func expand(t *testing.T, c k8sContainer, index string) []string {
 	t.Helper()
 	vals := map[string]string{}
@@ -111,14 +104,7 @@ func expand(t *testing.T, c k8sContainer, index string) []string {
 		switch {
 		case e.ValueFrom.FieldRef != nil:
 			vals[e.Name] = index
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			v, ok := runConfig[e.ValueFrom.ConfigMapKeyRef.Key]
-			if e.ValueFrom.ConfigMapKeyRef.Name != "ratelab-run" || !ok {
-				t.Errorf("env %s from ConfigMap %s key %s: the README creates ratelab-run with keys run and start-at",
-					e.Name, e.ValueFrom.ConfigMapKeyRef.Name, e.ValueFrom.ConfigMapKeyRef.Key)
-			}
-			vals[e.Name] = v
-		case e.ValueFrom.SecretKeyRef == nil:
+		case e.ValueFrom.SecretKeyRef == nil && e.ValueFrom.ConfigMapKeyRef == nil:
 			vals[e.Name] = e.Value
 		}
 	}
@@ -163,20 +149,23 @@ func parseArgs(t *testing.T, job string, args []string) *cobra.Command {
 	return cmd
 }
 
-// The Kubernetes manifests cannot rot: every flag they pass exists and parses, the part count
-// agrees with the Indexed Job, every part starts at one --start-at, the merge's --parts finds
-// exactly the parts' directories, both jobs mount the same volume, and the password comes from
+// The Jobs `ratelab kubernetes` prints cannot rot: every flag they pass exists and parses, N
+// (given once, --parts) is the Indexed Job's completions and parallelism and every pod's
+// --part, every part starts at one --start-at, the merge waits for the parts and its --parts
+// finds exactly their directories, both jobs mount the same volume, and the password comes from
 // a Secret, never from argv.
 func TestManifests(t *testing.T) {
 	t.Parallel()
-	jobs := readJobs(t)
-	parts, ok1 := jobs["ratelab-parts"]
-	merge, ok2 := jobs["ratelab-merge"]
-	if !ok1 || !ok2 {
-		t.Fatalf("want Jobs ratelab-parts and ratelab-merge in %s, have %v", deployDir, slices.Collect(maps.Keys(jobs)))
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	jobs := generateJobs(t, "--parts", "3", "--run", "hot-1", "--start-at", at.Format(time.RFC3339), "--",
+		"hot-tenant", "--cluster", "redis://redis-0.redis:6379", "--rate", "200000", "--duration", "60s", "--seed", "7")
+	parts, ok1 := jobs["hot-1-parts"]
+	merge, ok2 := jobs["hot-1-merge"]
+	if !ok1 || !ok2 || len(jobs) != 2 {
+		t.Fatalf("want Jobs hot-1-parts and hot-1-merge, have %v", slices.Collect(maps.Keys(jobs)))
 	}
-	if parts.Spec.CompletionMode != "Indexed" || parts.Spec.Completions < 1 || parts.Spec.Parallelism != parts.Spec.Completions {
-		t.Errorf("ratelab-parts: completionMode %q completions %d parallelism %d; want Indexed, N, N (all parts run together)",
+	if parts.Spec.CompletionMode != "Indexed" || parts.Spec.Completions != 3 || parts.Spec.Parallelism != 3 {
+		t.Errorf("parts: completionMode %q completions %d parallelism %d; want Indexed, 3, 3 (all parts run together)",
 			parts.Spec.CompletionMode, parts.Spec.Completions, parts.Spec.Parallelism)
 	}
 	n := parts.Spec.Completions
@@ -211,11 +200,11 @@ func TestManifests(t *testing.T) {
 		if c := f.Lookup("cluster").Value.String(); !strings.HasPrefix(c, "redis://") && !strings.HasPrefix(c, "rediss://") {
 			t.Errorf("pod %d: --cluster %q; want an existing cluster's redis:// URL", k, c)
 		}
-		if !f.Changed("seed") || !f.Changed("out") {
-			t.Errorf("pod %d: want an explicit --seed (one schedule for all parts) and --out on the shared volume", k)
+		if f.Lookup("seed").Value.String() != "7" || !f.Changed("out") {
+			t.Errorf("pod %d: want the given --seed and --out on the shared volume", k)
 		}
-		if at := f.Lookup("start-at").Value.String(); at == "" || !strings.HasPrefix(runConfig["start-at"], at[:19]) {
-			t.Errorf("pod %d: --start-at %q; want the ConfigMap's start-at %s, one instant for every part", k, at, runConfig["start-at"])
+		if have, want := f.Lookup("start-at").Value.String(), at.Format(time.RFC3339Nano); have != want {
+			t.Errorf("pod %d: --start-at %q; want %s, one instant for every part", k, have, want)
 		}
 		for _, a := range args {
 			if strings.Contains(strings.ToLower(a), "password") && !strings.HasPrefix(a, "--password-file") {
@@ -228,6 +217,9 @@ func TestManifests(t *testing.T) {
 	cmd := parseArgs(t, "ratelab-merge", margs)
 	if cmd.Name() != "merge" {
 		t.Fatalf("ratelab-merge runs %q, want merge", cmd.Name())
+	}
+	if w := cmd.Flags().Lookup("wait").Value.String(); w == "0s" {
+		t.Errorf("merge --wait %s: the merge starts with the parts and must wait for them", w)
 	}
 	partsDir := cmd.Flags().Lookup("parts").Value.String()
 	if len(cmd.Flags().Args()) != 0 || partsDir == "" {
@@ -249,5 +241,37 @@ func TestManifests(t *testing.T) {
 	}
 	if a, b := claim(parts), claim(merge); a == "" || a != b {
 		t.Errorf("volumes: parts mount claim %q, merge %q; want the same shared claim", a, b)
+	}
+}
+
+// What the pods cannot run is refused before anything is applied, naming the flag and the fix.
+func TestKubernetesRefuses(t *testing.T) {
+	t.Parallel()
+	url := "redis://r:6379"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hot-tenant", "--cluster", url}, "after --"},
+		{[]string{"--", "hot-tenant", "--cluster", "local"}, `--cluster "local" after --`},
+		{[]string{"--", "hot-tenant"}, `--cluster "" after --`},
+		{[]string{"--", "hot-tenant", "--cluster", url, "--part", "0/2"}, "--part after --"},
+		{[]string{"--", "hot-tenant", "--cluster", url, "--out", "x"}, "--out after --"},
+		{[]string{"--", "testdata/smoke.yaml", "--cluster", url}, "the image holds the built-ins only"},
+		{[]string{"--", "hot-tenant", "--cluster", url, "--rate", "-1"}, "load.rate"},
+		{[]string{"--", "hot-tenant", "--cluster", url, "--nope"}, "unknown flag: --nope"},
+		{[]string{"--parts", "0", "--", "hot-tenant", "--cluster", url}, "--parts 0"},
+		{[]string{"--run", "Hot_1", "--", "hot-tenant", "--cluster", url}, `--run "Hot_1"`},
+		{[]string{"--merge-wait", "1m", "--", "hot-tenant", "--cluster", url, "--duration", "10m"}, "--merge-wait 1m0s"},
+	} {
+		root := newRootCmd()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append([]string{"kubernetes"}, tc.args...))
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || out.Len() != 0 {
+			t.Errorf("ratelab kubernetes %v: %v, %d bytes out; want an error naming %q and nothing printed", tc.args, err, out.Len(), tc.want)
+		}
 	}
 }

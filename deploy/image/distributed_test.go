@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,41 +19,48 @@ import (
 	"ratelab/scenarios/cluster/clustertest"
 )
 
-// TestImageDistributedRun runs deploy/kubernetes's jobs in containers of the image, as their
-// pods would run them: the parts Job's args for every index of its completions, started
-// together by one --start-at against a cluster on the host's loopback (the manifests' --cluster,
-// --rate and --duration replaced by it and a light load), then the merge Job's args
-// (`ratelab merge --parts`). The merged run must give what one process running the whole
-// schedule gives: offered requests second by second, decisions key by key and the latency
-// histogram's count. The load is light, so no generator drops a request.
+// TestImageDistributedRun runs the Jobs that `ratelab kubernetes` prints, in containers of the
+// image, as their pods would run them: the image itself generates the Jobs (three parts of a
+// light load against a cluster on the host's loopback, one --start-at a few seconds ahead),
+// then the merge Job's args start first, waiting for the parts (--wait), and the parts Job's
+// args run for every index of its completions. The merged run must give what one process
+// running the whole schedule gives: offered requests second by second, decisions key by key and
+// the latency histogram's count. The load is light, so no generator drops a request.
 func TestImageDistributedRun(t *testing.T) {
 	image := buildImage(t)
 	l := clustertest.Start(t, cluster.Options{Primaries: 3, Replicas: 0})
 	dir := t.TempDir()
 	vol := []string{"-v", dir + ":/results"}
-	n, partArgs := readJob(t, "parts-job.yaml")
-	_, mergeArgs := readJob(t, "merge-job.yaml")
-	light := map[string]string{"--cluster": "redis://" + l.Addrs()[0], "--rate": "600", "--duration": "3s"}
-
 	// Containers start and set up within the margin; the parts then start as one.
 	atTime := time.Now().Add(10 * time.Second).Truncate(time.Millisecond)
 	at := atTime.UTC().Format(time.RFC3339Nano)
+	stream := dockerRun(t, image, nil, "kubernetes", "--parts", "3", "--run", "run", "--start-at", at, "--secret", "",
+		"--", "smoke", "--cluster", "redis://"+l.Addrs()[0], "--rate", "600", "--duration", "3s")
+	jobs := readJobs(t, []byte(stream))
+	parts, merge := jobs["run-parts"], jobs["run-merge"]
+	n := parts.Spec.Completions
+	if n != 3 || len(merge.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("want Jobs run-parts (3 completions) and run-merge, have %v:\n%s", slices.Sorted(maps.Keys(jobs)), stream)
+	}
+	partArgs, mergeArgs := parts.Spec.Template.Spec.Containers[0].Args, merge.Spec.Template.Spec.Containers[0].Args
+
+	mergeRun := start("merge", dockerCmd(image, vol, podArgs(t, mergeArgs, nil, nil)...))
 	var runs []*bgRun
 	for k := range n {
-		vars := map[string]string{"RUN": "run", "START_AT": at, "PART_INDEX": strconv.Itoa(k)}
-		runs = append(runs, start(fmt.Sprintf("part %d/%d", k, n), dockerCmd(image, vol, podArgs(t, partArgs, vars, light)...)))
+		vars := map[string]string{"PART_INDEX": strconv.Itoa(k)}
+		runs = append(runs, start(fmt.Sprintf("part %d/%d", k, n), dockerCmd(image, vol, podArgs(t, partArgs, vars, nil)...)))
 	}
-	wholeSet := maps.Clone(light)
-	wholeSet["--out"] = "/results/whole"
-	vars := map[string]string{"RUN": "run", "START_AT": at, "PART_INDEX": "0"}
-	runs = append(runs, start("whole run", dockerCmd(image, vol, podArgs(t, partArgs, vars, wholeSet, "--part", "--start-at")...)))
-	for _, r := range runs {
+	wholeSet := map[string]string{"--out": "/results/whole"}
+	runs = append(runs, start("whole run", dockerCmd(image, vol, podArgs(t, partArgs, map[string]string{"PART_INDEX": "0"}, wholeSet, "--part")...)))
+	for _, r := range append(runs, mergeRun) {
 		if err := <-r.err; err != nil {
 			t.Fatalf("%s: %v\n%s", r.name, err, r.out.String())
 		}
 	}
-	out := dockerRun(t, image, vol, podArgs(t, mergeArgs, map[string]string{"RUN": "run"}, nil)...)
-	t.Logf("merge:\n%s", out)
+	t.Logf("merge:\n%s", mergeRun.out.String())
+	if !strings.Contains(mergeRun.out.String(), "waiting up to") {
+		t.Errorf("the merge, started before the parts, did not wait for them:\n%s", mergeRun.out.String())
+	}
 
 	whole, merged := readRun(t, filepath.Join(dir, "whole")), readRun(t, filepath.Join(dir, "run", "merged"))
 	for k := range n {

@@ -3,7 +3,9 @@
 package image
 
 import (
-	"os"
+	"bytes"
+	"errors"
+	"io"
 	"regexp"
 	"slices"
 	"testing"
@@ -11,8 +13,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// job is the part of a Kubernetes Job in deploy/kubernetes that the distributed test runs.
+// job is the part of a Kubernetes Job that the distributed test runs.
 type job struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
 	Spec struct {
 		Completions int `yaml:"completions"`
 		Template    struct {
@@ -25,29 +31,34 @@ type job struct {
 	} `yaml:"spec"`
 }
 
-// readJob reads the Job in deploy/kubernetes/file: its completions and its container's args.
-func readJob(t *testing.T, file string) (int, []string) {
+// readJobs decodes the Jobs of a YAML stream (what `ratelab kubernetes` prints) by name: each
+// one's completions and its one container's args.
+func readJobs(t *testing.T, stream []byte) map[string]job {
 	t.Helper()
-	b, err := os.ReadFile("../kubernetes/" + file)
-	if err != nil {
-		t.Fatal(err)
+	jobs := map[string]job{}
+	dec := yaml.NewDecoder(bytes.NewReader(stream))
+	for {
+		var j job
+		if err := dec.Decode(&j); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%v\n%s", err, stream)
+		}
+		if j.Kind != "Job" {
+			continue
+		}
+		if len(j.Spec.Template.Spec.Containers) != 1 {
+			t.Fatalf("job %s: want one container", j.Metadata.Name)
+		}
+		jobs[j.Metadata.Name] = j
 	}
-	var j job
-	if err := yaml.Unmarshal(b, &j); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	if c := j.Spec.Template.Spec.Containers; len(c) == 1 {
-		return j.Spec.Completions, c[0].Args
-	}
-	t.Fatalf("%s: want one container", file)
-	return 0, nil
+	return jobs
 }
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
 // podArgs is what the kubelet passes the pod: args with $(VAR) from vars, then each flag in set
-// given set's value instead of the manifest's (the cluster, a light load), and the flags in
-// drop removed with their values.
+// given set's value instead of the manifest's, and the flags in drop removed with their values.
 func podArgs(t *testing.T, args []string, vars, set map[string]string, drop ...string) []string {
 	t.Helper()
 	var out []string
