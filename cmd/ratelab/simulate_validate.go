@@ -54,6 +54,8 @@ run (--low-share of the first probe), a measured run (--share or --rate), a high
 (--high-share) and a probe; the model, calibrated from the gap runs and probes, is compared
 with the measured runs' median throughput and p99 (the host's share of time off carried by
 --host-law). It interpolates between its calibration points, so a straight line does as well.
+A flag only gap reads (--rounds, --share, --rate, --low-share, --high-share, --host-law), given
+without --method, selects it.
 
 The scenario (default: 1,000 tenants, Zipf 0.99, 32 workers, at most 512 in flight) gives
 tenants, workers and max_inflight; rates and durations are set per run.`,
@@ -86,7 +88,8 @@ tenants, workers and max_inflight; rates and durations are set per run.`,
 // runValidate runs the validation o.method names on the scenario args name (default
 // simulate.ValidateScenario) and prints it.
 func runValidate(cmd *cobra.Command, args []string, o validateOptions) error {
-	if err := checkMethodFlags(cmd.Flags(), o.method); err != nil {
+	method, err := validateMethod(cmd.Flags(), o.method)
+	if err != nil {
 		return err
 	}
 	spec, err := validateSpec(args)
@@ -98,7 +101,7 @@ func runValidate(cmd *cobra.Command, args []string, o validateOptions) error {
 	stderr := cmd.ErrOrStderr()
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
 	var res interface{ Text() string }
-	if o.method == methodGap {
+	if method == methodGap {
 		o.gap.ProbeRate, o.gap.Out, o.gap.Logf = o.holdout.ProbeRate, o.holdout.Out, logf
 		res, err = simulate.ValidateLocal(ctx, spec, o.gap)
 	} else {
@@ -115,31 +118,34 @@ func runValidate(cmd *cobra.Command, args []string, o validateOptions) error {
 	return err
 }
 
-// checkMethodFlags rejects an unknown --method, and a flag given that only the other method
-// reads.
-func checkMethodFlags(fl *pflag.FlagSet, method string) error {
-	other := gapOnlyFlags
-	switch method {
-	case methodHoldout:
-	case methodGap:
-		other = holdoutOnlyFlags
-	default:
-		return fmt.Errorf("--method %q: want %q or %q", method, methodHoldout, methodGap)
+// validateMethod is the method to run: --method, or gap when --method is not given and a flag
+// only gap reads is (the command's flags before the held-out method was added keep their
+// meaning). It rejects an unknown method and flags of the method not run.
+func validateMethod(fl *pflag.FlagSet, method string) (string, error) {
+	gapFlags, holdoutFlags := changed(fl, gapOnlyFlags), changed(fl, holdoutOnlyFlags)
+	if !fl.Changed("method") && len(gapFlags) > 0 {
+		method = methodGap
 	}
-	var given []string
-	for _, name := range other {
-		if fl.Changed(name) {
-			given = append(given, "--"+name)
+	switch {
+	case method != methodHoldout && method != methodGap:
+		return "", fmt.Errorf("--method %q: want %q or %q", method, methodHoldout, methodGap)
+	case method == methodHoldout && len(gapFlags) > 0:
+		return "", fmt.Errorf("%s: only --method gap reads it; drop it, or use --method gap", strings.Join(gapFlags, ", "))
+	case method == methodGap && len(holdoutFlags) > 0:
+		return "", fmt.Errorf("%s: only --method holdout reads it; drop it, or use --method holdout", strings.Join(holdoutFlags, ", "))
+	}
+	return method, nil
+}
+
+// changed is the names of the flags given on the command line, as --name.
+func changed(fl *pflag.FlagSet, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if fl.Changed(n) {
+			out = append(out, "--"+n)
 		}
 	}
-	if len(given) > 0 {
-		want := methodGap
-		if method == methodGap {
-			want = methodHoldout
-		}
-		return fmt.Errorf("%s: only --method %s reads it; drop it, or add --method %s", strings.Join(given, ", "), want, want)
-	}
-	return nil
+	return out
 }
 
 // validateSpec is the named scenario, or the validation's own default.

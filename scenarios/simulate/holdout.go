@@ -74,22 +74,23 @@ func (o HoldoutOptions) withDefaults() HoldoutOptions {
 	return o
 }
 
-// Validate names each bad option with its fix.
+// Validate names each bad option, by the flag of `ratelab simulate validate` that sets it, with
+// its fix.
 func (o HoldoutOptions) Validate() error {
 	var errs []error
 	if o.Primaries < 2 || o.Primaries > 16 {
-		errs = append(errs, fmt.Errorf("primaries %d: want 2 to 16 (the knee of 1 primary is measured anyway)", o.Primaries))
+		errs = append(errs, fmt.Errorf("--primaries %d: want 2 to 16 (the knee of 1 primary is measured anyway)", o.Primaries))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"run length", o.RunLength}, {"step length", o.StepLength}} {
+	}{{"--run-length", o.RunLength}, {"--step-length", o.StepLength}} {
 		if d.v < time.Second || d.v%time.Second != 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want whole seconds, at least 1s (a run's rates are counted per second)", d.name, d.v))
 		}
 	}
 	if o.Repeats < 1 || o.Repeats > 64 {
-		errs = append(errs, fmt.Errorf("repeats %d: want 1 to 64 runs per p99 level", o.Repeats))
+		errs = append(errs, fmt.Errorf("--repeats %d: want 1 to 64 runs per p99 level", o.Repeats))
 	}
 	return errors.Join(errs...)
 }

@@ -42,20 +42,23 @@ func (h *Holdout) predict(spec *scenarios.Spec, o HoldoutOptions) error {
 			}
 		}
 	}
+	// Both knees are searched between the same bounds: from a 25th of the probe's answer to
+	// twice n times it, past the proportional baseline.
 	var err error
-	hi := 2 * float64(n) * h.CalibrationRuns.ProbeAnsweredRPS
-	if h.Model.Knee1RPS, err = modelKnee(modelOf(spec, 1), cal, o.StepLength, hi); err != nil {
+	probe := h.CalibrationRuns.ProbeAnsweredRPS
+	lo, hi := probe/25, 2*float64(n)*probe
+	if h.Model.Knee1RPS, err = modelKnee(modelOf(spec, 1), cal, o.StepLength, lo, hi); err != nil {
 		return err
 	}
-	h.Model.KneeNRPS, err = modelKnee(base, cal, o.StepLength, hi)
+	h.Model.KneeNRPS, err = modelKnee(base, cal, o.StepLength, lo, hi)
 	return err
 }
 
-// modelKnee is the highest rate up to hi at which the model of base (on cal's co-located host)
-// meets the knee's SLO over runs of dur: median p99 of kneeSeeds runs at most KneeP99Ms and
-// median achieved share at least KneeAchieved (kneeSearch from hi/50).
-func modelKnee(base Config, cal Calibration, dur time.Duration, hi float64) (float64, error) {
-	return kneeSearch(hi/50, hi, kneeSteps, func(rate float64) (bool, error) {
+// modelKnee is the highest rate in [lo, hi] at which the model of base (on cal's co-located
+// host) meets the knee's SLO over runs of dur: median p99 of kneeSeeds runs at most KneeP99Ms
+// and median achieved share at least KneeAchieved (kneeSearch; 0 when lo fails).
+func modelKnee(base Config, cal Calibration, dur time.Duration, lo, hi float64) (float64, error) {
+	return kneeSearch(lo, hi, kneeSteps, func(rate float64) (bool, error) {
 		rs, err := modelRuns(base, cal, cal.HostAt(rate), rate, dur, 1, kneeSeeds)
 		if err != nil {
 			return false, err

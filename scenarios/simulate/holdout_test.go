@@ -183,7 +183,7 @@ func TestHoldoutOptionsValidate(t *testing.T) {
 	t.Parallel()
 	o := HoldoutOptions{Primaries: 1, Repeats: -1, RunLength: 1500 * 1e6}.withDefaults()
 	err := o.Validate()
-	for _, want := range []string{"primaries 1", "repeats -1", "run length 1.5s"} {
+	for _, want := range []string{"--primaries 1", "--repeats -1", "--run-length 1.5s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v: want it to name %q", err, want)
 		}
