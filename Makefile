@@ -80,7 +80,7 @@ test-faults: redis
 		$(GO) test $(FAULT_TEST_FLAGS) -tags faults -run "^($$tests)$$" $$dir || rc=1; \
 	done; exit $$rc
 
-## bench: Go benchmarks of the hot paths (COUNT=10 for benchstat), then `ratelab bench`: five sections on one local cluster -> results/bench/
+## bench: Go benchmarks of the hot paths (COUNT=10 for benchstat), then `ratelab bench`: six sections on one local cluster (needs wrk) -> results/bench/; BENCH_FLAGS='--repeat 5' for medians and ranges
 COUNT ?= 1
 BENCH_FLAGS ?=
 .PHONY: bench

@@ -242,9 +242,13 @@ type Ceiling struct {
 	// Runs are the rates of the run before and the run after the central variants; the
 	// higher one is RequestsPerSec.
 	Runs []float64 `json:"runs_requests_per_s"`
-	// RedisBusy and RedisUsPerCall are Central's, for the run that counts.
+	// RedisBusy and RedisUsPerCall are Central's, over both runs: the central variants span
+	// the time between them, and the faster run alone would be the machine's faster moment,
+	// whose CPU per call is lower whatever the traffic.
 	RedisBusy      float64 `json:"redis_main_thread_busy"`
 	RedisUsPerCall float64 `json:"redis_cpu_us_per_call"`
+	// use is what the main thread did during this run.
+	use serverUse
 }
 
 // Ratio compares the best central variant with the ceiling.
@@ -380,6 +384,9 @@ func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, re
 		rep.Ceiling = after
 	}
 	rep.Ceiling.Runs = []float64{before.RequestsPerSec, after.RequestsPerSec}
+	both := before.use
+	both.add(after.use)
+	rep.Ceiling.RedisBusy, rep.Ceiling.RedisUsPerCall = both.busy(), both.usPerCall()
 	for _, c := range rep.Central {
 		if r := c.DecisionsPerSec / rep.Ceiling.RequestsPerSec; r > rep.Ratio.Value {
 			rep.Ratio = Ratio{Best: c.Mode, Value: r}

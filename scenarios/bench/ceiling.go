@@ -88,7 +88,7 @@ func measureCeiling(ctx context.Context, opts Options, t *target) (Ceiling, erro
 		return Ceiling{}, fmt.Errorf("bench: %s: %w", line, err)
 	}
 	c.Command, c.Conns, c.Depth, c.Requests = line, opts.Conns, opts.Depth, n
-	c.RedisBusy, c.RedisUsPerCall = use.busy(), use.usPerCall()
+	c.RedisBusy, c.RedisUsPerCall, c.use = use.busy(), use.usPerCall(), use
 	opts.Logf("bench:   %-22s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms  Redis busy %.0f%% (%.1f µs/call)", "redis-benchmark",
 		c.RequestsPerSec, c.P50Ms, c.P99Ms, 100*c.RedisBusy, c.RedisUsPerCall)
 	return c, nil

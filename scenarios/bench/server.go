@@ -38,6 +38,13 @@ func (u *serverUse) during(ctx context.Context, addr string, segment func() time
 	return nil
 }
 
+// add books what v measured into u.
+func (u *serverUse) add(v serverUse) {
+	u.cpuSec += v.cpuSec
+	u.calls += v.calls
+	u.wall += v.wall
+}
+
 // busy is the main thread's CPU time over the wall time (0..1, a little above 1 from INFO's
 // rounding); 0 before any segment.
 func (u *serverUse) busy() float64 {

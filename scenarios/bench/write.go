@@ -152,7 +152,7 @@ func (t table) ceiling(s *strings.Builder) {
 		return
 	}
 	ce := t.runs[0].Ceiling
-	fmt.Fprintf(s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %s | %s | Redis main thread %s%% busy at %s µs per call; best central / ceiling = %s (%s) | %s |\n",
+	fmt.Fprintf(s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %s | %s | Redis main thread %s%% busy at %s µs per call (both runs); best central / ceiling = %s (%s) | %s |\n",
 		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), t.fig(func(r Run) float64 { return r.Ceiling.RequestsPerSec }, num),
 		t.fig(func(r Run) float64 { return r.Ceiling.P50Ms }, verb("%.3f")), t.fig(func(r Run) float64 { return r.Ceiling.P99Ms }, verb("%.3f")),
 		t.fig(func(r Run) float64 { return 100 * r.Ceiling.RedisBusy }, verb("%.0f")), t.fig(func(r Run) float64 { return r.Ceiling.RedisUsPerCall }, verb("%.1f")),
