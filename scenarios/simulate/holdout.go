@@ -212,8 +212,8 @@ func holdoutCalibrate(ctx context.Context, spec *scenarios.Spec, o HoldoutOption
 	if err != nil {
 		return Calibration{}, cr, err
 	}
-	cr.LowRPS, cr.LowP99Ms = low.sum.Load.OfferedRPS, float64(low.sum.LatencyServedMs.P99)
-	cr.HighRPS, cr.HighP99Ms = high.sum.Load.OfferedRPS, float64(high.sum.LatencyServedMs.P99)
+	cr.LowRPS, cr.LowP99Ms = low.sum.Load.OfferedRPS, low.sum.LatencyServedMs.P99
+	cr.HighRPS, cr.HighP99Ms = high.sum.Load.OfferedRPS, high.sum.LatencyServedMs.P99
 	cal, err := calibrateLoad([]measured{low}, []measured{high}, []measured{probe}, cr.ProbeRPS, modelOf(&s, 1))
 	return cal, cr, err
 }

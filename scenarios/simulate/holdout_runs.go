@@ -100,7 +100,11 @@ func measureCluster(ctx context.Context, spec *scenarios.Spec, o HoldoutOptions,
 			}
 			l := &m.Levels[i]
 			l.Level, l.Rate = level, rate
-			l.P99Ms = append(l.P99Ms, float64(r.sum.LatencyServedMs.P99))
+			// A run that answered nothing has no p99: it is left out, and a level left with
+			// none is reported as missing.
+			if p := r.sum.LatencyServedMs.P99; p > 0 {
+				l.P99Ms = append(l.P99Ms, p)
+			}
 			if i == len(holdoutLevels)-1 {
 				for k := range cpu {
 					cpu[k] += r.after[k].CPUSeconds - r.before[k].CPUSeconds
