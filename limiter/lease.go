@@ -76,10 +76,13 @@ type LeaseLimiter struct {
 	drainGraceMs int64
 	refreshes    atomic.Int64
 	refreshErrs  atomic.Int64
-	refreshing   sync.WaitGroup // refresh fetches running
-	onWait       func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
-	batch        *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
-	stripes      [numStripes]leaseStripe
+	refreshing   sync.WaitGroup // fetches running in the background: refreshes, parked requests
+	// slots bounds the background fetches sent at once (WithLeaseMaxFetches); the others wait
+	// for a slot before their timeout starts.
+	slots   chan struct{}
+	onWait  func()         // test hook (lease_test.go): a request starts waiting for a fetch in flight
+	batch   *scriptBatcher // fetches in pipelines (WithLeaseBatching); nil: one call each
+	stripes [numStripes]leaseStripe
 }
 
 // leaseStripe is one lock and its keys' leases, padded to a cache line as bucketStripe.
@@ -118,6 +121,11 @@ type leaseCall struct {
 	granted int64
 	denial  Decision // the central answer when granted == 0
 	err     error
+	// waiters are the requests parked on this fetch by AllowAsync, woken by wake after settle;
+	// owner is the one whose fetch it is (nil for Allow's and refresh-ahead's). Guarded by the
+	// stripe's lock.
+	waiters []*leaseWaiter
+	owner   *leaseWaiter
 }
 
 var _ Limiter = (*LeaseLimiter)(nil)
@@ -136,7 +144,7 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		return nil, fmt.Errorf("%w: lease size %d: must be 1..%d tokens (the policy's burst)", ErrBadConfig, size, p.Burst)
 	}
 	_, canPipeline := c.(PipelineScripter)
-	cfg := leaseConfig{ttl: DefaultLeaseTTL, timeout: DefaultTimeout, batching: canPipeline}
+	cfg := leaseConfig{ttl: DefaultLeaseTTL, timeout: DefaultTimeout, batching: canPipeline, maxFetches: DefaultLeaseMaxFetches}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -145,6 +153,9 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 	}
 	if cfg.timeout < 0 {
 		return nil, fmt.Errorf("%w: lease timeout %v: must be >= 0 (0 leaves only the caller's context deadline)", ErrBadConfig, cfg.timeout)
+	}
+	if cfg.maxFetches < 1 {
+		return nil, fmt.Errorf("%w: lease max fetches %d: must be >= 1", ErrBadConfig, cfg.maxFetches)
 	}
 	if !(cfg.refresh >= 0 && cfg.refresh < 1) {
 		return nil, fmt.Errorf("%w: lease refresh %v: must be 0 (off) or a fraction of the lease in (0, 1), e.g. 0.25", ErrBadConfig, cfg.refresh)
@@ -158,6 +169,7 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		ttlMs:   cfg.ttl.Milliseconds(),
 		timeout: cfg.timeout,
 		seed:    maphash.MakeSeed(),
+		slots:   make(chan struct{}, cfg.maxFetches),
 	}
 	l.book.init()
 	if cfg.refresh > 0 {
@@ -288,34 +300,12 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	l.observe(nowMs)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
-	stripe := &l.stripes[maphash.Bytes(l.seed, key)&(numStripes-1)]
-	stripe.mu.Lock()
-	e := stripe.m[string(key)] // no allocation: the compiler looks up without a string copy
-	if e == nil {
-		e = new(leaseEntry)
-		stripe.m[string(key)] = e
-	}
+	stripe, e := l.entry(key)
 	src := Lease
 	waited := false
 	for {
-		if e.tokens > 0 && nowMs >= e.expiresAt {
-			l.lost.Add(e.tokens)
-			l.book.writeOff(e)
-			e.tokens = 0
-		}
-		// The hot path, kept in line: the lease pays.
-		if e.tokens >= r.Cost {
-			e.tokens -= r.Cost
-			l.book.spend(e, r.Cost)
-			d := Decision{Allowed: true, Remaining: e.tokens, Source: src, At: at}
-			if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
-				(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
-				l.startRefresh(e, string(key), nowMs)
-			}
-			stripe.mu.Unlock()
-			return d, nil
-		}
-		if d, ok := l.denyLocally(e, key, nowMs, r.Cost); ok {
+		d, step := l.try(e, key, nowMs, r.Cost, src)
+		if step == stepDecided {
 			stripe.mu.Unlock()
 			d.At = at
 			return d, nil
@@ -324,7 +314,8 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			waited = true // counted once per decision, however many rounds it waits
 			l.waited.Add(1)
 		}
-		if f := e.fetch; f != nil {
+		if step == stepWait {
+			f := e.fetch
 			stripe.mu.Unlock()
 			if d, done, err := l.await(ctx, f, key); done {
 				return withAt(d, at, err)
@@ -341,6 +332,56 @@ func (l *LeaseLimiter) Allow(ctx context.Context, r Request) (Decision, error) {
 		// and fetch again (each round spends or is refused, so the loop ends).
 		src = Central
 	}
+}
+
+// entry returns key's stripe, locked, and key's lease in it (a new, empty one on first use).
+func (l *LeaseLimiter) entry(key []byte) (*leaseStripe, *leaseEntry) {
+	stripe := &l.stripes[maphash.Bytes(l.seed, key)&(numStripes-1)]
+	stripe.mu.Lock()
+	e := stripe.m[string(key)] // no allocation: the compiler looks up without a string copy
+	if e == nil {
+		e = new(leaseEntry)
+		stripe.m[string(key)] = e
+	}
+	return stripe, e
+}
+
+// leaseStep is what one attempt at a decision came to.
+type leaseStep uint8
+
+const (
+	stepDecided leaseStep = iota // decided: from the lease, or denied locally
+	stepWait                     // the lease cannot pay and a fetch is in flight (e.fetch)
+	stepFetch                    // the lease cannot pay and no fetch is in flight: start one
+)
+
+// try attempts the decision of a request for cost tokens on key at nowMs from lease e alone:
+// it writes off an expired lease, spends from the lease when it can pay (Source src, and a
+// refresh-ahead fetch when the spend leaves it low or near its expiry), else denies locally
+// when the central bucket is known not to pay either. Otherwise the request must wait for
+// Redis. Called with e's stripe locked; Decision.At is the caller's to set.
+func (l *LeaseLimiter) try(e *leaseEntry, key []byte, nowMs, cost int64, src Source) (Decision, leaseStep) {
+	if e.tokens > 0 && nowMs >= e.expiresAt {
+		l.lost.Add(e.tokens)
+		l.book.writeOff(e)
+		e.tokens = 0
+	}
+	if e.tokens >= cost {
+		e.tokens -= cost
+		l.book.spend(e, cost)
+		if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
+			(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
+			l.startRefresh(e, string(key), nowMs)
+		}
+		return Decision{Allowed: true, Remaining: e.tokens, Source: src}, stepDecided
+	}
+	if d, ok := l.denyLocally(e, key, nowMs, cost); ok {
+		return d, stepDecided
+	}
+	if e.fetch != nil {
+		return Decision{}, stepWait
+	}
+	return Decision{}, stepFetch
 }
 
 // withAt returns d made at at, or err.
@@ -429,6 +470,14 @@ func (l *LeaseLimiter) fetchFor(ctx context.Context, stripe *leaseStripe, e *lea
 	granted, denial, emptyMs, err := l.fetch(ctx, string(key), nowMs, max(l.size, need), need)
 	stripe.mu.Lock()
 	granted, denial = l.settle(stripe, e, f, gen, nowMs, need, granted, denial, emptyMs, err)
+	if len(f.waiters) > 0 {
+		// Requests that AllowAsync parked on this fetch: answered with the stripe unlocked,
+		// then this request tries the lease again as usual.
+		out := l.wake(stripe, e, f)
+		stripe.mu.Unlock()
+		deliver(out)
+		stripe.mu.Lock()
+	}
 	if err != nil {
 		return Decision{}, true, err
 	}

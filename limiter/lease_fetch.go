@@ -70,11 +70,13 @@ func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *lea
 	l.refreshing.Add(1)
 	go func() {
 		defer l.refreshing.Done()
+		l.slots <- struct{}{}
+		defer func() { <-l.slots }()
 		ctx := context.Background()
 		if l.timeout == 0 {
 			// No request owns this fetch, so no caller's deadline bounds it.
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+			ctx, cancel = context.WithTimeout(ctx, l.fetchTimeout())
 			defer cancel()
 		}
 		granted, denial, emptyMs, err := l.fetch(ctx, key, nowMs, want, 1)
@@ -83,7 +85,9 @@ func (l *LeaseLimiter) startRefresh(e *leaseEntry, key string, nowMs int64) *lea
 		}
 		stripe.mu.Lock()
 		l.settle(stripe, e, f, gen, nowMs, 1, granted, denial, emptyMs, err)
+		out := l.wake(stripe, e, f)
 		stripe.mu.Unlock()
+		deliver(out)
 	}()
 	return f
 }

@@ -10,7 +10,22 @@ type leaseConfig struct {
 	batching     bool
 	batch        []CoalesceOption
 	refresh      float64
+	maxFetches   int
 }
+
+// DefaultLeaseMaxFetches is how many background fetches (refresh-ahead, and the fetches of
+// requests parked by AllowAsync) one LeaseLimiter sends at once by default: four full pipelines'
+// worth (DefaultFlushers x DefaultBatchSize).
+const DefaultLeaseMaxFetches = DefaultFlushers * DefaultBatchSize
+
+// WithLeaseMaxFetches bounds the background fetches (refresh-ahead, and the fetches of requests
+// parked by AllowAsync) that are sent at once to n (default DefaultLeaseMaxFetches); the others
+// wait for one of them to answer, and their timeout starts when they are sent. Without a bound
+// a cold start or a slow Redis would queue thousands of fetches in the pipelines, each one's
+// timeout running while it waits its turn, and a fetch that times out fails every request
+// parked on it: the bound keeps the queue in the gateway, where waiting fails nobody. Allow's own
+// fetches are bounded by its callers, and are not counted.
+func WithLeaseMaxFetches(n int) LeaseOption { return func(c *leaseConfig) { c.maxFetches = n } }
 
 // WithLeaseRefresh turns on refresh-ahead with fraction f (0 < f < 1; 0, the default, is off):
 // a request spent from the lease that leaves at most f*size tokens in it, or that comes within

@@ -61,3 +61,24 @@ type Decision struct {
 type Limiter interface {
 	Allow(ctx context.Context, r Request) (Decision, error)
 }
+
+// AsyncLimiter is a Limiter that can answer a decision later instead of holding its caller
+// while a round trip is in flight: a caller that drives many requests per goroutine (the
+// scenario engine's workers) then goes on to its next request, and one request waiting for
+// Redis delays no other.
+type AsyncLimiter interface {
+	Limiter
+	// AllowAsync decides r as Allow does. When the answer is at hand it returns it with parked
+	// false and never calls done. Otherwise it returns parked true (and a zero Decision and
+	// nil error) and calls done.Decided exactly once, from another goroutine, with what Allow
+	// would have returned, or with ctx's error when ctx ends first. That call may come before
+	// AllowAsync returns: done must be ready when it is passed in.
+	AllowAsync(ctx context.Context, r Request, done Deferred) (d Decision, parked bool, err error)
+}
+
+// Deferred receives the decision that AllowAsync parked. It is an interface, not a func, so
+// that a caller can pass a pointer it already holds and the common, unparked decision
+// allocates nothing.
+type Deferred interface {
+	Decided(d Decision, err error)
+}

@@ -18,9 +18,9 @@ type tagKey struct{}
 
 // reqTag is owned by one worker and rewritten before each decision. Hooks run in the caller's
 // goroutine for plain commands, but a coalesced pipeline carries the context of one of its
-// requests into the batcher's goroutine, which reads the tag while the worker has moved on: sec
-// is atomic, and such a redirect counts in the second that worker is deciding by then (at most
-// a decision timeout later).
+// requests into the batcher's goroutine, which reads the tag while the worker has moved on, and
+// so does the fetch of a request the lease limiter parked: sec is atomic, and such a redirect
+// counts in the second that worker is deciding by then (at most a decision timeout later).
 type reqTag struct{ sec atomic.Int64 }
 
 // nodeStats counts what one node's client saw.
