@@ -7,8 +7,10 @@
 //
 // Optionally (Config.Host) the clients and shards share one machine's CPU, which the scheduler
 // takes away in gaps: the co-located model of a one-machine run, used to validate the model on
-// the machine it was calibrated on (ValidateCoLocated). Off by default: a real cluster's gateways
-// and shards have hosts of their own.
+// the machine it was calibrated on. Off by default: a real cluster's gateways and shards have
+// hosts of their own. HoldoutLocal calibrates it on one primary and judges its predictions
+// (node shares, p99, knees, the busiest primary) against runs it never saw, each beside a naive
+// baseline; ValidateCoLocated checks it between the two gap runs it is calibrated from.
 //
 // It predicts per-shard utilisation, throughput, latency percentiles, central operations, the
 // gateways' CPU and the failover's overspend bound. The model itself never talks to Redis:
