@@ -45,8 +45,12 @@ const (
 	DefaultRepeat = 1
 	// maxRepeat bounds Options.Repeat: each repetition is a full bench.
 	maxRepeat = 20
-	// DefaultGatewayConns is wrk's connections (-c) in section 6, the same for every variant.
-	DefaultGatewayConns = 64
+	// DefaultGatewayConns is wrk's connections (-c) in section 6, the same for every variant:
+	// as many requests in flight as the central section's callers (DefaultConns x
+	// DefaultDepth). Closed-loop throughput is each server's maximum only when the load keeps
+	// it busy, and a Redis-backed gateway holds each request for a pipeline round trip, so it
+	// needs more in flight than a bare handler to reach its own (compare --gateway-conns 64).
+	DefaultGatewayConns = DefaultConns * DefaultDepth
 )
 
 // Options configure one bench run. The zero value is a full run into DefaultOut.
