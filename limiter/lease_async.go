@@ -70,7 +70,10 @@ func (l *LeaseLimiter) AllowAsync(ctx context.Context, r Request, done Deferred)
 		parkedAt: time.Now()}
 	if ctx.Done() != nil {
 		w.stopCancel = context.AfterFunc(ctx, func() {
-			w.answer(Decision{}, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(w.key), ctx.Err()))
+			// Not through answer: this may run before stopCancel is set.
+			if w.answered.CompareAndSwap(false, true) {
+				w.done.Decided(Decision{}, fmt.Errorf("limiter: lease %s: waiting for the fetch in flight: %w", string(w.key), ctx.Err()))
+			}
 		})
 	}
 	if step == stepWait {
@@ -85,7 +88,9 @@ func (l *LeaseLimiter) AllowAsync(ctx context.Context, r Request, done Deferred)
 	return Decision{}, true, nil
 }
 
-// answer delivers w's decision unless w was answered already.
+// answer delivers w's decision from its fetch unless w was answered already (its ctx ended).
+// Called with no stripe locked, after the stripe's lock was taken since w was parked (so
+// stopCancel is visible).
 func (w *leaseWaiter) answer(d Decision, err error) {
 	if !w.answered.CompareAndSwap(false, true) {
 		return
