@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"ratelab/limiter"
 	"ratelab/lua"
 	"ratelab/scenarios/cluster"
 )
@@ -90,6 +91,17 @@ func TestRedisCPUPerCall(t *testing.T) {
 			return f()
 		}
 	}
+	// fixedNow is the central coalescing load with every request at one instant, as
+	// redis-benchmark's fixed now_ms argument: the buckets never refill, so the script stores
+	// whole token counts instead of fractions. The instant is an hour ahead, so that a bucket
+	// left by an earlier workload refills to full (a whole count) on its first call.
+	fixedNow := func(tenants []string) func() time.Duration {
+		return func() time.Duration {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			seg, _ := closedLoop(ctx, atInstant{co.lim, time.Now().Add(time.Hour)}, tenants, opts.Conns*opts.Depth, opts.Seconds/2)
+			return seg.took
+		}
+	}
 	tag := "rl:{" + tg.tag + "}:bench-"
 	workloads := []struct {
 		name string
@@ -102,6 +114,7 @@ func TestRedisCPUPerCall(t *testing.T) {
 		{"redis-benchmark -c16 -P16, 10,000 keys in one slot", rb([]string{"-c", "16", "-P", "16"}, tag+"__rand_int__")},
 		{"ratelab coalescing, Zipf(0.99) over 10,000 tenants (central)", coalescing(tg.tenants)},
 		{"ratelab coalescing, Zipf(0.99) over 64 tenants", coalescing(tg.tenants[:64])},
+		{"ratelab coalescing, central's tenants, now fixed (integer tokens)", fixedNow(tg.tenants)},
 		{"redis-benchmark as the ceiling, a spinning goroutine beside it", spinning(rb([]string{"-c", "4", "-P", "64", "-r", "10000"}, tag+"__rand_int__"))},
 	}
 	type tally struct{ cpu, usec, calls, wall float64 }
@@ -133,4 +146,15 @@ func TestRedisCPUPerCall(t *testing.T) {
 		t.Logf("%-66s %9.0f %6.0f%% %9.2f %9.2f %9.2f  %s", w.name, g.calls/g.wall, 100*g.cpu/g.wall, cpu, in, cpu-in,
 			spreadOf(perRound[i]).format(3, verb("%.2f")))
 	}
+}
+
+// atInstant decides every request at one instant.
+type atInstant struct {
+	lim limiter.Limiter
+	at  time.Time
+}
+
+func (a atInstant) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
+	r.Now = a.at
+	return a.lim.Allow(ctx, r)
 }
