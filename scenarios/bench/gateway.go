@@ -10,6 +10,7 @@ import (
 
 	"ratelab/limiter"
 	"ratelab/limiter/gateway"
+	"ratelab/scenarios/cluster"
 )
 
 // Gateway variants, as GatewayVariant.Name names them, in the order they run.
@@ -42,6 +43,16 @@ type GatewayVariant struct {
 	// connect, read, write and timeout errors.
 	Non2xx       int64 `json:"non_2xx"`
 	SocketErrors int64 `json:"socket_errors"`
+	// WrkCPUUs, ServerCPUUs and RedisCPUUs are the CPU time per request of wrk, of this process
+	// (the server and its limiter) and of the Redis nodes' main threads (every node, replicas
+	// applying the writes too): where the 2 cores went, which a closed-loop rate on a shared
+	// machine follows.
+	WrkCPUUs    float64 `json:"wrk_cpu_us_per_request"`
+	ServerCPUUs float64 `json:"server_cpu_us_per_request"`
+	RedisCPUUs  float64 `json:"redis_cpu_us_per_request"`
+
+	wrkCPU, serverCPU time.Duration
+	redisCPU          float64 // seconds
 }
 
 // Gateway is section 6: closed-loop HTTP throughput at Conns connections of a bare net/http
@@ -108,19 +119,18 @@ func measureGateway(ctx context.Context, opts Options, addrs []string, dir strin
 	half := gatewayHalf(opts.Seconds)
 	for _, i := range []int{0, 1, 2, 2, 1, 0} {
 		sw.set(handlers[i])
-		r, cmd, err := runWrk(ctx, opts, script, url, half)
-		if err != nil {
-			return Gateway{}, fmt.Errorf("bench: gateway %s: %w", g.Variants[i].Name, err)
+		if g.Command, err = g.Variants[i].measureHalf(ctx, opts, addrs, script, url, half); err != nil {
+			return Gateway{}, err
 		}
-		g.Command = cmd
-		g.Variants[i].add(r)
 	}
 	for i := range g.Variants {
 		v := &g.Variants[i]
 		if err := v.check(); err != nil {
 			return Gateway{}, err
 		}
-		opts.Logf("bench:   %-34s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms", v.Name, v.RequestsPerSec, v.P50Ms, v.P99Ms)
+		v.cpuPerRequest()
+		opts.Logf("bench:   %-34s %8.0f requests/s  p50 %.3f ms  p99 %.3f ms  CPU µs/request: wrk %.1f, server %.1f, Redis %.1f",
+			v.Name, v.RequestsPerSec, v.P50Ms, v.P99Ms, v.WrkCPUUs, v.ServerCPUUs, v.RedisCPUUs)
 	}
 	g.MemoryRatio = g.Variants[1].RequestsPerSec / g.Variants[0].RequestsPerSec
 	g.RedisRatio = g.Variants[2].RequestsPerSec / g.Variants[0].RequestsPerSec
@@ -151,6 +161,37 @@ func serveSwitch(h http.Handler) (string, *switchHandler, func(), error) {
 	return "http://" + ln.Addr().String() + "/", sw, func() { _ = srv.Close() }, nil
 }
 
+// measureHalf runs wrk once against the variant being served at url and books what it
+// measured, with the CPU time wrk, this process (the server) and the Redis nodes' main threads
+// (every node at addrs) spent meanwhile. It returns wrk's command line.
+func (v *GatewayVariant) measureHalf(ctx context.Context, opts Options, addrs []string, script, url string, d time.Duration) (string, error) {
+	before, err := cluster.ReadNodeStats(ctx, addrs)
+	if err != nil {
+		return "", fmt.Errorf("bench: gateway %s: %w", v.Name, err)
+	}
+	cpu := processCPU()
+	r, cmd, err := runWrk(ctx, opts, script, url, d)
+	if err != nil {
+		return "", fmt.Errorf("bench: gateway %s: %w", v.Name, err)
+	}
+	v.serverCPU += processCPU() - cpu
+	after, err := cluster.ReadNodeStats(ctx, addrs)
+	if err != nil {
+		return "", fmt.Errorf("bench: gateway %s: %w", v.Name, err)
+	}
+	v.redisCPU += after.CPUSeconds - before.CPUSeconds
+	v.add(r)
+	return cmd, nil
+}
+
+// cpuPerRequest sets the variant's CPU per request from its totals.
+func (v *GatewayVariant) cpuPerRequest() {
+	n := float64(max(v.Requests, 1))
+	v.WrkCPUUs = float64(v.wrkCPU.Microseconds()) / n
+	v.ServerCPUUs = float64(v.serverCPU.Microseconds()) / n
+	v.RedisCPUUs = 1e6 * v.redisCPU / n
+}
+
 // add books one wrk run into v.
 func (v *GatewayVariant) add(r wrkResult) {
 	halves := float64(0)
@@ -164,6 +205,7 @@ func (v *GatewayVariant) add(r wrkResult) {
 	v.P99Ms = max(v.P99Ms, r.P99Us/1e3)
 	v.Non2xx += r.Status
 	v.SocketErrors += r.Connect + r.Read + r.Write + r.Timeout
+	v.wrkCPU += r.cpu
 }
 
 // check refuses a variant whose rate is not one of 200 answers: an error answer is cheaper than

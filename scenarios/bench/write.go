@@ -174,8 +174,10 @@ func (t table) gateway(s *strings.Builder) {
 				return f(r.Gateway.Variants[i])
 			}
 		}
-		other := fmt.Sprintf("%s not 2xx, %s socket errors", t.fig(at(func(v GatewayVariant) float64 { return float64(v.Non2xx) }), num),
-			t.fig(at(func(v GatewayVariant) float64 { return float64(v.SocketErrors) }), num))
+		other := fmt.Sprintf("CPU µs per request: wrk %s, server %s, Redis %s; %s not 2xx, %s socket errors",
+			t.fig(at(func(v GatewayVariant) float64 { return v.WrkCPUUs }), verb("%.1f")), t.fig(at(func(v GatewayVariant) float64 { return v.ServerCPUUs }), verb("%.1f")),
+			t.fig(at(func(v GatewayVariant) float64 { return v.RedisCPUUs }), verb("%.1f")),
+			t.fig(at(func(v GatewayVariant) float64 { return float64(v.Non2xx) }), num), t.fig(at(func(v GatewayVariant) float64 { return float64(v.SocketErrors) }), num))
 		row := SectionGateway + " " + v.Name
 		switch v.Name {
 		case GatewayMemory:

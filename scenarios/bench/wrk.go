@@ -40,6 +40,8 @@ type wrkResult struct {
 	Timeout    int64   `json:"timeout"`
 	P50Us      float64 `json:"p50_us"`
 	P99Us      float64 `json:"p99_us"`
+	// cpu is wrk's own CPU time (user + system), from its process state.
+	cpu time.Duration
 }
 
 // writeWrkScript writes wrk.lua into dir and returns its path.
@@ -78,6 +80,7 @@ func runWrk(ctx context.Context, opts Options, script, url string, d time.Durati
 	if err != nil {
 		return wrkResult{}, line, fmt.Errorf("%s: %w", line, err)
 	}
+	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return r, line, nil
 }
 
