@@ -371,7 +371,10 @@ func (l *LeaseLimiter) try(e *leaseEntry, key []byte, nowMs, cost int64, src Sou
 		l.book.spend(e, cost)
 		if l.refresh && e.fetch == nil && e.tokens < l.size && nowMs >= e.refusedUntil &&
 			(e.tokens <= l.lowMark || nowMs >= e.expiresAt-l.refreshMs) {
-			l.startRefresh(e, string(key), nowMs)
+			// Tokens from a grant that drained the central bucket: the top-up brings only what
+			// refilled since, so the requests the lease cannot pay meanwhile are denied at once
+			// instead of waiting for it, as for a drained key's refresh (see denyLocally).
+			l.startRefresh(e, string(key), nowMs).drained = e.drainedUntil != 0
 		}
 		return Decision{Allowed: true, Remaining: e.tokens, Source: src}, stepDecided
 	}

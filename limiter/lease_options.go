@@ -41,8 +41,9 @@ func WithLeaseMaxFetches(n int) LeaseOption { return func(c *leaseConfig) { c.ma
 // a lease runs about 1/(1-f) fetches where it ran one. A refresh that fails is counted in
 // RefreshErrors; requests waiting for it get its error, as with any shared fetch.
 //
-// A drained key (a hot one whose central bucket the last answer found with less than one token)
-// is refreshed the same way and never makes a request wait: until the central bucket could pay
+// A drained key (a hot one whose central bucket the last answer found with less than one token,
+// including the top-up that spending the tokens of such an answer starts) is refreshed the same
+// way and never makes a request wait: until the central bucket could pay
 // again the requests the lease cannot pay are denied locally, as without refresh; then, for the
 // time one token takes to refill (counted from the later of that moment and when the answer
 // came) and for as long as the refresh it starts is in flight, they are denied at once

@@ -305,3 +305,58 @@ func TestLeaseDrainedKeyNeverWaits(t *testing.T) {
 		t.Errorf("CentralCalls %d, want 2: the burst's fetch and one refresh", calls)
 	}
 }
+
+// TestLeaseDrainingGrantsRefreshNeverWaits: the top-up that spending starts on tokens from a
+// grant that drained the central bucket is a drained key's refresh: while it is held in Redis,
+// the requests the lease can no longer pay are denied at once, none waits for it.
+func TestLeaseDrainingGrantsRefreshNeverWaits(t *testing.T) {
+	t.Parallel()
+	_, c := sharedCluster(t)
+	s := &holdScripter{Scripter: c, entered: make(chan struct{}, 4)}
+	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
+	l := newLease(t, s, p, 10, limiter.WithLeaseTTL(5*time.Second), limiter.WithLeaseRefresh(0.25))
+	var waited atomic.Int64
+	l.SetWaitHook(func() {
+		waited.Add(1)
+		s.let()
+	})
+	tenant := uniqueTenant(t)
+	at := func(ms int64) limiter.Decision {
+		t.Helper()
+		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
+		if err != nil {
+			t.Fatalf("at +%d ms: %v", ms, err)
+		}
+		return d
+	}
+	// The first request takes the whole bucket (10 tokens), which drains it; 8 spends leave 2,
+	// the low mark, before the bucket could pay again: no top-up yet.
+	for i := range 8 {
+		if d := at(0); !d.Allowed {
+			t.Fatalf("request %d: %+v, want allowed", i, d)
+		}
+	}
+	s.hold()
+	// Past the drained time, this spend leaves 1 token and starts the top-up, held from here on.
+	if d := at(150); !d.Allowed || d.Source != limiter.Lease {
+		t.Fatalf("at +150 ms: %+v, want allowed from the lease", d)
+	}
+	select {
+	case <-s.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no top-up reached Redis")
+	}
+	if d := at(160); !d.Allowed {
+		t.Fatalf("at +160 ms: %+v, want the last leased token", d)
+	}
+	for _, ms := range []int64{170, 250, 400, 2000} {
+		if d := at(ms); d.Allowed || d.Source != limiter.Lease || d.RetryAfter != time.Millisecond {
+			t.Fatalf("at +%d ms, top-up in flight: %+v, want a local denial with RetryAfter 1ms", ms, d)
+		}
+	}
+	if n := waited.Load(); n != 0 {
+		t.Fatalf("%d requests waited for the held top-up, want none", n)
+	}
+	s.let()
+	l.WaitRefreshes()
+}
