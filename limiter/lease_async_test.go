@@ -25,7 +25,9 @@ type answered struct {
 	err error
 }
 
-func newAnswerLog() *answerLog { return &answerLog{got: map[int][]answered{}, each: make(chan int, 1024)} }
+func newAnswerLog() *answerLog {
+	return &answerLog{got: map[int][]answered{}, each: make(chan int, 1024)}
+}
 
 // to returns the callback of request id.
 func (a *answerLog) to(id int) limiter.Deferred { return answerTo{a, id} }
