@@ -85,6 +85,14 @@ COUNT ?= 1
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: redis build
+	@if ! command -v wrk >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+			echo "installing wrk with apt-get (the gateway section's load)"; \
+			$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
+		elif command -v brew >/dev/null 2>&1; then brew install wrk; \
+		else echo "make bench needs wrk on PATH (the gateway section's load): install it, then rerun."; exit 1; fi; \
+	fi
 	$(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) ./...
 	./$(BIN) bench --out results/bench $(BENCH_FLAGS)
 
