@@ -45,12 +45,13 @@ type GatewayVariant struct {
 	SocketErrors int64 `json:"socket_errors"`
 	// WrkCPUUs, ServerCPUUs and RedisCPUUs are the CPU time per request of wrk, of this process
 	// (the server and its limiter) and of the Redis nodes' main threads (every node, replicas
-	// applying the writes too): where the 2 cores went, which a closed-loop rate on a shared
-	// machine follows.
+	// applying the writes too): where the machine's cores went, which a closed-loop rate on
+	// a shared machine follows.
 	WrkCPUUs    float64 `json:"wrk_cpu_us_per_request"`
 	ServerCPUUs float64 `json:"server_cpu_us_per_request"`
 	RedisCPUUs  float64 `json:"redis_cpu_us_per_request"`
 
+	runs              int // wrk runs booked
 	wrkCPU, serverCPU time.Duration
 	redisCPU          float64 // seconds
 }
@@ -194,14 +195,11 @@ func (v *GatewayVariant) cpuPerRequest() {
 
 // add books one wrk run into v.
 func (v *GatewayVariant) add(r wrkResult) {
-	halves := float64(0)
-	if v.Seconds > 0 {
-		halves = 1
-	}
 	v.Requests += r.Requests
 	v.Seconds += r.DurationUs / 1e6
 	v.RequestsPerSec = float64(v.Requests) / v.Seconds
-	v.P50Ms = (halves*v.P50Ms + r.P50Us/1e3) / (halves + 1)
+	v.P50Ms = (float64(v.runs)*v.P50Ms + r.P50Us/1e3) / float64(v.runs+1)
+	v.runs++
 	v.P99Ms = max(v.P99Ms, r.P99Us/1e3)
 	v.Non2xx += r.Status
 	v.SocketErrors += r.Connect + r.Read + r.Write + r.Timeout
