@@ -63,9 +63,21 @@ else
 	./$(BIN) demo
 endif
 
+## wrk: install wrk (the HTTP load of the bench's gateway section and its test) if missing: apt-get on Debian/Ubuntu, brew on macOS
+.PHONY: wrk
+wrk:
+	@if ! command -v wrk >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+			echo "installing wrk with apt-get (the bench's HTTP load)"; \
+			$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
+		elif command -v brew >/dev/null 2>&1; then brew install wrk; \
+		else echo "wrk is not installed and neither apt-get nor brew is available: install wrk (https://github.com/wg/wrk) so that it is on PATH, then rerun."; exit 1; fi; \
+	fi
+
 ## test: go vet (every tier: no file is excluded by a tag) and the correctness suite with the race detector against real Redis Clusters (~5 min)
 .PHONY: test
-test: redis
+test: redis wrk
 	$(GO) vet -tags faults,experiment ./...
 	$(GO) test $(TEST_FLAGS) $(TEST_FIRST) ./...
 
@@ -84,15 +96,7 @@ test-faults: redis
 COUNT ?= 1
 BENCH_FLAGS ?=
 .PHONY: bench
-bench: redis build
-	@if ! command -v wrk >/dev/null 2>&1; then \
-		if command -v apt-get >/dev/null 2>&1; then \
-			SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
-			echo "installing wrk with apt-get (the gateway section's load)"; \
-			$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
-		elif command -v brew >/dev/null 2>&1; then brew install wrk; \
-		else echo "make bench needs wrk on PATH (the gateway section's load): install it, then rerun."; exit 1; fi; \
-	fi
+bench: redis wrk build
 	$(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) ./...
 	./$(BIN) bench --out results/bench $(BENCH_FLAGS)
 
