@@ -266,6 +266,8 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{[]string{"run", bad}, []string{"bad.yaml:2: load.rate: -1", "bad.yaml:4: policy.burst: 0"}},
 		{[]string{"run", "smoke", "--rate", "0"}, []string{"load.rate: 0: must be > 0"}},
 		{[]string{"run", "smoke", "--limiter", "magic"}, []string{`limiter.kind: "magic"`}},
+		{[]string{"run", "smoke", "--transport", "fast"}, []string{`limiter.transport: "fast"`, "use plain"}},
+		{[]string{"run", "hot-tenant", "--limiter", "lease", "--transport", "coalesce"}, []string{"limiter.transport: coalesce", "only limiter.kind token-bucket"}},
 		{[]string{"run", "nonexistent"}, []string{`no built-in scenario "nonexistent"`, "hot-tenant"}},
 	}
 	for _, tt := range tests {

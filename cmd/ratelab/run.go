@@ -53,6 +53,7 @@ type runOptions struct {
 	trace       string
 	speed       float64
 	clock       string
+	transport   string
 	via         string
 	// policy is --policy, written into policyRate and policyBurst.
 	policy          *policyFlag

@@ -43,6 +43,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.recordTrace, "record-trace", "", "write the run's schedule (every offered request: offset, tenant, endpoint, cost) to FILE as a trace")
 	f.StringVar(&o.trace, "trace", "", "replay this trace file instead of the scenario's seeded schedule (sets duration, rate and tenants)")
 	f.Float64Var(&o.speed, "speed", 1, "replay speed factor for --trace (2 = twice as fast)")
+	f.StringVar(&o.transport, "transport", "", "override limiter.transport of kind token-bucket: plain (one script call per decision) or coalesce (one pipeline per primary)")
 	f.StringVar(&o.clock, "clock", "", "override limiter.clock: gateway, redis or schedule (decision time = start + intended offset: replays reproduce a run exactly)")
 	o.output = addOutputFlag(cmd, runOutputHelp+"; with --repeat, json is an array of the repetitions' summaries", outputJSON, outputMD)
 	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
@@ -89,20 +90,12 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 	if set("max-inflight") {
 		spec.Load.MaxInflight = o.maxInflight
 	}
-	if set("limiter") {
-		spec.Limiter.Kind = scenarios.LimiterKind(o.limiter)
-	}
-	if set("decision-timeout") {
-		spec.Limiter.Timeout = scenarios.Duration(o.decisionTimeout)
-	}
+	applyLimiterFlags(set, spec, o)
 	if set("policy") {
 		if spec.HasTariffs() {
 			return fmt.Errorf("--policy %s: scenario %s takes its limits from tariffs (policy.file or policy.tariffs); edit the tariffs instead", o.policy, spec.Name)
 		}
 		spec.Policy.Rate, spec.Policy.Burst, spec.Policy.Limit, spec.Policy.Window = o.policyRate, o.policyBurst, 0, 0
-	}
-	if set("clock") {
-		spec.Limiter.Clock = o.clock
 	}
 	if set("via") {
 		spec.Via = o.via
@@ -128,4 +121,25 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		return fmt.Errorf("scenario %s with flags: %w", spec.Name, err)
 	}
 	return nil
+}
+
+// applyLimiterFlags puts the limiter flags the user set over the scenario's limiter section.
+func applyLimiterFlags(set func(string) bool, spec *scenarios.Spec, o runOptions) {
+	if set("limiter") {
+		spec.Limiter.Kind = scenarios.LimiterKind(o.limiter)
+		// A scenario's coalescing transport is its token bucket's: another kind has none, so
+		// switching kinds keeps working on a scenario that coalesces.
+		if spec.Limiter.Kind != scenarios.KindTokenBucket {
+			spec.Limiter.Transport = scenarios.TransportPlain
+		}
+	}
+	if set("decision-timeout") {
+		spec.Limiter.Timeout = scenarios.Duration(o.decisionTimeout)
+	}
+	if set("clock") {
+		spec.Limiter.Clock = o.clock
+	}
+	if set("transport") {
+		spec.Limiter.Transport = o.transport
+	}
 }
