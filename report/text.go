@@ -39,6 +39,9 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		h := s.HotKeys[0]
 		t.row("hottest key", "%s (%.1f%% of decisions) on %s", h.Key, 100*h.Share, orDash(h.Node))
 	}
+	if s.CPU != nil {
+		t.row("cpu", "%s", s.CPU.Line())
+	}
 	if s.Load.GeneratorLimited {
 		t.row("WARNING", "offered rate not reached: %s", s.Load.Note)
 	} else if s.Load.Note != "" {

@@ -67,6 +67,9 @@ type Summary struct {
 	Nodes []NodeStats `json:"nodes"`
 	// Process is ratelab's own footprint: memory and goroutines after warm-up and at the end.
 	Process Process `json:"process"`
+	// CPU is where the machine's cores went during the load: the generator, each node, the
+	// rest; absent where it was not measured (a merge of parts, an HTTP attack).
+	CPU *CPU `json:"cpu,omitempty"`
 	// Faults lists the injected faults in schedule order.
 	Faults []Fault `json:"faults"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.

@@ -163,6 +163,9 @@ func hotTenantStep() stepPlan {
 					}
 				}
 			}
+			if s.CPU != nil {
+				f = append(f, Fact{"where the cores went", s.CPU.Line()})
+			}
 			return f
 		},
 	}
