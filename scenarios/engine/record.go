@@ -32,7 +32,8 @@ type Record struct {
 }
 
 // A Consumer hears every record of an in-process run (Options.Consumers), after the engine's own
-// consumers, from many workers at once: it must be safe for concurrent use, cheap (it runs in
+// consumers, from many workers at once (and, for a decision the limiter parked, from the
+// limiter's goroutine that answered it): it must be safe for concurrent use, cheap (it runs in
 // the decision path), and must not keep the pointer.
 type Consumer interface {
 	Consume(r *Record)
