@@ -14,9 +14,11 @@ type leaseConfig struct {
 }
 
 // DefaultLeaseMaxFetches is how many background fetches (refresh-ahead, and the fetches of
-// requests parked by AllowAsync) one LeaseLimiter sends at once by default: four full pipelines'
-// worth (DefaultFlushers x DefaultBatchSize).
-const DefaultLeaseMaxFetches = DefaultFlushers * DefaultBatchSize
+// requests parked by AllowAsync) one LeaseLimiter sends at once by default: two full pipelines'
+// worth. A Redis that CPU contention slows to a few thousand scripts per second answers that
+// many in flight well within a 50 ms timeout (in flight = rate x time), where four times as many
+// would time out and fail every request parked long on them.
+const DefaultLeaseMaxFetches = 2 * DefaultBatchSize
 
 // WithLeaseMaxFetches bounds the background fetches (refresh-ahead, and the fetches of requests
 // parked by AllowAsync) that are sent at once to n (default DefaultLeaseMaxFetches); the others
