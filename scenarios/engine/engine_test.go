@@ -329,6 +329,7 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		if len(sum.HotKeys) == 0 || sum.HotKeys[0].Node == "" {
 			t.Errorf("hot keys %+v: want the hottest key with its node", sum.HotKeys)
 		}
+		checkCPU(t, sum, 2)
 		return sum
 	}
 	t.Run("serial decisions agree exactly with the envelope", func(t *testing.T) {
@@ -454,4 +455,23 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		t.Error("SCAN found no rl:* keys after the runs")
 	}
 	t.Logf("%d keys scanned, %d without a TTL", keys.Load(), noTTL.Load())
+}
+
+// checkCPU checks a local run's CPU section: this process and each of the cluster's nodes
+// used some CPU over about the run's length, a node's main thread at most its process (to
+// INFO's microseconds, which it rounds for each separately).
+func checkCPU(t *testing.T, sum *results.Summary, nodes int) {
+	t.Helper()
+	c := sum.CPU
+	if c == nil {
+		t.Fatal("summary has no cpu section")
+	}
+	if c.WallS < sum.DurationS*0.9 || c.WallS > sum.DurationS+10 || c.Generator <= 0 || len(c.Nodes) != nodes {
+		t.Errorf("cpu %+v: want about %.1f s of wall, the generator's CPU and %d nodes", c, sum.DurationS, nodes)
+	}
+	for _, n := range c.Nodes {
+		if n.Role != cluster.RolePrimary || n.MainThread <= 0 || n.MainThread > n.Process*1.01+1e-4 {
+			t.Errorf("node %+v: want a primary whose main thread worked, within its process", n)
+		}
+	}
 }

@@ -72,12 +72,14 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	spec := s.Spec
 	s.logf("running %s: %s (%s limiter, %d workers, max in flight %d)",
 		spec.Name, loadLine(spec), spec.Limiter.Kind, spec.Load.Concurrency, spec.Load.MaxInflight)
+	cpuFrom := s.readCPU(ctx)
 	waitFrom := time.Now()
 	base, err := waitStart(ctx, s.opts.StartAt, s.logf)
 	if err != nil {
 		return nil, err
 	}
 	d.run(ctx, base, pacer, keys, emit)
+	sum.CPU = cpuBetween(cpuFrom, s.readCPU(ctx), base)
 	s.faults.Stop()
 	plan.end(&sum.Process)
 	m.Ran = time.Duration(d.elapsed.Load())
