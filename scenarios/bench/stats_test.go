@@ -35,13 +35,13 @@ func TestSpreadOf(t *testing.T) {
 func TestJudge(t *testing.T) {
 	t.Parallel()
 	good := Run{
-		Generator: Generator{DecisionsPerSec: 2_100_000},
+		Generator: Generator{OfferedRPS: 2_000_000, DecisionsPerSec: 1_999_979},
 		Ratio:     Ratio{Value: 0.93},
 		Lease:     Lease{Achieved: 0.995, P99Ms: 0.4},
 		Gateway:   Gateway{MemoryRatio: 0.85, RedisRatio: 0.61},
 	}
 	bad := Run{
-		Generator: Generator{DecisionsPerSec: 1_999_999},
+		Generator: Generator{OfferedRPS: 2_000_000, DecisionsPerSec: 1_999_999, Dropped: 1},
 		Memory:    Memory{AllocsPerDecision: 0.01},
 		Ratio:     Ratio{Value: 0.89},
 		Lease:     Lease{Achieved: 0.999, P99Ms: 1},
