@@ -38,8 +38,8 @@ const (
 	// DefaultClientProcs is GOMAXPROCS while the central variants run: one, as redis-benchmark
 	// is one thread. On 2 cores shared with Redis a client with GOMAXPROCS 2 also runs threads
 	// that spin looking for work, and they take the core the single-threaded server needs: its
-	// main thread is less busy and the ratio to the ceiling lower (docs/performance.md, "the
-	// latest figures"; compare `ratelab bench --client-procs 2`).
+	// main thread is less busy and the ratio to the ceiling lower (docs/performance.md has the
+	// figures; compare `ratelab bench --client-procs 2`).
 	DefaultClientProcs = 1
 	// DefaultRepeat is how many times every section runs.
 	DefaultRepeat = 1
