@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -158,7 +159,7 @@ func mostTenantsNode(tenants, n int) int {
 	for k := range tenants {
 		count[capacity.ShardOfSlot(cluster.KeySlot(capacity.TenantName(k)), n)]++
 	}
-	return argmaxInt(count)
+	return argmax(count)
 }
 
 // modelShares is the model's share of the script calls on each of n primaries: the tenants'
@@ -180,17 +181,8 @@ func modelShares(tenants int, theta float64, n int) ([]float64, error) {
 	return s, nil
 }
 
-func argmaxInt(xs []int) int {
-	best := 0
-	for i, v := range xs {
-		if v > xs[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func argmax(xs []float64) int {
+// argmax is the index of xs's largest element (the first of equals), 0 for an empty slice.
+func argmax[T cmp.Ordered](xs []T) int {
 	best := 0
 	for i, v := range xs {
 		if v > xs[best] {
