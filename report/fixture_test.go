@@ -24,6 +24,8 @@ type fixture struct {
 	// faults go into summary.json as they are. Rows at or after a fault's AtS, up to its
 	// RecoveredS (or for 2 s when it has none), get the errors a failover causes.
 	faults []results.Fault
+	// cpu goes into summary.json as it is.
+	cpu *results.CPU
 }
 
 // twoFaults are the golden run's faults: a primary killed at 8 s (detected, then recovered by a
@@ -132,6 +134,7 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 	s.Nodes = []results.NodeStats{{Addr: "127.0.0.1:7001", Ops: 5200, Share: 0.52}, {Addr: "127.0.0.1:7002", Ops: 2700, Share: 0.27},
 		{Addr: "127.0.0.1:7003", Ops: 2100, Share: 0.21}, {Addr: "127.0.0.1:7004"}, {Addr: "127.0.0.1:7005"}, {Addr: "127.0.0.1:7006"}}
 	s.Faults = f.faults
+	s.CPU = f.cpu
 	s.SLO = results.SLO{Pass: false, Checks: []results.Check{
 		{Name: "p99_ms <=", Limit: 5, Value: float64(s.LatencyMs.P99), Pass: s.LatencyMs.P99 <= 5},
 		{Name: "overspend.ratio <=", Limit: 0.001, Value: s.Overspend.Ratio, Pass: false},

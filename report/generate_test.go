@@ -241,6 +241,10 @@ func TestGenerateEdgeCases(t *testing.T) {
 			wantHTML: []string{`<td class="fail">pause</td>`, "FAILED, not carried out: SIGSTOP: no such process"}},
 		{name: "nothing dropped", have: fixture{seed: 15, rows: 0},
 			notHTML: []string{"not measurable above"}},
+		{name: "where the cores went", have: fixture{seed: 16, rows: 3, cpu: &results.CPU{WallS: 3, Cores: 2, Generator: 0.7, MachineBusy: 1.9, Other: 0.1,
+			Nodes: []results.NodeCPU{{Addr: "127.0.0.1:7001", Role: "primary", MainThread: 0.9, Process: 1.1}}}},
+			want:     []string{"| where the cores went | generator 0.70 cores, primaries' main threads 0.90, replicas 0.00, other 0.10; machine 1.90 of 2 cores busy (over 3.0 s of load) |"},
+			wantHTML: []string{"<td>where the cores went</td>"}},
 		{name: "corrupt histogram", have: fixture{seed: 9, rows: 5}, remove: "corrupt:" + results.HistogramFile,
 			want: []string{"latency.hdr.json: read histogram: not a JSON object"}, noFiles: []string{"latency_hdr.svg"}},
 	}
