@@ -152,7 +152,7 @@ func hotTenantStep() stepPlan {
 			s := r[0].Summary
 			f := []Fact{
 				{"offered / achieved", fmt.Sprintf("%.0f / %.0f req/s", s.Load.OfferedRPS, s.Load.AchievedRPS)},
-				{"p99 latency", fmt.Sprintf("%s ms", s.LatencyMs.P99)},
+				{"p99 latency", p99Fact(s)},
 			}
 			if len(s.HotKeys) > 0 {
 				k := s.HotKeys[0]
@@ -326,3 +326,13 @@ func playRun(ctx context.Context, o Options, rp runPlan, logf func(string, ...an
 
 // Steps is the number of steps in the story.
 func Steps() int { return len(plan()) }
+
+// p99Fact is a run's p99 over offered requests or, when the dropped requests make it not
+// measurable, what was dropped and the answered requests' p99 beside it.
+func p99Fact(s *results.Summary) string {
+	if p := s.LatencyMs.P99; p.Measurable() {
+		return fmt.Sprintf("%s ms over offered requests", p)
+	}
+	return fmt.Sprintf("not measurable over offered requests (%.1f%% dropped); answered requests' p99 %s ms",
+		100-s.LatencyMs.MeasurablePct, results.Ms(s.LatencyServedMs.P99))
+}
