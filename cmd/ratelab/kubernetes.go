@@ -19,14 +19,13 @@ import (
 
 // kubernetesOptions are the flags of `ratelab kubernetes`.
 type kubernetesOptions struct {
-	parts            int
-	run              string
-	startAt          startAtFlag
-	image, claim     string
-	secret           string
-	cpu, memory      string
-	mergeWait        time.Duration
-	defaultStartWait time.Duration
+	parts        int
+	run          string
+	startAt      startAtFlag
+	image, claim string
+	secret       string
+	cpu, memory  string
+	mergeWait    time.Duration
 }
 
 // Defaults of `ratelab kubernetes`.
@@ -43,7 +42,7 @@ const (
 )
 
 func newKubernetesCmd() *cobra.Command {
-	o := kubernetesOptions{defaultStartWait: defaultK8sStart}
+	var o kubernetesOptions
 	cmd := &cobra.Command{
 		Use:   "kubernetes [flags] -- NAME [run flags]",
 		Short: "Print the Kubernetes Jobs of one distributed run: N parts and their merge, applied in one step",
@@ -114,7 +113,7 @@ func (o kubernetesOptions) write(w io.Writer, runArgs []string) error {
 	now := time.Now()
 	at := o.startAt.at
 	if at.IsZero() {
-		at = now.Add(o.defaultStartWait).Truncate(time.Second)
+		at = now.Add(defaultK8sStart).Truncate(time.Second)
 	}
 	if o.run == "" {
 		o.run = strings.ToLower(spec.Name) + "-" + now.UTC().Format("20060102-150405")
@@ -138,7 +137,7 @@ func (o kubernetesOptions) k8sRun(runArgs []string, at string) k8sRun {
 	dir := "/results/" + o.run
 	part := append([]string{"run"}, runArgs...)
 	part = append(part, "--part", "$(PART_INDEX)/"+strconv.Itoa(o.parts), "--start-at", at, "--out", dir+"/part-$(PART_INDEX)", "--quiet")
-	r := k8sRun{
+	return k8sRun{
 		Command: "ratelab " + strings.Join(os.Args[1:], " "), Run: o.run, StartAt: at, Parts: o.parts,
 		PartArgs:  part,
 		MergeArgs: []string{"merge", "--parts", dir, "--out", dir + "/merged", "--wait", o.mergeWait.String()},
@@ -147,7 +146,6 @@ func (o kubernetesOptions) k8sRun(runArgs []string, at string) k8sRun {
 		PartsJob: o.run + "-parts", MergeJob: o.run + "-merge",
 		PasswordEnv: cluster.PasswordEnv, IndexPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']",
 	}
-	return r
 }
 
 // k8sRefused are run flags the Jobs set themselves, or that name files the image does not hold.
