@@ -251,24 +251,7 @@ func (s *holdScripter) EvalSha(ctx context.Context, sha string, keys []string, a
 // answers, its token pays the next request from the lease.
 func TestLeaseDrainedKeyNeverWaits(t *testing.T) {
 	t.Parallel()
-	_, c := sharedCluster(t)
-	s := &holdScripter{Scripter: c, entered: make(chan struct{}, 4)}
-	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
-	l := newLease(t, s, p, 10, limiter.WithLeaseTTL(5*time.Second), limiter.WithLeaseRefresh(0.25))
-	var waited atomic.Int64
-	l.SetWaitHook(func() {
-		waited.Add(1)
-		s.let() // a waiting request would hang on the held call: record it and let it go
-	})
-	tenant := uniqueTenant(t)
-	at := func(ms int64) limiter.Decision {
-		t.Helper()
-		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
-		if err != nil {
-			t.Fatalf("at +%d ms: %v", ms, err)
-		}
-		return d
-	}
+	s, l, waited, at := heldRefreshLease(t)
 	for i := range 10 {
 		if d := at(0); !d.Allowed {
 			t.Fatalf("request %d of the burst: %+v, want allowed", i, d)
@@ -311,24 +294,7 @@ func TestLeaseDrainedKeyNeverWaits(t *testing.T) {
 // the requests the lease can no longer pay are denied at once, none waits for it.
 func TestLeaseDrainingGrantsRefreshNeverWaits(t *testing.T) {
 	t.Parallel()
-	_, c := sharedCluster(t)
-	s := &holdScripter{Scripter: c, entered: make(chan struct{}, 4)}
-	p := limiter.BucketPolicy{Rate: 10, Burst: 10} // one token per 100 ms
-	l := newLease(t, s, p, 10, limiter.WithLeaseTTL(5*time.Second), limiter.WithLeaseRefresh(0.25))
-	var waited atomic.Int64
-	l.SetWaitHook(func() {
-		waited.Add(1)
-		s.let()
-	})
-	tenant := uniqueTenant(t)
-	at := func(ms int64) limiter.Decision {
-		t.Helper()
-		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
-		if err != nil {
-			t.Fatalf("at +%d ms: %v", ms, err)
-		}
-		return d
-	}
+	s, l, waited, at := heldRefreshLease(t)
 	// The first request takes the whole bucket (10 tokens), which drains it; 8 spends leave 2,
 	// the low mark, before the bucket could pay again: no top-up yet.
 	for i := range 8 {
@@ -359,4 +325,31 @@ func TestLeaseDrainingGrantsRefreshNeverWaits(t *testing.T) {
 	}
 	s.let()
 	l.WaitRefreshes()
+}
+
+// heldRefreshLease is the held-refresh tests' lease: policy 10/s burst 10 (one token per 100
+// ms), leases of 10 with refresh-ahead, over a scripter whose calls can be held in Redis. It
+// counts the requests that wait for a fetch (and lets the held call go, so a waiting request
+// does not hang the test), and at(ms) decides one request on a key of the test's own, ms after t0.
+func heldRefreshLease(t *testing.T) (*holdScripter, *limiter.LeaseLimiter, *atomic.Int64, func(ms int64) limiter.Decision) {
+	t.Helper()
+	_, c := sharedCluster(t)
+	s := &holdScripter{Scripter: c, entered: make(chan struct{}, 4)}
+	p := limiter.BucketPolicy{Rate: 10, Burst: 10}
+	l := newLease(t, s, p, 10, limiter.WithLeaseTTL(5*time.Second), limiter.WithLeaseRefresh(0.25))
+	waited := new(atomic.Int64)
+	l.SetWaitHook(func() {
+		waited.Add(1)
+		s.let()
+	})
+	tenant := uniqueTenant(t)
+	at := func(ms int64) limiter.Decision {
+		t.Helper()
+		d, err := l.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0 + ms)})
+		if err != nil {
+			t.Fatalf("at +%d ms: %v", ms, err)
+		}
+		return d
+	}
+	return s, l, waited, at
 }
