@@ -94,11 +94,7 @@ func TestLeaseAsyncParksOnTheFetch(t *testing.T) {
 	t.Parallel()
 	_, c := sharedCluster(t)
 	s := newGateScripter(c)
-	l := newLease(t, s, limiter.BucketPolicy{Rate: 100, Burst: 100}, 10)
-	parked := make(chan struct{}, 16)
-	l.SetWaitHook(func() { parked <- struct{}{} })
-	r := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}
-	log := newAnswerLog()
+	l, parked, r, log := parkingLease(t, newLease(t, s, limiter.BucketPolicy{Rate: 100, Burst: 100}, 10))
 	const n = 12 // the owner, 9 paid by its lease of 10, 2 after it: one fetches again
 	for id := range n {
 		d, isParked, err := l.AllowAsync(context.Background(), r, log.to(id))
@@ -164,10 +160,7 @@ func TestLeaseAsyncFailedFetch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parked := make(chan struct{}, 16)
-			l.SetWaitHook(func() { parked <- struct{}{} })
-			r := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}
-			log := newAnswerLog()
+			l, parked, r, log := parkingLease(t, l)
 			const n = 4
 			for id := range n {
 				if _, isParked, err := l.AllowAsync(context.Background(), r, log.to(id)); !isParked || err != nil {
@@ -202,11 +195,7 @@ func TestLeaseAsyncContext(t *testing.T) {
 	t.Parallel()
 	_, c := sharedCluster(t)
 	s := newGateScripter(c)
-	l := newLease(t, s, limiter.BucketPolicy{Rate: 100, Burst: 100}, 10)
-	parked := make(chan struct{}, 16)
-	l.SetWaitHook(func() { parked <- struct{}{} })
-	r := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}
-	log := newAnswerLog()
+	l, parked, r, log := parkingLease(t, newLease(t, s, limiter.BucketPolicy{Rate: 100, Burst: 100}, 10))
 
 	owner, cancelOwner := context.WithCancel(context.Background())
 	if _, isParked, err := l.AllowAsync(owner, r, log.to(0)); !isParked || err != nil {
@@ -300,4 +289,13 @@ func TestLeaseAsyncConcurrent(t *testing.T) {
 			t.Errorf("key %d: %d allowed at one instant; want the burst, %d (less a lease at most)", k, n, burst)
 		}
 	}
+}
+
+// parkingLease readies l for a parking test: parked hears every request that starts waiting
+// for a fetch, r is a request on a key of the test's own at t0, and log records the answers.
+func parkingLease(t *testing.T, l *limiter.LeaseLimiter) (*limiter.LeaseLimiter, chan struct{}, limiter.Request, *answerLog) {
+	t.Helper()
+	parked := make(chan struct{}, 16)
+	l.SetWaitHook(func() { parked <- struct{}{} })
+	return l, parked, limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}, newAnswerLog()
 }
