@@ -13,7 +13,9 @@ type Spread struct {
 	Max    float64 `json:"max"`
 }
 
-// spreadOf is the Spread of vs; the zero Spread for none.
+// spreadOf is the Spread of vs; the zero Spread for none. Written here rather than taken from
+// benchmath, which results/compare uses: a figure can be +Inf (a p99 that was not measurable),
+// and an interpolating quantile can weigh +Inf by zero into NaN where a median should read +Inf.
 func spreadOf(vs []float64) Spread {
 	if len(vs) == 0 {
 		return Spread{}
