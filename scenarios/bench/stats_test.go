@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,8 @@ func TestSpreadOf(t *testing.T) {
 		{[]float64{4, 1, 3, 2}, Spread{2.5, 1, 4}, "2.50 (1.00–4.00)"},
 		// The same value every time renders as one number.
 		{[]float64{7, 7}, Spread{7, 7, 7}, "7.00"},
+		// A figure that was not measurable in most repetitions: the median is +Inf, not NaN.
+		{[]float64{math.Inf(1), 2, math.Inf(1)}, Spread{math.Inf(1), 2, math.Inf(1)}, "+Inf (2.00–+Inf)"},
 	} {
 		got := spreadOf(tc.have)
 		if got != tc.want {
