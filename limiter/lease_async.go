@@ -59,7 +59,13 @@ func (l *LeaseLimiter) AllowAsync(ctx context.Context, r Request, done Deferred)
 	var buf [maxStackKey]byte
 	key := AppendKey(buf[:0], r.Tenant, r.Endpoint)
 	stripe, e := l.entry(key)
-	d, step := l.try(e, key, nowMs, r.Cost, Lease)
+	// As in Allow, the lease paying is decided here.
+	if l.pay(e, key, nowMs, r.Cost) {
+		d := Decision{Allowed: true, Remaining: e.tokens, Source: Lease, At: at}
+		stripe.mu.Unlock()
+		return d, false, nil
+	}
+	d, step := l.unpaid(e, key, nowMs, r.Cost)
 	if step == stepDecided {
 		stripe.mu.Unlock()
 		d.At = at
