@@ -105,3 +105,24 @@ func (o *Overspend) JudgeBound() {
 	within := o.BurstExcess.WorstTokens <= o.Bound.Tokens+boundSlack*max(1, o.Bound.Tokens)
 	o.Bound.Within = &within
 }
+
+// TokensBack counts the debits a fault returned: tokens of requests the clients saw allowed by
+// the store whose debit is missing from the bucket state the cluster kept (the promoted
+// replica's, after a kill or a healed partition). It is read from each bucket's debit audit
+// against the clients' own count once the load has stopped, so it is a range: an unknown
+// outcome (a timeout) may have debited or not.
+type TokensBack struct {
+	// Min assumes every unknown outcome debited; Max assumes none did.
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+	// Keys is the number of keys that lost at least Min > 0 tokens.
+	Keys int `json:"keys"`
+	// Bound is what the cluster's design lets an isolated or killed primary acknowledge that
+	// its replica never sees, in tokens (see docs/partitions.md); Within says whether Max kept
+	// it; nil when no bound applies.
+	Bound  float64 `json:"bound"`
+	Within *bool   `json:"within,omitempty"`
+	// ByFault splits Min by the fault that was active when the lost tokens were allowed,
+	// keyed "kind target" (e.g. "partition node:0").
+	ByFault map[string]int64 `json:"by_fault,omitempty"`
+}

@@ -72,6 +72,11 @@ type Summary struct {
 	CPU *CPU `json:"cpu,omitempty"`
 	// Faults lists the injected faults in schedule order.
 	Faults []Fault `json:"faults"`
+	// TokensBack counts the debits faults returned, where the run audited its buckets
+	// (limiter.audit); absent otherwise.
+	TokensBack *TokensBack `json:"tokens_back,omitempty"`
+	// Regions is a multi-region run's account per region; absent in a one-region run.
+	Regions *Regions `json:"regions,omitempty"`
 	// SLO holds the pass/fail verdict of the scenario's SLO checks.
 	SLO SLO `json:"slo"`
 	// Stages is set when the load followed stages (load.stages): the offered rate at which each
@@ -117,6 +122,10 @@ type Environment struct {
 	// Via is how requests reached the limiter: "http" for a scenario run through ratelab's
 	// gateway (via: http); empty for in-process runs.
 	Via string `json:"via,omitempty"`
+	// Durability is how the limiter's debits were made durable: "async" (replication as
+	// Redis does it), "wait" (WAIT after each decision), "wait-pipeline" (WAIT after each
+	// pipeline) or "min-replicas" (the primaries' min-replicas-to-write); empty means async.
+	Durability string `json:"durability,omitempty"`
 }
 
 // Load compares the offered load with what the generator could send. An open-loop run whose
