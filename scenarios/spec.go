@@ -56,6 +56,9 @@ type Spec struct {
 	// Trace, when set, replays a trace file instead of the seeded schedule: its requests, timing,
 	// tenants and costs. load.rate, load.pacer, tenants and duration then come from the trace.
 	Trace *TraceCfg `yaml:"trace,omitempty"`
+	// Regions, when set, spreads the gateways over regions with a round trip between them and
+	// shares each tenant's limit between them by a design (see RegionsCfg).
+	Regions *RegionsCfg `yaml:"regions,omitempty"`
 }
 
 // Load is the offered load. The generator is open loop: the schedule does not wait for answers.
@@ -194,6 +197,18 @@ type LimiterCfg struct {
 	// via: http serves each from its own gateway server. Default 1; kind lease takes
 	// lease.gateways instead.
 	Gateways int `yaml:"gateways,omitempty"`
+	// Durability is what a decision waits for before it counts: async (the default: the
+	// primary's answer; replication follows), wait (WAIT for durability_replicas after each
+	// decision), wait-pipeline (one WAIT after each pipeline of a coalescing transport). A
+	// WAIT that times out short of its replicas makes the decision an error (unreplicated).
+	Durability string `yaml:"durability,omitempty"`
+	// DurabilityReplicas and DurabilityTimeout are WAIT's numreplicas (default 1) and timeout
+	// (default 50ms).
+	DurabilityReplicas int      `yaml:"durability_replicas,omitempty"`
+	DurabilityTimeout  Duration `yaml:"durability_timeout,omitempty"`
+	// Audit makes every bucket keep a count of the tokens it debited (in a key of the tenant's
+	// slot beside the bucket), so a run can count the debits a fault returned (tokens_back).
+	Audit bool `yaml:"audit,omitempty"`
 }
 
 // LeaseCfg is the local-lease layer: each of Gateways simulated gateway instances takes up to Size
@@ -238,6 +253,11 @@ type ClusterCfg struct {
 	Replicas *int `yaml:"replicas,omitempty"`
 	// NodeTimeout is cluster-node-timeout. Default 1s.
 	NodeTimeout Duration `yaml:"node_timeout,omitempty"`
+	// MinReplicasToWrite and MinReplicasMaxLag set every primary's min-replicas-to-write and
+	// min-replicas-max-lag: a primary with fewer replicas acknowledging within the lag refuses
+	// writes (NOREPLICAS). 0 (the default) leaves Redis's default: no such check.
+	MinReplicasToWrite int      `yaml:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  Duration `yaml:"min_replicas_max_lag,omitempty"`
 }
 
 // HasFailPolicy reports whether any endpoint decides by a fail policy when the store fails.
