@@ -30,7 +30,8 @@ var (
 		"ratelab/workload/...",
 	}, limiterAndBelow)
 
-	// engineAndBelow is what a driver of runs (attack, capacity, bench, simulate) may import.
+	// engineAndBelow is what a driver of runs (attack, capacity, bench, simulate, tradeoff) may
+	// import.
 	engineAndBelow = join([]string{"ratelab/scenarios/engine"}, belowEngine)
 
 	// drivers are the packages that drive runs; only the guided demo and the CLI import them.
@@ -39,6 +40,7 @@ var (
 		"ratelab/scenarios/capacity",
 		"ratelab/scenarios/bench",
 		"ratelab/scenarios/simulate",
+		"ratelab/scenarios/tradeoff",
 	}
 )
 
@@ -92,6 +94,7 @@ var layers = []layerRule{
 	{pkg: "ratelab/scenarios/capacity", allow: engineAndBelow},
 	{pkg: "ratelab/scenarios/bench", allow: engineAndBelow},
 	{pkg: "ratelab/scenarios/simulate", allow: join([]string{"ratelab/scenarios/capacity"}, engineAndBelow)},
+	{pkg: "ratelab/scenarios/tradeoff", allow: engineAndBelow},
 
 	// The guided demo tells its story with the drivers and the report.
 	{pkg: "ratelab/scenarios/demo", allow: join(drivers, engineAndBelow, []string{"ratelab/report/..."})},
