@@ -133,6 +133,19 @@ compare-power: redis
 	set -o pipefail; { $(GO) test -tags experiment $(EXPERIMENT_FLAGS) -run '^TestPowerUnderCIStalls$$' ./results/compare && \
 		$(GO) test -tags experiment $(EXPERIMENT_FLAGS) -timeout 60m -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab; } | tee out/experiments/compare-power.txt
 
+## regions-sweep: experiment: the regions designs (global, split, rebalance at each T of PERIODS) on one trace -> out/regions-sweep/ (sweep.md, tradeoff.png, index.html)
+PERIODS ?= 250ms,1s,4s,16s
+.PHONY: regions-sweep
+regions-sweep: redis build
+	@rm -rf out/regions-sweep
+	./$(BIN) regions sweep --periods $(PERIODS) --out out/regions-sweep
+
+## durability: experiment: each fault (kill-primary, partition) against each durability setting (async, wait, wait-pipeline, min-replicas) -> out/durability/ (durability.md, durability.png, index.html)
+.PHONY: durability
+durability: redis build
+	@rm -rf out/durability
+	./$(BIN) durability --out out/durability
+
 ## lint: gofmt, go vet, then ratelab-lint: no production file over 500 lines or function over 80, imports only down the layer table (cmd/ratelab-lint/layers.go)
 .PHONY: lint
 lint:
