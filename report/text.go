@@ -50,6 +50,9 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 	for _, f := range s.Faults {
 		t.fault(f)
 	}
+	if tb := tokensBackLine(s); tb != "" {
+		t.row("tokens back", "%s", tb)
+	}
 	t.slo(s.SLO)
 	t.stages(s.Stages)
 	if reportPath != "" {

@@ -57,6 +57,8 @@ type view struct {
 	// or "none".
 	BoundParts string
 	Within     string
+	// TokensBack is the summary's tokens back in one line; "" without an audit.
+	TokensBack string
 	// FailedFaults counts the faults that could not be carried out: the run did not test what
 	// its scenario asked.
 	FailedFaults int
@@ -98,6 +100,7 @@ func newView(r *run, charts []*chart) *view {
 		Scenario:   r.scenario,
 		BoundParts: boundParts(s.Overspend.Bound.Sources),
 		Within:     fmtWithin(s.Overspend.Bound.Within),
+		TokensBack: tokensBackLine(s),
 	}
 	v.Offered, v.DroppedShare = offered(&s.Load)
 	v.Mermaid, v.MermaidNote = mermaidCharts(r.rows, s.Faults)

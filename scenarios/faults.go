@@ -22,12 +22,29 @@ const (
 	FaultRestart     FaultKind = "restart"      // stop and start the target node (same port, same node ID)
 	FaultClockSkew   FaultKind = "clock-skew"   // offset the target gateways' clocks by `offset` for `for`
 	FaultGatewayKill FaultKind = "gateway-kill" // the target gateways die and restart empty: their leases are lost
+	FaultPartition   FaultKind = "partition"    // cut a primary off the other nodes, or gateways off Redis, for `for`
 )
 
-var faultKinds = []FaultKind{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill}
+var faultKinds = []FaultKind{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill, FaultPartition}
 
-// OnGateway reports whether a fault of kind k acts on the gateways, not on the cluster.
+// OnGateway reports whether every fault of kind k acts on the gateways, not on the cluster (a
+// partition may do either: see FaultSpec.OnGateways).
 func (k FaultKind) OnGateway() bool { return k == FaultClockSkew || k == FaultGatewayKill }
+
+// OnGateways reports whether the fault acts on the gateways, not on the cluster: a clock-skew,
+// a gateway-kill, or a partition of gateways (target gateway:N or gateways:K).
+func (f FaultSpec) OnGateways() bool {
+	return f.Kind.OnGateway() || (f.Kind == FaultPartition && isGatewayTarget(f.Target))
+}
+
+// OnRegion reports whether the fault acts on a region (a partition with target region:NAME),
+// which the multi-region run carries out.
+func (f FaultSpec) OnRegion() bool {
+	return f.Kind == FaultPartition && strings.HasPrefix(f.Target, "region:")
+}
+
+// OnCluster reports whether the fault acts on the Redis Cluster's nodes.
+func (f FaultSpec) OnCluster() bool { return !f.OnGateways() && !f.OnRegion() }
 
 // DefaultAskWindow is how long a reshard holds each slot migrating after its keys moved (a
 // fault's ask_window when 0): long enough for a running load to meet ASK before the MOVED.
@@ -47,10 +64,13 @@ type FaultSpec struct {
 	// is primary at the fault; for the other faults, the N-th node as started (primaries first;
 	// on an external cluster, primaries by slot, then their replicas).
 	// Gateway faults take gateway:N (the N-th simulated gateway), gateways:K (the first K) or
-	// all (the default).
+	// all (the default). A partition takes hottest, node:N (shard N's primary), slot:N or
+	// primary-of:TENANT (that primary is cut off the other nodes: cluster bus and replication;
+	// clients still reach it), gateway:N or gateways:K (those gateways lose Redis), or
+	// region:NAME (with regions: that region is cut off the others).
 	Target string `yaml:"target,omitempty"`
-	// For is how long a pause, latency or clock-skew fault lasts (latency and clock-skew: 0 = to
-	// the end of the run).
+	// For is how long a pause, latency, clock-skew or partition fault lasts (latency and
+	// clock-skew: 0 = to the end of the run; a partition heals after it and needs one).
 	For Duration `yaml:"for,omitempty"`
 	// Mode of a failover: default, force or takeover (CLUSTER FAILOVER's option).
 	Mode string `yaml:"mode,omitempty"`
@@ -88,9 +108,12 @@ func (s *Spec) validateFaults(bad badFunc) {
 		if f.Offset != 0 && f.Kind != FaultClockSkew {
 			bad(p+".offset", time.Duration(f.Offset), "only a clock-skew fault has an offset")
 		}
-		if f.Kind.OnGateway() {
+		switch {
+		case f.Kind == FaultPartition:
+			s.validatePartition(p, f, nodes, bad)
+		case f.Kind.OnGateway():
 			s.validateGatewayFault(p, f, bad)
-		} else {
+		default:
 			s.validateClusterFault(p, f, nodes, bad)
 		}
 	}

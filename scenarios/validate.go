@@ -32,6 +32,7 @@ func (s *Spec) Validate() error {
 	s.validatePolicy(bad)
 	s.validateLimiter(bad)
 	s.validateCluster(bad)
+	s.validateDurability(bad)
 	s.validateFaults(bad)
 	s.validateSLO(bad)
 	s.validateVia(bad)

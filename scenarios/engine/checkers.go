@@ -71,6 +71,7 @@ func (s *Session) wireFaults() {
 			return l.LostTokens() - before
 		}
 	}
+	s.faultHooks(&h)
 	var cl cluster.Cluster // nil without Redis: gateway faults only
 	if s.store != nil {
 		cl = s.store.cl

@@ -181,6 +181,9 @@ func (d *driver) chunk() []job {
 func (d *driver) consume(r *Record) {
 	d.judge.Consume(r)
 	d.s.tally.Consume(r)
+	if d.s.back != nil {
+		d.s.back.Consume(r)
+	}
 	d.rec.Consume(r)
 	if r.Err != nil && d.s.store != nil {
 		d.s.store.trouble(r.ErrKind)

@@ -43,6 +43,12 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		}
 		faults.MeasureRecovery(sum.Faults, m.Rows)
 	}
+	if tb, err := s.tokensBack(ctx); err != nil {
+		s.logf("%v", err)
+		sum.Load.Note += "; " + err.Error()
+	} else {
+		sum.TokensBack = tb
+	}
 	sum.Overspend.JudgeBound()
 	var cleanupErr error
 	if s.store != nil {

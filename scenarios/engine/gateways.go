@@ -57,7 +57,7 @@ func (s *Session) newLimiter(ctx context.Context) (limiter.Limiter, error) {
 	case scenarios.KindLease:
 		s.env.Mode = "lease"
 		var err error
-		s.leases, err = newLeases(ctx, spec, s.store.client, s.policy)
+		s.leases, err = newLeases(ctx, spec, s.gatewayClients(ctx, spec.Limiter.Lease.Gateways), s.policy)
 		return nil, err
 	case scenarios.KindTokenBucket:
 		s.env.Mode = "central"
@@ -110,6 +110,9 @@ func (s *Session) newCentralBucket(ctx context.Context) (limiter.Limiter, error)
 	lim, err := withFailPolicy(bg, spec, rb, s.store.client, s.PolicyFunc(), func(r limiter.Request, k limiter.ErrorKind) {
 		s.marks.storeFailure(r, k)
 		s.store.trouble(k)
+		if s.back != nil {
+			s.back.storeFailure(r, k)
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail policy: %w", err)
@@ -158,9 +161,9 @@ func newAlgorithm(ctx context.Context, spec *scenarios.Spec, c *redis.ClusterCli
 	return lim, nil
 }
 
-// newLeases builds one LeaseLimiter per gateway, all on the same cluster, and loads the lease
-// script on every primary before the clock starts.
-func newLeases(ctx context.Context, spec *scenarios.Spec, c *redis.ClusterClient, p limiter.BucketPolicy) ([]*limiter.LeaseLimiter, error) {
+// newLeases builds one LeaseLimiter per gateway, all on the same cluster (gateway i through
+// clients[i]), and loads the lease script on every primary before the clock starts.
+func newLeases(ctx context.Context, spec *scenarios.Spec, clients []*redis.ClusterClient, p limiter.BucketPolicy) ([]*limiter.LeaseLimiter, error) {
 	cfg := spec.Limiter.Lease
 	refresh := scenarios.DefaultLeaseRefresh // a spec built in code may leave it nil
 	if cfg.Refresh != nil {
@@ -168,7 +171,7 @@ func newLeases(ctx context.Context, spec *scenarios.Spec, c *redis.ClusterClient
 	}
 	out := make([]*limiter.LeaseLimiter, cfg.Gateways)
 	for i := range out {
-		l, err := limiter.NewLeaseLimiter(c, p, cfg.Size,
+		l, err := limiter.NewLeaseLimiter(clients[i], p, cfg.Size,
 			limiter.WithLeaseTTL(time.Duration(cfg.TTL)), limiter.WithLeaseTimeout(time.Duration(spec.Limiter.Timeout)),
 			limiter.WithLeaseRefresh(refresh))
 		if err != nil {

@@ -31,7 +31,7 @@ func checkPart(spec *scenarios.Spec, opts Options) error {
 	if p := spec.Cluster.Provider; p == "external" || p == "running" {
 		var kinds []string
 		for _, f := range spec.Faults {
-			if !f.Kind.OnGateway() {
+			if f.OnCluster() {
 				kinds = append(kinds, string(f.Kind))
 			}
 		}

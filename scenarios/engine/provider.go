@@ -89,7 +89,7 @@ func externalConfig(spec *scenarios.Spec, opts Options) (cluster.ExternalConfig,
 func checkProviderFaults(spec *scenarios.Spec, opts Options) error {
 	var kinds []string
 	for _, f := range spec.Faults {
-		if !f.Kind.OnGateway() {
+		if f.OnCluster() {
 			kinds = append(kinds, string(f.Kind))
 		}
 	}

@@ -51,6 +51,11 @@ type Session struct {
 	skew  []atomic.Int64
 	marks *marks
 	tally *tally // decisions and overspend per key (the in-process driver's)
+	// back counts the tokens the store allowed and the unknown outcomes per key, against the
+	// debit audit (limiter.audit, in-process runs); nil otherwise.
+	back *backTally
+	// cuts are the gateways' cut switches of a gateway partition; nil without one.
+	cuts []atomic.Bool
 	// closers release what Open started, last started first.
 	closers []func() error
 }
@@ -92,6 +97,9 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 	}
 	s.marks = newMarks(s.secs)
 	s.tally = newTally(s.Tenants, s.Endpoints)
+	if s.Spec.Limiter.Audit && s.store != nil && s.Spec.Via != scenarios.ViaHTTP {
+		s.back = newBackTally(s.Tenants, s.Endpoints, s.tally.keyName)
+	}
 	s.checker = s.NewChecker()
 	s.checker.SetReorderWindow(s.ReorderWindow().Milliseconds(), s.marks.withdraw)
 	s.wireFaults()

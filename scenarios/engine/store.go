@@ -26,6 +26,7 @@ type store struct {
 	// it did in note.
 	cleanup     func() error
 	note        string
+	prefix      string       // an external run's key prefix ("" otherwise)
 	lastReload  atomic.Int64 // UnixNano of the last slot-map reload
 	reloadEvery time.Duration
 }
@@ -47,6 +48,7 @@ func (s *Session) openStore(ctx context.Context) (*store, error) {
 	s.onClose(cl.Close)
 	s.env.Provider = string(spec.Cluster.Provider)
 	s.env.RedisVersion = cl.RedisVersion()
+	s.env.Durability = spec.DurabilityName()
 	s.env.Primaries = len(cl.Primaries())
 	if p := len(cl.Primaries()); p > 0 {
 		s.env.Replicas = (len(cl.Nodes()) - p) / p
@@ -71,6 +73,7 @@ func (st *store) prefixKeys(ctx context.Context, dir string, logf func(string, .
 	if err != nil {
 		return err
 	}
+	st.prefix = prefix
 	st.client.AddHook(prefixHook{prefix: prefix})
 	var once sync.Once
 	var cerr error

@@ -17,9 +17,11 @@ func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, tg target) 
 	targets := tg.addrs
 	switch f.Kind {
 	case scenarios.FaultKillPrimary:
-		return r.killPrimary(ctx, targets[0])
+		return r.killPrimary(ctx, f, targets[0])
 	case scenarios.FaultFailover:
-		return r.failover(ctx, targets[0], f.Mode)
+		return r.failover(ctx, f, targets[0])
+	case scenarios.FaultPartition:
+		return r.partitionNode(ctx, f, targets[0])
 	case scenarios.FaultPause:
 		return r.pause(ctx, targets, time.Duration(f.For))
 	case scenarios.FaultLatency:
@@ -37,11 +39,11 @@ func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, tg target) 
 
 // killPrimary SIGKILLs the primary on addr; its replica takes over. The replication gap before
 // the kill bounds the debits the promotion may lose.
-func (r *Runner) killPrimary(ctx context.Context, addr string) error {
+func (r *Runner) killPrimary(ctx context.Context, f scenarios.FaultSpec, addr string) error {
 	if err := r.requirePrimary(addr); err != nil {
 		return err
 	}
-	r.noteReplicationGap(ctx, addr)
+	r.noteLoss(ctx, f, addr, r.noteReplicationGap(ctx, addr))
 	defer r.holdUntilHealthy(ctx, "failover")()
 	r.mu.Lock()
 	r.killed = addr
@@ -53,7 +55,7 @@ func (r *Runner) killPrimary(ctx context.Context, addr string) error {
 // and waits until it has: Redis accepts the command at once and fails over later, or not at all
 // (a replica that cannot reach its primary refuses a default failover), so only the new role
 // shows that the fault happened.
-func (r *Runner) failover(ctx context.Context, addr, mode string) error {
+func (r *Runner) failover(ctx context.Context, f scenarios.FaultSpec, addr string) error {
 	if err := r.requirePrimary(addr); err != nil {
 		return err
 	}
@@ -68,9 +70,9 @@ func (r *Runner) failover(ctx context.Context, addr, mode string) error {
 	if rep.Addr == "" {
 		return fmt.Errorf("%s has no running replica to fail over to", addr)
 	}
-	r.noteReplicationGap(ctx, addr)
+	r.noteLoss(ctx, f, addr, r.noteReplicationGap(ctx, addr))
 	defer r.holdUntilHealthy(ctx, "failover")()
-	if err := r.clusterFailover(ctx, rep.Addr, mode); err != nil {
+	if err := r.clusterFailover(ctx, rep.Addr, f.Mode); err != nil {
 		return err
 	}
 	return r.awaitPromotion(ctx, rep.Addr)

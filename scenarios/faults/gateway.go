@@ -35,6 +35,10 @@ func (r *Runner) injectGateway(ctx context.Context, f scenarios.FaultSpec, at fl
 		}
 		ev.Target = fmt.Sprintf("%s, %d leased tokens lost", desc, lost)
 		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, ev.Target)
+	case f.Kind == scenarios.FaultPartition && r.h.CutGateway != nil:
+		ev.Target = desc
+		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, ev.Target)
+		r.cutGateways(ctx, targets, time.Duration(f.For))
 	default:
 		ev.Target, ev.Failed, ev.Error = desc, true, "the run's limiter has no such gateway state"
 	}

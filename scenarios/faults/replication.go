@@ -12,11 +12,12 @@ import (
 // noteReplicationGap adds to the overspend bound what the replicas of addr have not applied yet:
 // the bytes between the primary's replication offset and the best replica's own offset (read on
 // the replica: the primary's view of it lags by up to a second), converted to decisions at the
-// primary's average bytes per script call (a lost debit returns one token).
-func (r *Runner) noteReplicationGap(ctx context.Context, addr string) {
+// primary's average bytes per script call (a lost debit returns one token). It returns the gap
+// in debits (0 when it cannot be read).
+func (r *Runner) noteReplicationGap(ctx context.Context, addr string) float64 {
 	primary, acked, err := r.cl.ReplOffsets(ctx, addr)
 	if err != nil || primary <= 0 {
-		return
+		return 0
 	}
 	best := int64(0)
 	for _, off := range acked {
@@ -28,13 +29,14 @@ func (r *Runner) noteReplicationGap(ctx context.Context, addr string) {
 	gap := max(primary-best, 0)
 	writes := r.nodeWrites(ctx, addr)
 	if writes <= 0 {
-		return
+		return 0
 	}
-	bytesPerWrite := float64(primary) / float64(writes)
+	debits := float64(gap) / (float64(primary) / float64(writes))
 	r.mu.Lock()
-	r.bound += float64(gap) / bytesPerWrite
+	r.bound += debits
 	r.mu.Unlock()
-	r.h.Logf("replication gap of %s before the fault: %d bytes (~%.1f debits)", addr, gap, float64(gap)/bytesPerWrite)
+	r.h.Logf("replication gap of %s before the fault: %d bytes (~%.1f debits)", addr, gap, debits)
+	return debits
 }
 
 // replicaOffset is the replication offset a replica has applied (INFO replication on the

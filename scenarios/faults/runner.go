@@ -44,6 +44,19 @@ type Hooks struct {
 	DropGateway func(g int) int64
 	// Logf receives a line per fault injected or failed.
 	Logf func(format string, args ...any)
+	// CutGateway cuts gateway g off Redis (cut) or reconnects it: its store calls fail as on a
+	// cut network meanwhile (a gateway partition).
+	CutGateway func(g int, cut bool)
+	// PartitionRegion cuts the region named off the others (cut) or heals it (a partition of
+	// target region:NAME); the multi-region run provides it.
+	PartitionRegion func(ctx context.Context, region string, cut bool) error
+	// NodeTimeout is the cluster's cluster-node-timeout and MinReplicasLag its
+	// min-replicas-max-lag (0: no min-replicas-to-write): together they bound how long a
+	// partitioned primary acknowledges writes its replicas never see.
+	NodeTimeout, MinReplicasLag time.Duration
+	// SlotAllowed returns the tokens the store allowed so far per slot: the rate on a
+	// partitioned primary's slots bounds what its window can lose.
+	SlotAllowed func() map[int]int64
 }
 
 // Runner injects a scenario's faults into its cluster (or its gateways) on schedule and records
@@ -65,6 +78,8 @@ type Runner struct {
 	killed string // the node the last kill-primary took down
 	events []results.Fault
 	bound  float64 // tokens the faults may return (replication gap at kills), summed
+	losses []Loss  // the faults that took a primary away, for tokens back
+	views  []PartitionView
 	wg     sync.WaitGroup
 
 	cancel context.CancelFunc
@@ -164,7 +179,11 @@ func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 	if r.h.OnInject != nil {
 		r.h.OnInject(at)
 	}
-	if f.Kind.OnGateway() {
+	switch {
+	case f.OnRegion():
+		r.injectRegion(ctx, f, at)
+		return
+	case f.OnGateways():
 		r.injectGateway(ctx, f, at)
 		return
 	}

@@ -14,7 +14,7 @@ import (
 // Fault targets resolve at injection, against the cluster's roles and slot map of that moment:
 //
 //   - hottest, slot:N and primary-of:TENANT name the primary that serves the slot now;
-//   - node:N of a fault that needs a primary (kill-primary, failover, a reshard's from and to)
+//   - node:N of a fault that needs a primary (kill-primary, failover, partition, a reshard's from and to)
 //     names shard N: the N-th shard in slot order (cluster.Cluster.Shards) when the run started,
 //     and resolves to whichever of that shard's nodes is its primary now. On a cluster ratelab
 //     started that shard's first primary is the N-th node as started; on an external cluster it
@@ -37,7 +37,8 @@ type target struct {
 
 // needsPrimary reports whether faults of kind act on a primary: for them node:N names a shard.
 func needsPrimary(kind scenarios.FaultKind) bool {
-	return kind == scenarios.FaultKillPrimary || kind == scenarios.FaultFailover || kind == scenarios.FaultReshard
+	return kind == scenarios.FaultKillPrimary || kind == scenarios.FaultFailover || kind == scenarios.FaultReshard ||
+		kind == scenarios.FaultPartition
 }
 
 // resolve turns a fault's target into node addresses and a readable description. On error the

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"ratelab/limiter"
+	"ratelab/results"
+	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/faults"
+)
+
+// backTally is the clients' side of tokens back: per key, the tokens the store allowed (the
+// decisions the clients saw allowed by the store itself, not by a fail policy or a lease) and
+// the tokens of calls whose outcome the clients never learnt (a timeout: the script may have run
+// after the client gave up; an unreplicated WAIT: the script ran on the primary). After the run
+// it is compared with the debit audit the cluster kept (limiter.audit).
+type backTally struct {
+	tenants   map[string]int // tenant name -> dense index
+	endpoints map[string]int
+	nEp       int
+	allowed   []atomic.Int64
+	unknown   []atomic.Int64
+	names     func(key int) string
+}
+
+func newBackTally(tenants, endpoints []string, keyName func(int) string) *backTally {
+	b := &backTally{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName,
+		allowed: make([]atomic.Int64, len(tenants)*len(endpoints)), unknown: make([]atomic.Int64, len(tenants)*len(endpoints))}
+	for i, t := range tenants {
+		b.tenants[t] = i
+	}
+	for i, e := range endpoints {
+		b.endpoints[e] = i
+	}
+	return b
+}
+
+// unknownOutcome reports whether a failed store call of kind k may still have debited.
+func unknownOutcome(k limiter.ErrorKind) bool {
+	return k == limiter.KindTimeout || k == kindUnreplicated
+}
+
+// Consume counts r's tokens when the store allowed them, or when the store call's outcome is
+// unknown.
+func (b *backTally) Consume(r *Record) {
+	switch {
+	case r.Err == nil:
+		if r.Decision.Allowed && r.Decision.Source == limiter.Central {
+			b.allowed[r.Key].Add(r.Cost)
+		}
+	case unknownOutcome(r.ErrKind):
+		b.unknown[r.Key].Add(r.Cost)
+	}
+}
+
+// storeFailure counts a failed store call a fail policy answered (the record then carries the
+// policy's decision, not the error) when its outcome is unknown.
+func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
+	if !unknownOutcome(k) {
+		return
+	}
+	t, ok := b.tenants[req.Tenant]
+	e, ok2 := b.endpoints[req.Endpoint]
+	if ok && ok2 {
+		b.unknown[t*b.nEp+e].Add(req.Cost)
+	}
+}
+
+// slotAllowed sums the allowed tokens so far per slot (a tenant's keys share its slot).
+func (b *backTally) slotAllowed() map[int]int64 {
+	out := map[int]int64{}
+	for k := range b.allowed {
+		if n := b.allowed[k].Load(); n > 0 {
+			out[cluster.KeySlot(b.names(k))] += n
+		}
+	}
+	return out
+}
+
+// backCounts are one key's three figures.
+type backCounts struct{ allowed, debited, unknown int64 }
+
+// countBack compares, key by key, the tokens the clients saw allowed with the debits the
+// cluster kept, and returns the range of tokens lost.
+//
+// A debit is lost when the primary that made it goes away before its replica applied it. The
+// audit counts every debit the surviving state holds: the allowed decisions' that survived, and
+// those of unknown outcomes that did debit and survived. So lost = allowed - (debited - u),
+// where u (0 <= u <= unknown) is the unknown outcomes' surviving debits:
+//
+//   - Min takes u = 0: max(0, allowed - debited). A timed-out call that did debit makes the
+//     server's count larger and hides a lost debit, so Min is what is certainly lost;
+//   - Max takes u = unknown, capped at allowed (no key loses more than it was allowed).
+//
+// ByFault gives each key's Min to the latest fault that took its slot's primary away (losses,
+// in the order they happened): a debit is lost with the primary that acknowledged it, whatever
+// fault was active when the tokens were allowed (a kill loses the debits made just before it).
+// A key no such fault touched goes under "none": a loss without a fault is the audit's defect.
+func countBack(counts []backCounts, slotOf func(key int) int, losses []faults.Loss) results.TokensBack {
+	tb := results.TokensBack{ByFault: map[string]int64{}}
+	for k, c := range counts {
+		lo := max(0, c.allowed-c.debited)
+		hi := min(c.allowed, max(0, c.allowed-c.debited+c.unknown))
+		tb.Min += lo
+		tb.Max += hi
+		if lo == 0 {
+			continue
+		}
+		tb.Keys++
+		cause := "none"
+		slot := slotOf(k)
+		for _, l := range losses {
+			for _, sr := range l.Slots {
+				if sr.Start <= slot && slot <= sr.End {
+					cause = l.Fault
+				}
+			}
+		}
+		tb.ByFault[cause] += lo
+	}
+	for _, l := range losses {
+		tb.Bound += l.Bound
+	}
+	within := float64(tb.Max) <= tb.Bound
+	tb.Within = &within
+	if len(tb.ByFault) == 0 {
+		tb.ByFault = nil
+	}
+	return tb
+}
+
+// settleWait bounds the wait for a healthy cluster before the audit is read.
+const settleWait = time.Minute
+
+// tokensBack reads every key's debit audit from the primaries, once the faults are stopped (a
+// partition healed) and the cluster is healthy, and counts the tokens the faults returned; nil
+// when the run does not audit its buckets, with an error when the audit cannot be read.
+func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
+	if s.back == nil || s.store == nil {
+		return nil, nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
+	defer cancel()
+	if err := s.store.cl.WaitHealthy(wctx); err != nil {
+		return nil, fmt.Errorf("tokens back: the cluster is not healthy after the run, the audit cannot be read: %w", err)
+	}
+	s.store.client.ReloadState(wctx)
+	n := len(s.back.allowed)
+	keys := make([]int, 0, n)
+	for k := range n {
+		if s.back.allowed[k].Load() > 0 || s.back.unknown[k].Load() > 0 {
+			keys = append(keys, k)
+		}
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = s.back.names(k)
+	}
+	debited, err := readDebited(wctx, s.store.client, names)
+	if err != nil {
+		return nil, fmt.Errorf("tokens back: reading the debit audit: %w", err)
+	}
+	counts := make([]backCounts, len(keys))
+	for i, k := range keys {
+		counts[i] = backCounts{allowed: s.back.allowed[k].Load(), debited: debited[i], unknown: s.back.unknown[k].Load()}
+	}
+	var losses []faults.Loss
+	if s.faults != nil {
+		losses = s.faults.Losses()
+	}
+	tb := countBack(counts, func(i int) int { return cluster.KeySlot(names[i]) }, losses)
+	s.logf("tokens back: %d..%d tokens over %d keys (bound %.1f)", tb.Min, tb.Max, tb.Keys, tb.Bound)
+	return &tb, nil
+}
+
+// faultHooks adds to h what a partition needs from the run: the cluster's timeouts that bound
+// an isolated primary's window, the allowed tokens per slot, and the gateways' cut switches.
+func (s *Session) faultHooks(h *faults.Hooks) {
+	c := s.Spec.Cluster
+	h.NodeTimeout = time.Duration(c.NodeTimeout)
+	if c.MinReplicasToWrite > 0 {
+		h.MinReplicasLag = time.Duration(c.MinReplicasMaxLag)
+	}
+	if s.back != nil {
+		h.SlotAllowed = s.back.slotAllowed
+	}
+	if s.cuts != nil {
+		h.CutGateway = func(g int, cut bool) { s.cuts[g].Store(cut) }
+	}
+}

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"testing"
+
+	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/faults"
+)
+
+func TestCountBack(t *testing.T) {
+	t.Parallel()
+	counts := []backCounts{
+		{allowed: 10, debited: 10},            // nothing lost
+		{allowed: 10, debited: 7},             // 3 lost for sure
+		{allowed: 10, debited: 9, unknown: 4}, // 1 lost; up to 5 if every timeout debited
+		{allowed: 5, debited: 6, unknown: 3},  // a timeout debited: 0 lost for sure, up to 2
+		{allowed: 2, debited: 0, unknown: 10}, // at most what was allowed
+		{allowed: 4, debited: 1},              // lost on a slot no fault touched
+	}
+	slots := []int{0, 10, 10, 20, 20, 9000}
+	losses := []faults.Loss{
+		{Fault: "kill-primary hottest", Slots: []cluster.SlotRange{{Start: 0, End: 15}}, Bound: 5},
+		{Fault: "partition node:0", Slots: []cluster.SlotRange{{Start: 10, End: 100}}, Bound: 20},
+	}
+	tb := countBack(counts, func(k int) int { return slots[k] }, losses)
+	if tb.Min != 3+1+0+2+3 {
+		t.Errorf("Min = %d, want 9", tb.Min)
+	}
+	if tb.Max != 3+5+2+2+3 {
+		t.Errorf("Max = %d, want 15", tb.Max)
+	}
+	if tb.Keys != 4 {
+		t.Errorf("Keys = %d, want 4 (keys with Min > 0)", tb.Keys)
+	}
+	if tb.Bound != 25 || tb.Within == nil || !*tb.Within {
+		t.Errorf("Bound = %v within %v, want 25 and within (15 <= 25)", tb.Bound, tb.Within)
+	}
+	want := map[string]int64{"partition node:0": 3 + 1 + 2, "none": 3}
+	if len(tb.ByFault) != len(want) {
+		t.Errorf("ByFault = %v, want %v", tb.ByFault, want)
+	}
+	for k, v := range want {
+		if tb.ByFault[k] != v {
+			t.Errorf("ByFault[%q] = %d, want %d (all %v)", k, tb.ByFault[k], v, tb.ByFault)
+		}
+	}
+	none := countBack([]backCounts{{allowed: 3, debited: 3, unknown: 1}}, func(int) int { return 0 }, nil)
+	if none.Min != 0 || none.Max != 1 || none.Within == nil || *none.Within || none.ByFault != nil {
+		t.Errorf("without faults: %+v, want Min 0, Max 1, not within a bound of 0, no by_fault", none)
+	}
+}

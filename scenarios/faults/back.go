@@ -1,0 +1,133 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"ratelab/scenarios"
+	"ratelab/scenarios/cluster"
+)
+
+// clusterCron is how often a Redis Cluster node re-evaluates its state (clusterCron runs ten
+// times a second): an isolated primary refuses writes at the first evaluation after its peers
+// time out, so its window is node_timeout plus up to one period.
+const clusterCron = 100 * time.Millisecond
+
+// replAckEvery is how often a replica acknowledges its offset (REPLCONF ACK): with
+// min-replicas-to-write, a primary cut off its replicas refuses writes once their last
+// acknowledgement is older than the max lag, so at most the lag plus this period after the cut.
+const replAckEvery = time.Second
+
+// Loss is a fault that can return debits: it took a primary away (a kill, a failover, a
+// partition), and the slots that primary served then. A debit the primary acknowledged that its
+// replica never applied is lost with it.
+type Loss struct {
+	// Fault names the fault as the summary's tokens_back.by_fault does: "kind target".
+	Fault string
+	// Slots are the slots the lost primary served at the fault.
+	Slots []cluster.SlotRange
+	// Bound is what the cluster's design lets this fault lose, in tokens: the replication
+	// gap at the fault, plus for a partition the isolated primary's window times the tokens
+	// its slots were allowed per second before the cut.
+	Bound float64
+}
+
+// Losses lists the faults that could return debits, in the order they happened.
+func (r *Runner) Losses() []Loss {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Loss(nil), r.losses...)
+}
+
+// faultName is a fault as tokens_back.by_fault names it: its kind and its target as written.
+func faultName(f scenarios.FaultSpec) string {
+	t := f.Target
+	if t == "" {
+		t = "hottest"
+	}
+	return string(f.Kind) + " " + t
+}
+
+// noteLoss records that f takes the primary on addr away, with what it may lose (bound, in
+// tokens), and the slots that primary serves now.
+func (r *Runner) noteLoss(ctx context.Context, f scenarios.FaultSpec, addr string, bound float64) {
+	l := Loss{Fault: faultName(f), Bound: bound}
+	if shards, err := r.cl.Shards(ctx); err == nil {
+		for _, sh := range shards {
+			if sh.Primary.Addr == addr {
+				l.Slots = append(l.Slots, sh.Slots...)
+			}
+		}
+	}
+	r.mu.Lock()
+	r.losses = append(r.losses, l)
+	r.mu.Unlock()
+}
+
+// isolatedWindow is how long a primary cut off the rest of the cluster goes on acknowledging
+// writes nobody else sees: until it counts its peers as unreachable (node_timeout, plus one
+// cron period) or, with min-replicas-to-write, until its replicas' acknowledgements are older
+// than the max lag — whichever comes first.
+func (r *Runner) isolatedWindow() time.Duration {
+	w := r.h.NodeTimeout + clusterCron
+	if lag := r.h.MinReplicasLag; lag > 0 {
+		w = min(w, lag+replAckEvery)
+	}
+	return w
+}
+
+// allowedRate is the tokens per second the store allowed on the slots the primary on addr
+// serves, averaged from the start of the run to now (0 without SlotAllowed).
+func (r *Runner) allowedRate(ctx context.Context, addr string) float64 {
+	if r.h.SlotAllowed == nil {
+		return 0
+	}
+	elapsed := time.Since(r.base).Seconds()
+	if elapsed <= 0 {
+		return 0
+	}
+	shards, err := r.cl.Shards(ctx)
+	if err != nil {
+		return 0
+	}
+	var mine []cluster.SlotRange
+	for _, sh := range shards {
+		if sh.Primary.Addr == addr {
+			mine = sh.Slots
+		}
+	}
+	var tokens int64
+	for slot, n := range r.h.SlotAllowed() {
+		if inRanges(slot, mine) {
+			tokens += n
+		}
+	}
+	return float64(tokens) / elapsed
+}
+
+// inRanges reports whether slot lies in one of rs.
+func inRanges(slot int, rs []cluster.SlotRange) bool {
+	for _, sr := range rs {
+		if sr.Start <= slot && slot <= sr.End {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionBound is the tokens a partition of the primary on addr may lose: the replication
+// gap at the cut (gap, in debits) plus the isolated window times the rate its slots were
+// allowed before the cut.
+func (r *Runner) partitionBound(ctx context.Context, addr string, gap float64) float64 {
+	rate := r.allowedRate(ctx, addr)
+	w := r.isolatedWindow()
+	b := gap + rate*w.Seconds()
+	r.h.Logf("partition of %s: bound on lost debits %.1f tokens = gap %.1f + window %s x %.1f tokens/s allowed on its slots", addr, b, gap, w, rate)
+	return b
+}
+
+// describeLoss is a loss for the log.
+func (l Loss) String() string {
+	return fmt.Sprintf("%s: %d slot ranges, bound %.1f tokens", l.Fault, len(l.Slots), l.Bound)
+}

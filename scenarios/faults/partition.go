@@ -1,0 +1,220 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios"
+	"ratelab/scenarios/cluster"
+)
+
+// partitioner is a cluster that can cut the links between its nodes — cluster bus and
+// replication — while clients still reach every node (cluster.Local started partitionable).
+type partitioner interface {
+	Partition(ctx context.Context, isolated []string) error
+	Heal(ctx context.Context) error
+}
+
+// healWait bounds the heal of a partition, which runs also after the run's end.
+const healWait = 30 * time.Second
+
+// NodeView is one node as another node's CLUSTER NODES shows it.
+type NodeView struct {
+	Addr  string   // the node's address, without the bus port
+	Flags []string // myself, master, slave, fail?, fail, ...
+	Slots int      // slots it serves, as seen
+}
+
+// Failing reports whether the viewer counts the node as failing (fail? or fail).
+func (n NodeView) Failing() bool {
+	for _, f := range n.Flags {
+		if f == "fail" || f == "fail?" {
+			return true
+		}
+	}
+	return false
+}
+
+// Primary reports whether the viewer sees the node as a primary.
+func (n NodeView) Primary() bool {
+	for _, f := range n.Flags {
+		if f == "master" {
+			return true
+		}
+	}
+	return false
+}
+
+// PartitionView is the cluster as one node saw it at a moment of a partition: at the cut,
+// before the heal, after the heal.
+type PartitionView struct {
+	When  string // "at the cut", "before the heal", "after the heal"
+	From  string // the node asked
+	Side  string // "isolated" or "majority"
+	Nodes []NodeView
+	Err   string // set when the node could not be asked
+}
+
+// Views returns what each side of every partition saw, in the order asked.
+func (r *Runner) Views() []PartitionView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]PartitionView(nil), r.views...)
+}
+
+// partitionNode cuts the primary on addr off every other node for f.For, then heals the cut.
+// It records what the cut may lose (the replication gap at the cut and the isolated window),
+// holds the partition cause from the cut until the cluster is healthy again after the heal, and
+// logs each side's CLUSTER NODES at the cut, before the heal and after it.
+func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr string) error {
+	p, ok := r.cl.(partitioner)
+	if !ok {
+		return fmt.Errorf("partition of %s: %w: this cluster's node links cannot be cut (use cluster.provider: local)", addr, cluster.ErrUnsupported)
+	}
+	if err := r.requirePrimary(addr); err != nil {
+		return err
+	}
+	other := r.otherPrimary(addr)
+	gap := r.noteReplicationGap(ctx, addr)
+	r.noteLoss(ctx, f, addr, r.partitionBound(ctx, addr, gap))
+	defer r.holdUntilHealthy(ctx, "partition")()
+	if err := p.Partition(ctx, []string{addr}); err != nil {
+		return fmt.Errorf("partition of %s: %w", addr, err)
+	}
+	r.look(ctx, "at the cut", addr, other)
+	sleepCtx(ctx, time.Duration(f.For))
+	r.look(context.WithoutCancel(ctx), "before the heal", addr, other)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healWait)
+	defer cancel()
+	if err := p.Heal(hctx); err != nil {
+		return fmt.Errorf("healing the partition of %s: %w", addr, err)
+	}
+	r.h.Logf("partition of %s healed", addr)
+	if err := r.cl.WaitHealthy(hctx); err != nil {
+		r.h.Logf("cluster not healthy %s after healing the partition of %s: %v", healWait, addr, err)
+	}
+	r.look(hctx, "after the heal", addr, other)
+	return nil
+}
+
+// otherPrimary is a running primary other than addr: the majority side's witness ("" if none).
+func (r *Runner) otherPrimary(addr string) string {
+	nodes := r.cl.Nodes()
+	running := runningFunc(nodes)
+	for _, n := range nodes {
+		if n.Addr != addr && n.Role == cluster.RolePrimary && running(n) {
+			return n.Addr
+		}
+	}
+	return ""
+}
+
+// look asks the isolated node and the majority's witness for CLUSTER NODES, logs what each
+// sees and keeps it (Views).
+func (r *Runner) look(ctx context.Context, when, isolated, majority string) {
+	for _, side := range []struct{ name, addr string }{{"isolated", isolated}, {"majority", majority}} {
+		if side.addr == "" {
+			continue
+		}
+		v := PartitionView{When: when, From: side.addr, Side: side.name}
+		c := r.nodeClient(side.addr)
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		text, err := c.ClusterNodes(lctx).Result()
+		cancel()
+		c.Close()
+		if err != nil {
+			v.Err = err.Error()
+			r.h.Logf("partition %s: %s side (%s): CLUSTER NODES failed: %v", when, side.name, side.addr, err)
+		} else {
+			v.Nodes = ParseNodeViews(text)
+			r.h.Logf("partition %s: %s side (%s) sees %s", when, side.name, side.addr, describeViews(v.Nodes))
+		}
+		r.mu.Lock()
+		r.views = append(r.views, v)
+		r.mu.Unlock()
+	}
+}
+
+// ParseNodeViews reads CLUSTER NODES output: each line's address, flags and served slots.
+func ParseNodeViews(text string) []NodeView {
+	var out []NodeView
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		v := NodeView{Addr: addr, Flags: strings.Split(f[2], ",")}
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") { // a slot migrating or importing
+				continue
+			}
+			lo, hi, isRange := strings.Cut(s, "-")
+			var a, b int
+			if _, err := fmt.Sscan(lo, &a); err != nil {
+				continue
+			}
+			b = a
+			if isRange {
+				if _, err := fmt.Sscan(hi, &b); err != nil {
+					continue
+				}
+			}
+			v.Slots += b - a + 1
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// describeViews is a view for the log: each node's address, flags and slots.
+func describeViews(nodes []NodeView) string {
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = fmt.Sprintf("%s %s %d slots", n.Addr, strings.Join(n.Flags, ","), n.Slots)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cutGateways cuts the target gateways off Redis for d, holding the partition cause, then
+// reconnects them.
+func (r *Runner) cutGateways(ctx context.Context, targets []int, d time.Duration) {
+	release := r.hold("partition")
+	defer release()
+	for _, g := range targets {
+		r.h.CutGateway(g, true)
+	}
+	sleepCtx(ctx, d)
+	for _, g := range targets {
+		r.h.CutGateway(g, false)
+	}
+}
+
+// injectRegion executes a partition of a region through the multi-region run's hook and
+// records its event; a run without regions records it as failed.
+func (r *Runner) injectRegion(ctx context.Context, f scenarios.FaultSpec, at float64) {
+	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: f.Target, ForS: time.Duration(f.For).Seconds()}
+	name := strings.TrimPrefix(f.Target, "region:")
+	if r.h.PartitionRegion == nil {
+		ev.Failed, ev.Error = true, "the run has no regions to partition"
+	} else {
+		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, f.Target)
+		release := r.hold("partition")
+		err := r.h.PartitionRegion(ctx, name, true)
+		if err == nil {
+			sleepCtx(ctx, time.Duration(f.For))
+			err = r.h.PartitionRegion(context.WithoutCancel(ctx), name, false)
+		}
+		release()
+		if err != nil {
+			ev.Failed, ev.Error = true, err.Error()
+		}
+	}
+	if ev.Failed {
+		r.h.Logf("fault %s at %.1fs on %s failed: %s", f.Kind, at, f.Target, ev.Error)
+	}
+	r.record(ev)
+}
