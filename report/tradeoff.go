@@ -84,6 +84,7 @@ func RegionsRows(dir string, runs []TradeoffRun) []RegionsRow {
 			row.WorstP99Ms, row.MeanP99Ms = results.Unmeasurable, results.Unmeasurable
 			row.Error = cmp.Or(row.Error, "no summary")
 		} else {
+			row.Error = cmp.Or(row.Error, faultFailure(r.Summary))
 			fillRegions(&row, r.Summary)
 		}
 		rows = append(rows, row)

@@ -9,8 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
+	"strings"
 
 	"ratelab/results"
 )
@@ -69,6 +69,7 @@ func DurabilityRows(dir string, runs []TradeoffRun) []DurabilityRow {
 		if r.Summary == nil {
 			row.Error = cmp.Or(row.Error, "no summary")
 		} else {
+			row.Error = cmp.Or(row.Error, faultFailure(r.Summary))
 			fillDurability(&row, r.Summary)
 			readWindows(&row, r.Dir, r.Summary)
 		}
@@ -99,6 +100,19 @@ func RankDurability(rows []DurabilityRow) {
 			rows[i].Rank = i + 1
 		}
 	}
+}
+
+// faultFailure says which of the run's faults could not be carried out: such a run did not
+// test what its scenario asked, and its row is not a measurement of its setting. "" when every
+// fault ran.
+func faultFailure(s *results.Summary) string {
+	var failed []string
+	for _, f := range s.Faults {
+		if f.Failed {
+			failed = append(failed, fmt.Sprintf("fault %s at %gs failed: %s", f.Kind, f.AtS, f.Error))
+		}
+	}
+	return strings.Join(failed, "; ")
 }
 
 // tokensBackMax is the row's tokens back at most, +Inf when it was not counted: a run that
@@ -240,9 +254,4 @@ func readLatencyLog(path string) (*results.LatencyLog, error) {
 		return l, fmt.Errorf("%w (the steady state uses the seconds before it)", err)
 	}
 	return l, err
-}
-
-// hasFailed reports whether any row failed.
-func hasFailed(rows []DurabilityRow) bool {
-	return slices.ContainsFunc(rows, func(r DurabilityRow) bool { return r.Error != "" })
 }

@@ -31,6 +31,8 @@ const (
 type tradeoffPoint struct {
 	X, Y         float64
 	Label, Group string
+	// Name is the point in the list of those not plotted: Label, with what it does not show.
+	Name string
 	// Front marks a point of the Pareto front: joined by a dashed line.
 	Front bool
 }
@@ -94,7 +96,7 @@ func tradeoffPlot(title, xLabel, yLabel string, pts []tradeoffPoint, xFloor, yFl
 	var front plotter.XYs
 	for i, pt := range pts {
 		if !ax.Plotted[i] || !ay.Plotted[i] {
-			skipped = append(skipped, pt.Label)
+			skipped = append(skipped, cmp.Or(pt.Name, pt.Label))
 			continue
 		}
 		label := pt.Label
@@ -204,10 +206,15 @@ func regionsPlot(rows []RegionsRow) (*plot.Plot, error) {
 func durabilityPlot(rows []DurabilityRow) (*plot.Plot, error) {
 	var pts []tradeoffPoint
 	for _, r := range rows {
-		pt := tradeoffPoint{X: float64(r.SteadyP99Ms), Y: tokensBackMax(r), Label: r.Setting, Group: r.Fault}
-		if r.Error != "" {
+		pt := tradeoffPoint{X: float64(r.SteadyP99Ms), Y: tokensBackMax(r), Label: r.Setting, Group: r.Fault, Name: r.Label}
+		switch {
+		case r.Error != "":
 			pt.X = math.NaN()
-			pt.Label += " (" + r.Fault + ", failed)"
+			pt.Name += " (failed)"
+		case r.TokensBack == nil:
+			pt.Name += " (tokens back not counted)"
+		case !r.SteadyP99Ms.Measurable():
+			pt.Name += " (steady p99 not measurable)"
 		}
 		pts = append(pts, pt)
 	}

@@ -176,7 +176,9 @@ func TestDurabilityRowReadsSteadyStateAndFaultWindow(t *testing.T) {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ok := func(ts float64) results.Interval { return results.Interval{TS: ts, Offered: 100, Sent: 100, Allowed: 80, Denied: 20} }
+	ok := func(ts float64) results.Interval {
+		return results.Interval{TS: ts, Offered: 100, Sent: 100, Allowed: 80, Denied: 20}
+	}
 	secs := []results.Interval{ok(0), ok(1), ok(2), ok(3),
 		{TS: 4, Offered: 100, Sent: 100, Allowed: 30, Denied: 10, Errors: 60},
 		{TS: 5, Offered: 100, Sent: 100, Allowed: 90, Denied: 10}, ok(6)}
@@ -187,7 +189,14 @@ func TestDurabilityRowReadsSteadyStateAndFaultWindow(t *testing.T) {
 		Errors:     results.Errors{Timeout: 20, Conn: 40, Moved: 9},
 		Faults:     []results.Fault{{AtS: 4.2, Kind: "partition", Target: "node:0", ForS: 1, RecoveredS: 5.5}},
 		TokensBack: &results.TokensBack{Min: 3, Max: 8, Bound: 20}}
-	rows := DurabilityRows(dir, []TradeoffRun{{Fault: "partition", Setting: "async", Dir: run, Summary: s}, {Fault: "partition", Setting: "wait", Err: "refused"}})
+	// A run whose fault could not be carried out measured no fault: a failed row, whatever it holds.
+	noFault := &results.Summary{DurationS: 7, TokensBack: &results.TokensBack{},
+		Faults: []results.Fault{{AtS: 2, Kind: "partition", Failed: true, Error: "links cannot be cut"}}}
+	rows := DurabilityRows(dir, []TradeoffRun{{Fault: "partition", Setting: "async", Dir: run, Summary: s}, {Fault: "partition", Setting: "wait", Err: "refused"},
+		{Fault: "partition", Setting: "min-replicas", Dir: filepath.Join(dir, "runs", "none"), Summary: noFault}})
+	if f := rows[2]; f.Setting != "min-replicas" || f.Rank != 0 || f.Error != "fault partition at 2s failed: links cannot be cut" {
+		t.Errorf("row of a failed fault: %s rank %d error %q; want it unranked, last, saying which fault failed", f.Setting, f.Rank, f.Error)
+	}
 	r := rows[0]
 	if r.SteadyFromS != 1 || r.SteadyToS != 4 || r.SteadyP99Ms > 3 || r.SteadyP50Ms < 1.9 {
 		t.Errorf("steady state %g..%g s: p50 %v p99 %v; want seconds 1..4 at about 2 ms", r.SteadyFromS, r.SteadyToS, r.SteadyP50Ms, r.SteadyP99Ms)

@@ -19,7 +19,7 @@ const DefaultDurabilityScenario = "partition"
 // Faults of the durability matrix.
 const (
 	// FaultPartition keeps the scenario's partition fault.
-	FaultPartition = "partition"
+	FaultPartition = string(scenarios.FaultPartition)
 	// FaultKillPrimary replaces each partition with a kill-primary of the same target at the
 	// same time, and its heal with a restart of the killed node.
 	FaultKillPrimary = string(scenarios.FaultKillPrimary)
@@ -28,9 +28,9 @@ const (
 // Settings of the durability matrix: limiter.durability's values, and min-replicas (async
 // decisions, the primaries' min-replicas-to-write set).
 const (
-	SettingAsync        = "async"
-	SettingWait         = "wait"
-	SettingWaitPipeline = "wait-pipeline"
+	SettingAsync        = scenarios.DurabilityAsync
+	SettingWait         = scenarios.DurabilityWait
+	SettingWaitPipeline = scenarios.DurabilityWaitPipeline
 	SettingMinReplicas  = "min-replicas"
 )
 
@@ -109,15 +109,16 @@ func checkNames(flag string, names, allowed []string) error {
 }
 
 // WithFault returns a copy of base with the fault the matrix asks: partition keeps base's
-// partition faults; kill-primary replaces each partition of a target with a kill-primary of it
-// at the same time and, where the partition heals inside the run, a restart of the killed node
-// at the heal. base must hold a partition fault; it is not modified.
+// partition faults; kill-primary replaces each partition of a primary (not of gateways or a
+// region) with a kill-primary of it at the same time and, where the partition heals inside the
+// run, a restart of the killed node at the heal. base must hold a partition of a primary; it
+// is not modified.
 func WithFault(base *scenarios.Spec, fault string) (scenarios.Spec, error) {
 	s := *base
 	s.Faults = nil
 	found := false
 	for _, f := range base.Faults {
-		if f.Kind != scenarios.FaultKind(FaultPartition) {
+		if f.Kind != scenarios.FaultPartition || !f.OnCluster() {
 			s.Faults = append(s.Faults, f)
 			continue
 		}
@@ -134,16 +135,17 @@ func WithFault(base *scenarios.Spec, fault string) (scenarios.Spec, error) {
 	// A heal's restart may fall after faults that followed the partition: keep schedule order.
 	slices.SortStableFunc(s.Faults, func(a, b scenarios.FaultSpec) int { return cmp.Compare(a.At, b.At) })
 	if !found {
-		return s, fmt.Errorf("scenario %s: faults: no fault of kind partition to keep or replace; use the %s built-in or a file with one", base.Name, DefaultDurabilityScenario)
+		return s, fmt.Errorf("scenario %s: faults: no partition of a primary to keep or replace; use the %s built-in or a file with one (kind: partition, target: hottest or node:N)", base.Name, DefaultDurabilityScenario)
 	}
 	return s, nil
 }
 
 // WithSetting sets s's durability: limiter.durability (wait-pipeline with the coalescing
 // transport it waits after), or for min-replicas async decisions with every primary's
-// min-replicas-to-write at 1 (max lag MinReplicasMaxLag unless s sets one). It turns on the
-// debit audit, so the run counts the tokens a fault returned, and refuses a setting that
-// needs a replica on a cluster without one.
+// min-replicas-to-write at 1 (max lag MinReplicasMaxLag unless s sets one). WAIT's replicas
+// and timeout are kept for wait and wait-pipeline and cleared otherwise. It turns on the debit
+// audit, so the run counts the tokens a fault returned, and refuses a setting that needs a
+// replica on a cluster without one.
 func WithSetting(s *scenarios.Spec, setting string) error {
 	if setting != SettingAsync && s.Cluster.Replicas != nil && *s.Cluster.Replicas < 1 {
 		return fmt.Errorf("scenario %s: cluster.replicas: 0: durability %s waits for a replica; use replicas: 1", s.Name, setting)
@@ -152,15 +154,18 @@ func WithSetting(s *scenarios.Spec, setting string) error {
 	minReplicas, maxLag := s.Cluster.MinReplicasToWrite, s.Cluster.MinReplicasMaxLag
 	s.Cluster.MinReplicasToWrite, s.Cluster.MinReplicasMaxLag = 0, 0
 	switch setting {
-	case SettingAsync, SettingWait:
-		s.Limiter.Durability = setting
+	case SettingWait:
+		s.Limiter.Durability = scenarios.DurabilityWait
 	case SettingWaitPipeline:
-		s.Limiter.Durability = setting
+		s.Limiter.Durability = scenarios.DurabilityWaitPipeline
 		s.Limiter.Transport = scenarios.TransportCoalesce
-	case SettingMinReplicas:
-		s.Limiter.Durability = SettingAsync
-		s.Cluster.MinReplicasToWrite = max(minReplicas, 1)
-		s.Cluster.MinReplicasMaxLag = cmp.Or(maxLag, scenarios.Duration(MinReplicasMaxLag))
+	case SettingAsync, SettingMinReplicas:
+		s.Limiter.Durability = scenarios.DurabilityAsync
+		s.Limiter.DurabilityReplicas, s.Limiter.DurabilityTimeout = 0, 0
+		if setting == SettingMinReplicas {
+			s.Cluster.MinReplicasToWrite = max(minReplicas, 1)
+			s.Cluster.MinReplicasMaxLag = cmp.Or(maxLag, scenarios.Duration(MinReplicasMaxLag))
+		}
 	default:
 		return fmt.Errorf("durability setting %q: use one of %s", setting, strings.Join(DurabilitySettings, ", "))
 	}

@@ -19,7 +19,7 @@ func partitionBase(t *testing.T) *scenarios.Spec {
 	s.Name = "partition-test"
 	s.Duration = scenarios.Duration(20 * time.Second)
 	s.Faults = []scenarios.FaultSpec{
-		{At: scenarios.Duration(6 * time.Second), Kind: FaultPartition, Target: "node:0", For: scenarios.Duration(4 * time.Second)},
+		{At: scenarios.Duration(6 * time.Second), Kind: scenarios.FaultPartition, Target: "node:0", For: scenarios.Duration(4 * time.Second)},
 		{At: scenarios.Duration(8 * time.Second), Kind: scenarios.FaultScriptFlush, Target: "all"},
 	}
 	return s
@@ -33,7 +33,7 @@ func TestWithFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(kept.Faults) != 2 || kept.Faults[0].Kind != FaultPartition || kept.Faults[1].Kind != scenarios.FaultScriptFlush {
+	if len(kept.Faults) != 2 || kept.Faults[0].Kind != scenarios.FaultPartition || kept.Faults[1].Kind != scenarios.FaultScriptFlush {
 		t.Errorf("partition: faults %+v, want the base's", kept.Faults)
 	}
 	kill, err := WithFault(base, FaultKillPrimary)
@@ -55,7 +55,7 @@ func TestWithFault(t *testing.T) {
 			t.Errorf("kill-primary fault %d: %s at %gs on %s for %v; want %s at %gs on %s", i, f.Kind, sec(f.At), f.Target, time.Duration(f.For), w.kind, w.at, w.target)
 		}
 	}
-	if base.Faults[0].Kind != FaultPartition || len(base.Faults) != 2 {
+	if base.Faults[0].Kind != scenarios.FaultPartition || len(base.Faults) != 2 {
 		t.Errorf("the base's faults changed: %+v", base.Faults)
 	}
 	// A partition healed only at the end of the run has no restart inside it.
@@ -64,9 +64,15 @@ func TestWithFault(t *testing.T) {
 	if k, _ := WithFault(long, FaultKillPrimary); len(k.Faults) != 2 {
 		t.Errorf("a heal at the run's end: faults %+v, want the kill and the flush only", k.Faults)
 	}
+	// A partition of gateways is no primary's: kill-primary leaves it, and has none to replace.
+	gw := partitionBase(t)
+	gw.Faults[0].Target = "gateway:0"
+	if k, err := WithFault(gw, FaultKillPrimary); err == nil || k.Faults[0].Kind != scenarios.FaultPartition {
+		t.Errorf("a partition of gateways: faults %+v, err %v; want it kept and an error: no primary's partition", k.Faults, err)
+	}
 	none := partitionBase(t)
 	none.Faults = none.Faults[1:]
-	if _, err := WithFault(none, FaultKillPrimary); err == nil || !strings.Contains(err.Error(), "no fault of kind partition") {
+	if _, err := WithFault(none, FaultKillPrimary); err == nil || !strings.Contains(err.Error(), "no partition of a primary") {
 		t.Errorf("no partition: %v, want an error saying so", err)
 	}
 }
@@ -98,6 +104,12 @@ func TestWithSetting(t *testing.T) {
 				s.Limiter.Durability, s.Limiter.Transport, s.Cluster.MinReplicasToWrite, time.Duration(s.Cluster.MinReplicasMaxLag), s.Limiter.Audit,
 				c.durability, c.transport, want, c.maxLag)
 		}
+	}
+	// WAIT's own fields go with it: async refuses them.
+	w := partitionBase(t)
+	w.Limiter.Durability, w.Limiter.DurabilityReplicas, w.Limiter.DurabilityTimeout = SettingWait, 1, scenarios.Duration(time.Second)
+	if err := WithSetting(w, SettingAsync); err != nil || w.Limiter.DurabilityReplicas != 0 || w.Limiter.DurabilityTimeout != 0 {
+		t.Errorf("wait to async: err %v, replicas %d, timeout %v; want WAIT's fields cleared", err, w.Limiter.DurabilityReplicas, time.Duration(w.Limiter.DurabilityTimeout))
 	}
 	s := partitionBase(t)
 	zero := 0
@@ -142,6 +154,9 @@ func TestDurabilityPlan(t *testing.T) {
 		f, st := DurabilityFaults[i/len(DurabilitySettings)], DurabilitySettings[i%len(DurabilitySettings)]
 		if p.Run.Fault != f || p.Run.Setting != st || p.Name != f+"-"+st {
 			t.Errorf("plan %d: %s (%s, %s), want %s-%s", i, p.Name, p.Run.Fault, p.Run.Setting, f, st)
+		}
+		if p.Run.Err != "" {
+			t.Errorf("plan %s refused: %s", p.Name, p.Run.Err)
 		}
 		if sec(p.Spec.Faults[0].At) != 3 || string(p.Spec.Faults[0].Kind) != f || !p.Spec.Limiter.Audit {
 			t.Errorf("plan %s: first fault %s at %gs, audit %v; want %s at 3s (scaled to 10s), audit on", p.Name, p.Spec.Faults[0].Kind, sec(p.Spec.Faults[0].At), p.Spec.Limiter.Audit, f)
