@@ -43,6 +43,7 @@ func (s *Spec) ApplyDefaults() {
 	s.defaultLimiter()
 	s.defaultEndpoints()
 	s.defaultCluster()
+	s.defaultRegions()
 	if s.Via == "" {
 		s.Via = ViaProcess
 	}
