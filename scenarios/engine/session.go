@@ -51,6 +51,8 @@ type Session struct {
 	skew  []atomic.Int64
 	marks *marks
 	tally *tally // decisions and overspend per key (the in-process driver's)
+	// regions is a multi-region run's layout and accounts (regions.go); nil without regions.
+	regions *regionRun
 	// closers release what Open started, last started first.
 	closers []func() error
 }
@@ -178,6 +180,9 @@ func (s *Session) Start(base time.Time) {
 	}
 	if s.faults != nil {
 		s.faults.Start(base)
+	}
+	if s.regions != nil && s.regions.reb != nil {
+		s.regions.reb.start(base)
 	}
 }
 
