@@ -44,6 +44,7 @@ func (s *Spec) ApplyDefaults() {
 	s.defaultEndpoints()
 	s.defaultCluster()
 	s.defaultDurability()
+	s.defaultRegions()
 	if s.Via == "" {
 		s.Via = ViaProcess
 	}

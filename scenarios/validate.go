@@ -36,6 +36,7 @@ func (s *Spec) Validate() error {
 	s.validateFaults(bad)
 	s.validateSLO(bad)
 	s.validateVia(bad)
+	s.validateRegions(bad)
 	return errors.Join(errs...)
 }
 

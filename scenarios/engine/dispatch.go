@@ -112,6 +112,9 @@ func (p *dispatcher) wait(off time.Duration, done <-chan struct{}) bool {
 func (p *dispatcher) offer(off time.Duration, j job) {
 	d := p.d
 	p.offered++
+	if d.s.regions != nil {
+		d.s.regions.offer(j)
+	}
 	late := p.now - off
 	maxIn := int64(d.spec.Load.MaxInflight)
 	if late <= maxScheduleLag && len(p.batch) > 0 && d.inflight.Load()+int64(len(p.batch)) >= maxIn {

@@ -180,6 +180,9 @@ func (d *driver) chunk() []job {
 // Options.Consumers.
 func (d *driver) consume(r *Record) {
 	d.judge.Consume(r)
+	if d.s.regions != nil {
+		d.s.regions.consume(r)
+	}
 	d.s.tally.Consume(r)
 	if d.s.back != nil {
 		d.s.back.Consume(r)

@@ -35,6 +35,9 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		s.store.fillSummary(ctx, sum, m.Ran)
 	}
 	s.fillLeases(sum)
+	if s.regions != nil {
+		sum.Regions = s.regions.summary(m.Ran)
+	}
 	if s.faults != nil {
 		var bound float64
 		sum.Faults, bound = s.faults.Recorded()

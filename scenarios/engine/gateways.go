@@ -15,6 +15,9 @@ import (
 // per gateway in lease mode (each holds its own leases), one shared limiter otherwise (the
 // gateways differ only in their clocks).
 func (s *Session) buildGateways(ctx context.Context) error {
+	if s.Spec.Regions != nil {
+		return s.buildRegions(ctx)
+	}
 	lim, err := s.newLimiter(ctx)
 	if err != nil {
 		return err

@@ -15,6 +15,8 @@ type Record struct {
 	// Worker is the worker that decided (0..concurrency-1); Sec the second of the run the
 	// request was intended in; Key its tenant x endpoint index.
 	Worker, Sec, Key int
+	// Region is the index (in spec order) of the region whose gateway decided; 0 without regions.
+	Region int
 	// AtMs is the time the decision is judged at (Unix ms): the wall clock, or the schedule's
 	// clock with limiter.clock: schedule; never a skewed gateway clock. With limiter.clock: redis
 	// the judge sets it to the time the script used (Decision.At), where the limiter says.

@@ -56,6 +56,8 @@ type Session struct {
 	back *backTally
 	// cuts are the gateways' cut switches of a gateway partition; nil without one.
 	cuts []atomic.Bool
+	// regions is a multi-region run's layout and accounts (regions.go); nil without regions.
+	regions *regionRun
 	// closers release what Open started, last started first.
 	closers []func() error
 }
@@ -186,6 +188,9 @@ func (s *Session) Start(base time.Time) {
 	}
 	if s.faults != nil {
 		s.faults.Start(base)
+	}
+	if s.regions != nil && s.regions.reb != nil {
+		s.regions.reb.start(base)
 	}
 }
 

@@ -59,6 +59,7 @@ func (w *worker) work(jobs <-chan []job) {
 			p.off = j.off
 			r.Sec, r.Key, r.Cost = int(j.off/time.Second), int(j.tenant)*nEp+int(j.ep), int64(j.cost)
 			tag.sec.Store(int64(r.Sec))
+			lim, gw := w.route(j, r)
 			reqNow := now
 			if d.schedClock {
 				reqNow = d.clockBase.Add(j.off)
@@ -66,23 +67,23 @@ func (w *worker) work(jobs <-chan []job) {
 			r.AtMs = reqNow.UnixMilli() // the checker's (true) time
 			if d.s.skew != nil {
 				// The gateway's clock, skewed on purpose; the checker keeps the true time.
-				reqNow = reqNow.Add(time.Duration(d.s.skew[w.gateway].Load()))
+				reqNow = reqNow.Add(time.Duration(d.s.skew[gw].Load()))
 			}
 			req := limiter.Request{Tenant: d.s.Tenants[j.tenant], Endpoint: d.s.Endpoints[j.ep], Cost: r.Cost, Now: reqNow}
 			var (
 				dec limiter.Decision
 				err error
 			)
-			if async != nil {
+			if a := w.asyncFor(lim, async); a != nil {
 				var parked bool
-				if dec, parked, err = async.AllowAsync(ctx, req, p); parked {
+				if dec, parked, err = a.AllowAsync(ctx, req, p); parked {
 					// p belongs to the callback now, which may already be running.
 					p = &decision{w: w, rec: Record{Worker: w.id}}
 					now = time.Now()
 					continue
 				}
 			} else {
-				dec, err = w.lim.Allow(ctx, req)
+				dec, err = lim.Allow(ctx, req)
 			}
 			r.Decision, r.Err = dec, err
 			end := time.Now()
@@ -94,6 +95,29 @@ func (w *worker) work(jobs <-chan []job) {
 		default:
 		}
 	}
+}
+
+// route returns the limiter and gateway index that decide j: the worker's own, or with regions
+// those of a gateway of the request's region (set in r), which picks the gateway, not the worker.
+func (w *worker) route(j job, r *Record) (limiter.Limiter, int) {
+	rr := w.d.s.regions
+	if rr == nil {
+		return w.lim, w.gateway
+	}
+	r.Region = rr.pick(j.off, j.tenant)
+	gw := rr.gateway(r.Region, w.id)
+	rr.arrive(r.Region, j.tenant)
+	return w.d.s.gateways[gw], gw
+}
+
+// asyncFor is the AsyncLimiter to ask for a decision by lim: the worker's own (async), or with
+// regions lim's, since the request's region chose lim; nil where decisions must wait (lanes).
+func (w *worker) asyncFor(lim limiter.Limiter, async limiter.AsyncLimiter) limiter.AsyncLimiter {
+	if w.d.s.regions == nil || w.d.lanes != nil {
+		return async
+	}
+	a, _ := lim.(limiter.AsyncLimiter)
+	return a
 }
 
 // finish records decision r of a request intended at off, answered at end: its latency, whether
