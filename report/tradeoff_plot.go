@@ -185,12 +185,20 @@ func savePlot(p *plot.Plot, dir, stem string) error {
 	return nil
 }
 
+// lowAvailability is the availability below which a regions point names its own: its y counts
+// only the decisions it made.
+const lowAvailability = 0.99
+
 // regionsPlot is the regions sweep's plot: worst-region p99 against (overspend + false
 // denies) per allowed request, one point per row that ran.
 func regionsPlot(rows []RegionsRow) (*plot.Plot, error) {
 	var pts []tradeoffPoint
 	for _, r := range rows {
 		pt := tradeoffPoint{X: float64(r.WorstP99Ms), Y: r.ErrorsPerAllowed, Label: r.Label, Group: r.Design, Front: r.Pareto}
+		// The y axis judges decisions made: a design that made few says so beside its point.
+		if r.Error == "" && r.Availability < lowAvailability {
+			pt.Label += fmt.Sprintf(" (availability %.1f%%)", 100*r.Availability)
+		}
 		if r.Error != "" {
 			pt.X = math.NaN() // a failed run's figures are not a design's
 			pt.Label += " (failed)"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ type RegionsOptions struct {
 	// Periods are the rebalance periods T; default DefaultPeriods. The global and split
 	// designs have no period: they run once each.
 	Periods []time.Duration
-	// Duration of every run; 0 keeps the scenario's.
+	// Duration of every run; 0 is the scenario's, or twice the longest period when that is
+	// longer, so that every period has its rebalances in the run.
 	Duration time.Duration
 	// Out is the sweep's directory (runs go to Out/runs/); default out/regions-sweep-<time>.
 	Out string
@@ -39,7 +41,8 @@ type RegionsOptions struct {
 }
 
 // RegionsPlan is the runs of a regions sweep of base: the global and split designs once, the
-// rebalance design at each period, all on base's seed and load. base must have a regions
+// rebalance design at each period, all on base's seed and load for duration (0: base's, or
+// twice the longest period when that is longer). base must have a regions
 // section; it is not modified. A rewrite the spec's validation refuses is a Plan whose Run
 // says so (Err), not an error: the sweep's table keeps its row.
 func RegionsPlan(base *scenarios.Spec, periods []time.Duration, duration time.Duration) ([]Plan, error) {
@@ -57,6 +60,9 @@ func RegionsPlan(base *scenarios.Spec, periods []time.Duration, duration time.Du
 	if duration != 0 && duration < time.Second {
 		return nil, fmt.Errorf("--duration %v: must be at least 1s", duration)
 	}
+	if duration == 0 {
+		duration = max(time.Duration(base.Duration), 2*slices.Max(periods))
+	}
 	var plans []Plan
 	for _, d := range Designs {
 		ts := []time.Duration{0}
@@ -65,9 +71,7 @@ func RegionsPlan(base *scenarios.Spec, periods []time.Duration, duration time.Du
 		}
 		for _, t := range ts {
 			s := WithDesign(base, d, t)
-			if duration != 0 {
-				s.Duration = scenarios.Duration(duration)
-			}
+			s.Duration = scenarios.Duration(duration)
 			run := Run{Design: d, PeriodS: t.Seconds()}
 			if err := revalidate(&s, "regions.design "+d); err != nil {
 				run.Err = err.Error()
@@ -79,18 +83,35 @@ func RegionsPlan(base *scenarios.Spec, periods []time.Duration, duration time.Du
 }
 
 // WithDesign returns a copy of base whose regions share the limit by design, with period T
-// for the rebalance design (0 keeps base's period). The copy's regions section is its own.
+// for the rebalance design (0 keeps base's period) and none for the others, named after the
+// design (designName). The copy's regions section is its own.
 func WithDesign(base *scenarios.Spec, design string, period time.Duration) scenarios.Spec {
 	s := *base
 	r := *base.Regions
 	r.List = append([]scenarios.RegionCfg(nil), base.Regions.List...)
 	r.Design = design
-	if design == scenarios.DesignRebalance && period > 0 {
+	switch {
+	case design != scenarios.DesignRebalance:
+		r.Period = 0 // only rebalance has a period
+	case period > 0:
 		r.Period = scenarios.Duration(period)
 	}
 	s.Regions = &r
 	s.Faults = append([]scenarios.FaultSpec(nil), base.Faults...)
+	s.Name = designName(base.Name, design)
 	return s
+}
+
+// designName is the name of base's run with design: a name ending in a design's name gets
+// design's instead (regions-global becomes regions-split, as the built-ins are named), any
+// other gets it appended.
+func designName(base, design string) string {
+	for _, d := range Designs {
+		if strings.HasSuffix(base, "-"+d) {
+			return strings.TrimSuffix(base, d) + design
+		}
+	}
+	return base + "-" + design
 }
 
 // regionsRunName is a run's directory name: the design, and the period for rebalance.
