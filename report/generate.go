@@ -38,6 +38,9 @@ var funcs = map[string]any{
 	"time":    fmtTime,
 	"md":      mdEscape,
 	"mdcode":  mdCode,
+	// A multi-region run's section (regions.go).
+	"regionsMD":   regionsMarkdown,
+	"regionsHTML": regionsHTML,
 }
 
 var (

@@ -42,6 +42,7 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 	if s.CPU != nil {
 		t.row("cpu", "%s", s.CPU.Line())
 	}
+	t.regions(s.Regions)
 	if s.Load.GeneratorLimited {
 		t.row("WARNING", "offered rate not reached: %s", s.Load.Note)
 	} else if s.Load.Note != "" {

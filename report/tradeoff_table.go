@@ -134,8 +134,8 @@ func durabilityCSV(rows []DurabilityRow) ([]byte, error) {
 	return writeCSV(header, recs)
 }
 
-// regionsMarkdown is sweep.md: the plot, the table and what its columns mean.
-func regionsMarkdown(rows []RegionsRow) string {
+// sweepMarkdown is sweep.md: the plot, the table and what its columns mean.
+func sweepMarkdown(rows []RegionsRow) string {
 	var b strings.Builder
 	b.WriteString("# Regions sweep: what each design costs\n\n")
 	fmt.Fprintf(&b, "![worst-region p99 against overspend and false denies per allowed request, one point per design and period](%s.png)\n\n", TradeoffChart)

@@ -44,7 +44,7 @@ func WriteRegionsSweep(dir string, runs []TradeoffRun) ([]RegionsRow, error) {
 	errs := []error{err,
 		writeJSON(filepath.Join(dir, RegionsSweepStem+".json"), RegionsSweep{Schema: SchemaRegionsSweep, Rows: rows}),
 		results.WriteFileAtomic(filepath.Join(dir, RegionsSweepStem+".csv"), csvData),
-		results.WriteFileAtomic(filepath.Join(dir, RegionsSweepStem+".md"), []byte(regionsMarkdown(rows))),
+		results.WriteFileAtomic(filepath.Join(dir, RegionsSweepStem+".md"), []byte(sweepMarkdown(rows))),
 	}
 	p, err := regionsPlot(rows)
 	if err == nil {

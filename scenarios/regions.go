@@ -1,6 +1,9 @@
 package scenarios
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // RegionsCfg spreads a run over regions: each region has its gateways and its share of the
 // traffic, and every call from one region to another crosses a round trip of RTT ± Jitter.
@@ -81,6 +84,28 @@ func (r *RegionsCfg) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// OverrideRegions puts a --design and a --period over the regions (each only when set): a
+// design other than rebalance drops the period, and rebalance without one gets the default.
+func (s *Spec) OverrideRegions(design string, period time.Duration, setDesign, setPeriod bool) error {
+	r := s.Regions
+	if r == nil {
+		return fmt.Errorf("--design/--period: scenario %s has no regions; run regions-global, regions-split or regions-rebalance, or add a regions section", s.Name)
+	}
+	if setDesign {
+		r.Design = design
+		switch {
+		case design != DesignRebalance:
+			r.Period = 0
+		case r.Period == 0:
+			r.Period = Duration(DefaultRegionPeriod)
+		}
+	}
+	if setPeriod {
+		r.Period = Duration(period)
+	}
+	return nil
 }
 
 // defaultRegions fills the regions' defaults; it runs after defaultLimiter (the budget defaults

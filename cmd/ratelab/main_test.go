@@ -268,6 +268,8 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{[]string{"run", "smoke", "--limiter", "magic"}, []string{`limiter.kind: "magic"`}},
 		{[]string{"run", "smoke", "--transport", "fast"}, []string{`limiter.transport: "fast"`, "use plain"}},
 		{[]string{"run", "hot-tenant", "--limiter", "lease", "--transport", "coalesce"}, []string{"limiter.transport: coalesce", "only limiter.kind token-bucket"}},
+		{[]string{"run", "smoke", "--design", "split"}, []string{"--design/--period: scenario smoke has no regions"}},
+		{[]string{"run", "regions-rebalance", "--design", "split", "--period", "2s"}, []string{"regions.period: 2s: only design rebalance has a period"}},
 		{[]string{"run", "nonexistent"}, []string{`no built-in scenario "nonexistent"`, "hot-tenant"}},
 	}
 	for _, tt := range tests {

@@ -55,6 +55,9 @@ type runOptions struct {
 	clock       string
 	transport   string
 	via         string
+	// design and period are --design and --period, over a multi-region scenario's regions.
+	design string
+	period time.Duration
 	// policy is --policy, written into policyRate and policyBurst.
 	policy          *policyFlag
 	policyRate      float64

@@ -47,6 +47,8 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.clock, "clock", "", "override limiter.clock: gateway, redis or schedule (decision time = start + intended offset: replays reproduce a run exactly)")
 	o.output = addOutputFlag(cmd, runOutputHelp+"; with --repeat, json is an array of the repetitions' summaries", outputJSON, outputMD)
 	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
+	f.StringVar(&o.design, "design", "", "override regions.design of a multi-region scenario: global, split, rebalance or independent")
+	f.DurationVar(&o.period, "period", 0, "override regions.period, the rebalance design's T: how often the shares follow demand (e.g. 500ms)")
 	f.StringVar(&o.stages, "stages", "", "ramp the offered rate from --rate (default 0 with stages): TO@OVER ramps to TO requests/s over OVER (0s: a step), hold@D keeps it, comma-separated, e.g. 5000@30s,100000@60s,hold@30s; the run lasts their total unless --duration")
 	addMetricsFlags(cmd, &o.metrics)
 }
@@ -111,6 +113,11 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Trace = &scenarios.TraceCfg{File: o.trace, Speed: o.speed}
 	} else if set("speed") {
 		spec.Trace.Speed = o.speed
+	}
+	if set("design") || set("period") {
+		if err := spec.OverrideRegions(o.design, o.period, set("design"), set("period")); err != nil {
+			return err
+		}
 	}
 	for _, kv := range o.slo {
 		if err := spec.SetSLO(kv); err != nil {

@@ -33,7 +33,7 @@ type rebalancer struct {
 	period time.Duration
 	// held is each region's current shares per tenant as the rebalancer knows them: what it
 	// sent and the region could receive.
-	held [][]float64
+	held     [][]float64
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	done     chan struct{}

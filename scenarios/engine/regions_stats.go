@@ -14,10 +14,10 @@ import (
 // regionStats is one region's account: what was offered to it (the dispatcher counts, dropped
 // included) and what its gateways decided (the region consumer counts).
 type regionStats struct {
-	offered atomic.Int64
-	cross   atomic.Int64 // calls to another region: decisions (global), reports and updates (rebalance)
-	mu      sync.Mutex
-	hist    *results.Histogram
+	offered                                                    atomic.Int64
+	cross                                                      atomic.Int64 // calls to another region: decisions (global), reports and updates (rebalance)
+	mu                                                         sync.Mutex
+	hist                                                       *results.Histogram
 	allowed, denied, errors, available, overspend, falseDenies int64
 }
 

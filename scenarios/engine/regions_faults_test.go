@@ -1,0 +1,92 @@
+//go:build faults
+
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"ratelab/results"
+	"ratelab/scenarios"
+	"ratelab/scenarios/cluster/clustertest"
+)
+
+// TestRegionsRebalanceFollowsDemand: with 80% of each tenant's traffic from its home region,
+// the static split leaves a hot tenant's tokens idle in the regions it barely uses while its
+// home region denies; rebalancing moves the shares toward the demand and makes fewer false
+// denies on the same trace, still within the global envelope.
+func TestRegionsRebalanceFollowsDemand(t *testing.T) {
+	clustertest.Watch(t)
+	split := runRegions(t, regionSpec(t, scenarios.DesignSplit, 4*time.Second))
+	clustertest.RecordLag(t, split.Load.ScheduleLagP99Ms)
+	reb := runRegions(t, regionSpec(t, scenarios.DesignRebalance, 4*time.Second))
+	clustertest.RecordLag(t, reb.Load.ScheduleLagP99Ms)
+	s, r := split.Overspend.FalseDenies, reb.Overspend.FalseDenies
+	t.Logf("false denies: split %d, rebalance %d; overspend: split %d, rebalance %d", s, r, split.Overspend.Requests, reb.Overspend.Requests)
+	if s < 100 || float64(r) > 0.8*float64(s) {
+		t.Errorf("false denies: split %d, rebalance %d; want rebalance at most 80%% of split's (and split's at least 100)", s, r)
+	}
+	if reb.Overspend.Ratio > 0.01 {
+		t.Errorf("rebalance overspend ratio %.4f (%d requests): the shares still add up to one quota", reb.Overspend.Ratio, reb.Overspend.Requests)
+	}
+	if reb.Regions.PeriodS != 0.5 || reb.Regions.CrossRegionCallsPerS <= 0 {
+		t.Errorf("rebalance period %v s, %.1f cross-region calls/s; want 0.5 s and the reports and updates counted", reb.Regions.PeriodS, reb.Regions.CrossRegionCallsPerS)
+	}
+}
+
+// TestRegionsCutRegionFailsItsGlobalDecisions cuts eu off for about 1.5 s of a 4 s run in design
+// global: eu's decisions fail while the cut lasts (its endpoint fails open, so the fail policy
+// answers them), then cross again after RestoreRegion; us and ap are not affected.
+func TestRegionsCutRegionFailsItsGlobalDecisions(t *testing.T) {
+	clustertest.Watch(t)
+	spec := regionSpec(t, scenarios.DesignGlobal, 4*time.Second)
+	spec.Endpoints = []scenarios.Endpoint{{Name: "default", Weight: 1, Fail: scenarios.FailOpen}}
+	spec.ApplyDefaults()
+	var s *Session
+	opts := Options{Out: t.TempDir(), OnInterval: func(iv results.Interval) {
+		switch iv.TS {
+		case 0:
+			if err := s.CutRegion("eu"); err != nil {
+				t.Error(err)
+			}
+		case 2:
+			if err := s.RestoreRegion("eu"); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	s, err := Open(context.Background(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CutRegion("mars"); err == nil {
+		t.Error("CutRegion(mars) succeeded; want an error naming the regions")
+	}
+	m, err := s.Drive(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Finish(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.RecordLag(t, res.Summary.Load.ScheduleLagP99Ms)
+	byName := map[string]results.Region{}
+	for _, g := range res.Summary.Regions.List {
+		byName[g.Name] = g
+	}
+	eu := byName["eu"]
+	if eu.Errors < eu.Offered/5 {
+		t.Errorf("eu: %d errors of %d offered; want the decisions of the cut (about a third of the run) to fail", eu.Errors, eu.Offered)
+	}
+	if eu.Availability < 0.2 || eu.Availability > 0.9 {
+		t.Errorf("eu availability %.2f; want it lost during the cut and back after the restore", eu.Availability)
+	}
+	for _, name := range []string{"us", "ap"} {
+		if g := byName[name]; g.Availability < 0.95 || g.Errors > g.Offered/50 {
+			t.Errorf("%s: availability %.2f, %d errors of %d offered; a cut eu must not touch it", name, g.Availability, g.Errors, g.Offered)
+		}
+	}
+}
