@@ -55,6 +55,9 @@ type runOptions struct {
 	clock       string
 	transport   string
 	via         string
+	// durability is --durability and durabilityTimeout --durability-timeout (durability.go).
+	durability        string
+	durabilityTimeout time.Duration
 	// policy is --policy, written into policyRate and policyBurst.
 	policy          *policyFlag
 	policyRate      float64

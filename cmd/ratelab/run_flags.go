@@ -48,6 +48,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	o.output = addOutputFlag(cmd, runOutputHelp+"; with --repeat, json is an array of the repetitions' summaries", outputJSON, outputMD)
 	f.StringVar(&o.via, "via", "", "override via: process (in-process decisions) or http (through ratelab's gateway, driven by vegeta)")
 	f.StringVar(&o.stages, "stages", "", "ramp the offered rate from --rate (default 0 with stages): TO@OVER ramps to TO requests/s over OVER (0s: a step), hold@D keeps it, comma-separated, e.g. 5000@30s,100000@60s,hold@30s; the run lasts their total unless --duration")
+	addDurabilityFlags(cmd, o)
 	addMetricsFlags(cmd, &o.metrics)
 }
 
@@ -91,6 +92,7 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Load.MaxInflight = o.maxInflight
 	}
 	applyLimiterFlags(set, spec, o)
+	applyDurabilityFlags(set, spec, o)
 	if set("policy") {
 		if spec.HasTariffs() {
 			return fmt.Errorf("--policy %s: scenario %s takes its limits from tariffs (policy.file or policy.tariffs); edit the tariffs instead", o.policy, spec.Name)
