@@ -31,6 +31,7 @@ func (r SlotRange) Len() int { return r.End - r.Start + 1 }
 type nodeLine struct {
 	ID          string
 	Addr        string // "ip:port", without the bus port and hostname
+	BusPort     int    // the cluster bus port after "@"; 0 when absent
 	Flags       []string
 	PrimaryID   string // "" when the field is "-"
 	ConfigEpoch int64
@@ -63,9 +64,11 @@ func parseClusterNodes(s string) ([]nodeLine, error) {
 		if len(f) < 8 {
 			return nil, fmt.Errorf("cluster: CLUSTER NODES line %d has %d fields, want >= 8: %q", i+1, len(f), line)
 		}
-		addr, _, _ := strings.Cut(f[1], "@")
+		addr, bus, _ := strings.Cut(f[1], "@")
 		addr, _, _ = strings.Cut(addr, ",")
-		n := nodeLine{ID: f[0], Addr: addr, Flags: strings.Split(f[2], ","), Connected: f[7] == "connected"}
+		bus, _, _ = strings.Cut(bus, ",")
+		busPort, _ := strconv.Atoi(bus) // absent or unparsable: 0, as nothing depends on it but Partitionable
+		n := nodeLine{ID: f[0], Addr: addr, BusPort: busPort, Flags: strings.Split(f[2], ","), Connected: f[7] == "connected"}
 		if f[3] != "-" {
 			n.PrimaryID = f[3]
 		}

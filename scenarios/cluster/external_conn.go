@@ -14,7 +14,8 @@ import (
 // External is a connection to a Redis Cluster someone else runs. It implements Cluster: the
 // read-only methods (Nodes, PrimaryFor, ReplOffsets, WaitHealthy, ...) work through Redis
 // commands; every fault method returns ErrFaultsRefused unless ExternalConfig.AllowFaults, and
-// then MigrateSlots runs while Kill, Pause, Resume, Restart and SetLatency wrap ErrUnsupported.
+// then MigrateSlots runs while Kill, Pause, Resume, Restart, SetLatency, Partition and Heal wrap
+// ErrUnsupported.
 type External struct {
 	cfg    ExternalConfig
 	ctl    *Local // adopted control plane: one client per node
@@ -219,6 +220,19 @@ func (e *External) Restart(_ context.Context, addr string) error {
 // SetLatency is refused (ErrFaultsRefused) or, with AllowFaults, unsupported (ErrUnsupported).
 func (e *External) SetLatency(addr string, _, _ time.Duration) error {
 	return e.cfg.errFaults("latency on " + addr)
+}
+
+// Partition is refused (ErrFaultsRefused) or, with AllowFaults, unsupported (ErrUnsupported).
+func (e *External) Partition(_ context.Context, isolated []string) error {
+	return e.cfg.errFaults("partition of " + strings.Join(isolated, ","))
+}
+
+// Heal is refused (ErrFaultsRefused) or, with AllowFaults, unsupported (ErrUnsupported).
+func (e *External) Heal(context.Context) error { return e.cfg.errFaults("heal") }
+
+// NodesSeenBy reads CLUSTER NODES of the node on addr (read-only).
+func (e *External) NodesSeenBy(ctx context.Context, addr string) ([]NodeView, error) {
+	return e.ctl.NodesSeenBy(ctx, addr)
 }
 
 // MigrateSlots moves slots between primaries as Local.MigrateSlots does, only with AllowFaults

@@ -108,7 +108,7 @@ func (l *Local) Restart(ctx context.Context, addr string) error {
 	if err := l.stopMember(m); err != nil {
 		return err
 	}
-	p, err := startProc(l.bin, m.Dir, m.RealPort, announcePort(m.proxy), l.opts)
+	p, err := startProc(l.bin, m.Dir, m.RealPort, m.announceOf(), l.opts)
 	if err != nil {
 		return err
 	}

@@ -50,9 +50,14 @@ func (l *Local) form(ctx context.Context) error {
 	}
 	for _, m := range ms[1:] {
 		// The real port: MEET derives the bus port as port+10000. The announced (proxy) port
-		// reaches the peers with the first PING/PONG, which checkMet waits for.
-		if err := m.client.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(ms[0].RealPort)).Err(); err != nil {
-			return fmt.Errorf("cluster: CLUSTER MEET 127.0.0.1 %d on %s: %w", ms[0].RealPort, m.Addr, err)
+		// reaches the peers with the first PING/PONG, which checkMet waits for. Behind a bus
+		// proxy (Options.Partitionable) the MEET goes through the proxies from the start.
+		meet := []any{"CLUSTER", "MEET", "127.0.0.1", ms[0].RealPort}
+		if ms[0].busProxy != nil {
+			meet = []any{"CLUSTER", "MEET", "127.0.0.1", ms[0].Port, ms[0].busProxy.port}
+		}
+		if err := m.client.Do(ctx, meet...).Err(); err != nil {
+			return fmt.Errorf("cluster: %v on %s: %w", meet, m.Addr, err)
 		}
 	}
 	if err := l.waitFor(ctx, "all nodes to know each other", l.checkMet); err != nil {
@@ -109,8 +114,12 @@ func (l *Local) waitFor(ctx context.Context, what string, check func(context.Con
 func (l *Local) checkMet(ctx context.Context) error {
 	var probs []string
 	announced := map[string]bool{}
+	bus := map[string]int{} // announced address -> bus proxy port (Options.Partitionable)
 	for _, m := range l.members {
 		announced[m.Addr] = true
+		if m.busProxy != nil {
+			bus[m.Addr] = m.busProxy.port
+		}
 	}
 	for _, m := range l.members {
 		view, err := l.view(ctx, m)
@@ -120,7 +129,7 @@ func (l *Local) checkMet(ctx context.Context) error {
 		}
 		known := 0
 		for _, v := range view {
-			if !v.has("handshake") && !v.has("noaddr") && announced[v.Addr] {
+			if !v.has("handshake") && !v.has("noaddr") && announced[v.Addr] && (bus[v.Addr] == 0 || bus[v.Addr] == v.BusPort) {
 				known++
 			}
 		}

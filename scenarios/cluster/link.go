@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ const halfCloseGrace = time.Second
 type link struct {
 	p              *proxy
 	client, server *net.TCPConn
+	src            netip.Addr // the client's source address: what a cut by source matches
 	up, down       *pipe
 	done           chan struct{} // closed by abort
 	once           sync.Once
@@ -24,7 +26,7 @@ type link struct {
 }
 
 func newLink(p *proxy, client, server *net.TCPConn) (*link, error) {
-	l := &link{p: p, client: client, server: server, done: make(chan struct{})}
+	l := &link{p: p, client: client, server: server, src: sourceOf(client), done: make(chan struct{})}
 	var err error
 	if l.up, err = newPipe(l, client, server); err != nil {
 		return nil, err

@@ -35,7 +35,8 @@ type Local struct {
 
 	mu        sync.Mutex
 	members   []*member
-	proxies   []*proxy // every proxy ever started (Options.Proxy), closed by Close
+	proxies   []*proxy   // every proxy ever started (Options.Proxy, Partitionable), closed by Close
+	partMu    sync.Mutex // serializes Partition and Heal
 	closed    bool
 	stateFile string // set by SaveState / Attach; Stop removes it
 
@@ -99,6 +100,11 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 	o.Logf("cluster: %d nodes answer PING after %v; forming the cluster", n, time.Since(began).Round(time.Millisecond))
 	if err := l.form(ctx); err != nil {
 		return nil, err
+	}
+	if o.Partitionable {
+		if err := l.waitFor(ctx, "every bus link through the bus proxies", l.checkBusProxied); err != nil {
+			return nil, err
+		}
 	}
 	o.Logf("cluster: ready in %v: %s", time.Since(began).Round(time.Millisecond), strings.Join(l.Addrs(), " "))
 	return l, nil
@@ -175,15 +181,9 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cluster: node dir: %w", err)
 	}
-	var px *proxy
-	if l.opts.Proxy {
-		var err error
-		if px, err = newProxy(); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		l.proxies = append(l.proxies, px) // closed by Close, whatever happens to the node
-		l.mu.Unlock()
+	px, busPx, src, err := l.memberProxies(i)
+	if err != nil {
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		port := fixedPort
@@ -199,13 +199,17 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 			px.setTarget(addr)
 			node.Addr, node.Port = px.addr, px.port
 		}
-		p, err := startProc(l.bin, dir, port, announcePort(px), l.opts)
+		if busPx != nil {
+			busPx.setTarget("127.0.0.1:" + strconv.Itoa(port+busPortOffset))
+		}
+		m := &member{Node: node, client: l.controlClient(addr), proxy: px, busProxy: busPx, source: src}
+		p, err := startProc(l.bin, dir, port, m.announceOf(), l.opts)
 		if err != nil {
+			_ = m.client.Close()
 			releasePort(port)
 			return err
 		}
-		node.Pid = p.pid
-		m := &member{Node: node, proc: p, client: l.controlClient(addr), proxy: px}
+		m.proc, m.Pid = p, p.pid
 		l.mu.Lock()
 		l.members[i] = m
 		l.mu.Unlock()
@@ -236,14 +240,6 @@ func (l *Local) startMember(ctx context.Context, i, fixedPort int) error {
 		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
 		_ = os.Remove(filepath.Join(dir, logName))
 	}
-}
-
-// announcePort is the port a node behind px announces; 0 without a proxy.
-func announcePort(px *proxy) int {
-	if px == nil {
-		return 0
-	}
-	return px.port
 }
 
 // Addrs returns every node's address ("127.0.0.1:PORT"), primaries first as started: the

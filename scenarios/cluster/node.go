@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,14 +89,38 @@ type member struct {
 	proc   *proc
 	client *redis.Client // control client on RealAddr: latency faults never slow it down
 	proxy  *proxy        // nil without Options.Proxy
+	// busProxy forwards to the cluster bus (RealPort+10000) and source is the loopback address
+	// the node connects from (bind-source-addr); both only with Options.Partitionable.
+	busProxy *proxy
+	source   netip.Addr
+}
+
+// announce is what a node announces instead of its own ports, and where it connects from.
+type announce struct {
+	port    int        // the client proxy's port; 0 = no proxy
+	busPort int        // the bus proxy's port; 0 = the real bus port (RealPort+10000)
+	source  netip.Addr // bind-source-addr; the zero Addr leaves it to the kernel
+}
+
+// announceOf is what m's node announces.
+func (m *member) announceOf() announce {
+	a := announce{source: m.source}
+	if m.proxy != nil {
+		a.port = m.proxy.port
+	}
+	if m.busProxy != nil {
+		a.busPort = m.busProxy.port
+	}
+	return a
 }
 
 // has reports whether addr is m's announced or real address.
 func (m *member) has(addr string) bool { return m.Addr == addr || m.RealAddr == addr }
 
-// nodeConfig renders a node's redis.conf; announcePort is its proxy's port (0 = no proxy).
-// Units: cluster-node-timeout is in milliseconds.
-func nodeConfig(port, announcePort int, dir string, opts Options) string {
+// nodeConfig renders a node's redis.conf; ann says what it announces and where it connects from
+// (the zero announce: no proxy). Units: cluster-node-timeout is in milliseconds, min-replicas-
+// max-lag in seconds.
+func nodeConfig(port int, ann announce, dir string, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\n", port)
 	b.WriteString(authConfig(port, opts)) // under TLS: port 0 and tls-port instead
@@ -119,7 +144,8 @@ func nodeConfig(port, announcePort int, dir string, opts Options) string {
 	// A replica's first sync is diskless; the default 5 s delay (waiting for more replicas to
 	// share one transfer) would dominate the start time of an empty cluster.
 	b.WriteString("repl-diskless-sync-delay 0\n")
-	b.WriteString(announceConfig(port, announcePort))
+	b.WriteString(announceConfig(port, ann))
+	b.WriteString(minReplicasConfig(opts))
 	for _, line := range opts.ExtraConfig {
 		b.WriteString(line)
 		b.WriteByte('\n')
@@ -127,24 +153,48 @@ func nodeConfig(port, announcePort int, dir string, opts Options) string {
 	return b.String()
 }
 
-// announceConfig renders the redis.conf lines of a node behind a proxy on announcePort: the
+// announceConfig renders the redis.conf lines of a node behind a proxy on ann.port: the
 // cluster (CLUSTER NODES / SLOTS, MOVED, ASK) and INFO replication name the proxy's port, so
-// clients and replicas connect through it, while the bus keeps the real port+10000 (a latency
-// fault must not make the nodes flag each other as failing). "" when announcePort is 0.
-func announceConfig(port, announcePort int) string {
-	if announcePort == 0 {
-		return ""
+// clients and replicas connect through it. The bus keeps the real port+10000 (a latency fault
+// must not make the nodes flag each other as failing) unless ann.busPort names a bus proxy
+// (Options.Partitionable). ann.source makes the node's own connections (replication, cluster
+// bus) leave from that loopback address, so that the proxies can tell which node dialed them.
+// "" for the zero announce.
+func announceConfig(port int, ann announce) string {
+	var b strings.Builder
+	if ann.port != 0 {
+		bus := port + busPortOffset
+		if ann.busPort != 0 {
+			bus = ann.busPort
+		}
+		fmt.Fprintf(&b, "cluster-announce-port %d\ncluster-announce-bus-port %d\nreplica-announce-ip 127.0.0.1\nreplica-announce-port %d\n",
+			ann.port, bus, ann.port)
 	}
-	return fmt.Sprintf("cluster-announce-port %d\ncluster-announce-bus-port %d\nreplica-announce-ip 127.0.0.1\nreplica-announce-port %d\n",
-		announcePort, port+busPortOffset, announcePort)
+	if ann.source.IsValid() {
+		fmt.Fprintf(&b, "bind-source-addr %s\n", ann.source)
+	}
+	return b.String()
 }
 
-// startProc writes dir/redis.conf and starts redis-server on port (announcing announcePort when
-// it is not 0) from the spawner thread. The node's stdout and stderr go straight (as an inherited
+// minReplicasConfig renders Options.MinReplicasToWrite and MinReplicasMaxLag, each only when
+// set (0 keeps Redis' default). Every node gets them: a replica enforces them once promoted.
+func minReplicasConfig(opts Options) string {
+	var b strings.Builder
+	if opts.MinReplicasToWrite > 0 {
+		fmt.Fprintf(&b, "min-replicas-to-write %d\n", opts.MinReplicasToWrite)
+	}
+	if opts.MinReplicasMaxLag > 0 {
+		fmt.Fprintf(&b, "min-replicas-max-lag %d\n", opts.MinReplicasMaxLag)
+	}
+	return b.String()
+}
+
+// startProc writes dir/redis.conf and starts redis-server on port (announcing and connecting
+// from what ann says) from the spawner thread. The node's stdout and stderr go straight (as an inherited
 // file descriptor) to dir/redis.log, so a detached node keeps logging after this process exits.
-func startProc(bin, dir string, port, announcePort int, opts Options) (*proc, error) {
+func startProc(bin, dir string, port int, ann announce, opts Options) (*proc, error) {
 	conf := filepath.Join(dir, confName)
-	if err := os.WriteFile(conf, []byte(nodeConfig(port, announcePort, dir, opts)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(nodeConfig(port, ann, dir, opts)), 0o600); err != nil {
 		return nil, fmt.Errorf("cluster: write %s: %w", conf, err)
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

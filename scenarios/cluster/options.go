@@ -65,6 +65,20 @@ type Options struct {
 	// (which then fixes the real ports). Default false. Not with Detached: the proxies live in
 	// this process.
 	Proxy bool
+	// Partitionable (implies Proxy) lets Local.Partition cut the links between nodes: every node
+	// connects from a loopback address of its own (bind-source-addr 127.0.0.N, N >= 2, never
+	// 127.0.0.1) and announces a second proxy in front of its cluster bus
+	// (cluster-announce-bus-port), so bus and replication traffic both pass through proxies
+	// that know which source is which node. Linux only in practice: it needs the whole of
+	// 127.0.0.0/8 on the loopback interface. At most maxPartitionable nodes. Default false.
+	Partitionable bool
+	// MinReplicasToWrite is min-replicas-to-write on every node (a primary refuses writes with
+	// fewer replicas connected and acknowledging within MinReplicasMaxLag); 0 keeps Redis'
+	// default (off). At most Replicas.
+	MinReplicasToWrite int
+	// MinReplicasMaxLag is min-replicas-max-lag on every node, in seconds; 0 keeps Redis'
+	// default (10).
+	MinReplicasMaxLag int
 	// RequirePass sets a generated random password on every node (requirepass, and masterauth
 	// for replication). Local.Password returns it and Local.ClientOptions carries it; it is
 	// written only to the nodes' redis.conf and to a mode-0600 file in the cluster's dir, never
@@ -91,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Replicas < 0 {
 		o.Replicas = 0
+	}
+	if o.Partitionable {
+		o.Proxy = true
 	}
 	if o.NodeTimeout == 0 {
 		o.NodeTimeout = DefaultNodeTimeout
@@ -131,6 +148,7 @@ func (o Options) Validate() error {
 	if o.Proxy && o.Detached {
 		probs = append(probs, "Proxy = true with Detached = true: the proxies live in this process and would die with it; drop one of them")
 	}
+	probs = append(probs, o.partitionProblems()...)
 	if o.TLS != nil {
 		if o.Proxy || o.Detached {
 			probs = append(probs, "TLS set with Proxy or Detached: a TLS cluster runs without the latency proxy and in this process; drop one of them")
@@ -152,3 +170,31 @@ func (o Options) Validate() error {
 
 // nodeCount is the total number of nodes of a defaulted Options.
 func (o Options) nodeCount() int { return o.Primaries * (1 + o.Replicas) }
+
+// maxPartitionable bounds the nodes of a Partitionable cluster: one source address 127.0.0.N
+// each, N in 2..254.
+const maxPartitionable = 253
+
+// partitionProblems are Validate's findings on Partitionable and the min-replicas options.
+func (o Options) partitionProblems() []string {
+	var probs []string
+	d := o.withDefaults()
+	if o.Partitionable {
+		if o.Detached {
+			probs = append(probs, "Partitionable = true with Detached = true: the proxies that cut the links live in this process and would die with it; drop one of them")
+		}
+		if o.TLS != nil {
+			probs = append(probs, "Partitionable = true with TLS set: a TLS cluster runs without proxies; drop one of them")
+		}
+		if n := d.nodeCount(); o.Primaries >= 0 && o.Replicas >= NoReplicas && n > maxPartitionable {
+			probs = append(probs, fmt.Sprintf("Partitionable = true with %d nodes: at most %d (one source address 127.0.0.N each); use fewer primaries or replicas", n, maxPartitionable))
+		}
+	}
+	if o.MinReplicasToWrite < 0 || (o.MinReplicasToWrite > d.Replicas && o.Replicas >= NoReplicas) {
+		probs = append(probs, fmt.Sprintf("MinReplicasToWrite = %d: want 0..%d (Replicas); more would refuse every write (0 = off)", o.MinReplicasToWrite, d.Replicas))
+	}
+	if o.MinReplicasMaxLag < 0 {
+		probs = append(probs, fmt.Sprintf("MinReplicasMaxLag = %d: want >= 0 seconds (0 = Redis' default, 10)", o.MinReplicasMaxLag))
+	}
+	return probs
+}

@@ -73,7 +73,7 @@ func TestOptionsDefaults(t *testing.T) {
 func TestNodeConfig(t *testing.T) {
 	t.Parallel()
 	o := Options{NodeTimeout: 1500 * time.Millisecond, ExtraConfig: []string{"maxmemory 64mb"}}.withDefaults()
-	have := nodeConfig(12345, 0, "/tmp/x y", o)
+	have := nodeConfig(12345, announce{}, "/tmp/x y", o)
 	for _, want := range []string{
 		"port 12345\n", "bind 127.0.0.1\n", "cluster-announce-ip 127.0.0.1\n", "cluster-enabled yes\n", "cluster-node-timeout 1500\n",
 		"cluster-replica-validity-factor 0\n", "cluster-require-full-coverage yes\n", "save \"\"\n",
@@ -90,7 +90,7 @@ func TestNodeConfig(t *testing.T) {
 	if strings.Contains(have, "announce-port") {
 		t.Errorf("nodeConfig without a proxy announces a port:\n%s", have)
 	}
-	proxied := nodeConfig(12345, 40000, "/tmp/x y", o)
+	proxied := nodeConfig(12345, announce{port: 40000}, "/tmp/x y", o)
 	for _, want := range []string{
 		"cluster-announce-port 40000\n", "cluster-announce-bus-port 22345\n", "replica-announce-port 40000\n", "replica-announce-ip 127.0.0.1\n",
 	} {

@@ -12,7 +12,7 @@ import "time"
 func NodeConfig(port int, dir string, opts Options) string {
 	o := opts.withDefaults()
 	o.password = ""
-	return nodeConfig(port, 0, dir, o)
+	return nodeConfig(port, announce{}, dir, o)
 }
 
 // ReservePorts picks n free loopback ports whose cluster bus ports (+10000) are free too, and
@@ -50,7 +50,7 @@ func (o Options) Topology() (primaries, replicas int) {
 func NodeConfigBehindProxy(port, announcePort int, dir string, opts Options) string {
 	o := opts.withDefaults()
 	o.password = ""
-	return nodeConfig(port, announcePort, dir, o)
+	return nodeConfig(port, announce{port: announcePort}, dir, o)
 }
 
 // LatencyProxy is the local provider's latency proxy for a redis-server that runs elsewhere

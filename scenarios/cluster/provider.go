@@ -48,6 +48,14 @@ type Cluster interface {
 	Restart(ctx context.Context, addr string) error
 	// SetLatency delays the traffic of the node on addr by delay ± jitter.
 	SetLatency(addr string, delay, jitter time.Duration) error
+	// Partition cuts every node-to-node link (cluster bus, replication) between the nodes on
+	// isolated and the others, both ways; clients still reach every node. It replaces an
+	// earlier partition.
+	Partition(ctx context.Context, isolated []string) error
+	// Heal restores every link Partition cut.
+	Heal(ctx context.Context) error
+	// NodesSeenBy is CLUSTER NODES as the node on addr sees the cluster.
+	NodesSeenBy(ctx context.Context, addr string) ([]NodeView, error)
 	// MigrateSlots moves n slots (or WithSlotRange) and their keys from one primary to another.
 	MigrateSlots(ctx context.Context, n int, from, to string, opts ...MigrateOption) (MigrateResult, error)
 	// Close releases what the handle holds and stops the nodes it owns.

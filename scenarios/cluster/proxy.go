@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,11 @@ type proxy struct {
 	target string // redis-server's address; set before the node is announced
 	links  map[*link]struct{}
 	closed bool
-	wg     sync.WaitGroup // accept loop and every link's goroutines
+	// cutAll refuses every connection; cutFrom refuses the connections from these source
+	// addresses (see setCut).
+	cutAll  bool
+	cutFrom map[netip.Addr]bool
+	wg      sync.WaitGroup // accept loop and every link's goroutines
 }
 
 // newProxy listens on a free loopback port. The port comes from the kernel's ephemeral range:
@@ -102,6 +107,28 @@ func (p *proxy) setLatency(delay, jitter time.Duration) {
 	p.lat.Store(&latency{delay: delay, jitter: jitter})
 }
 
+// setCut replaces what the proxy refuses: every connection (all), or those whose source
+// address is in from. Open connections it now refuses are closed at once; a refused new
+// connection is accepted and reset at once, so its client sees a connection error. setCut(false,
+// nil) refuses nothing.
+func (p *proxy) setCut(all bool, from map[netip.Addr]bool) {
+	p.mu.Lock()
+	p.cutAll, p.cutFrom = all, from
+	var cut []*link
+	for l := range p.links {
+		if p.refusesLocked(l.src) {
+			cut = append(cut, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range cut {
+		l.abort()
+	}
+}
+
+// refusesLocked reports whether a connection from src is refused. p.mu is held.
+func (p *proxy) refusesLocked(src netip.Addr) bool { return p.cutAll || p.cutFrom[src] }
+
 // sampleDelay draws the delay of one chunk under the current latency.
 func (p *proxy) sampleDelay() time.Duration { return p.lat.Load().sample() }
 
@@ -116,18 +143,24 @@ func (p *proxy) serve() {
 			time.Sleep(acceptBackoff) // e.g. EMFILE: keep serving, without spinning
 			continue
 		}
+		tc := c.(*net.TCPConn)
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			_ = c.Close()
 			return
 		}
+		if p.refusesLocked(sourceOf(tc)) {
+			p.mu.Unlock()
+			reset(tc)
+			continue
+		}
 		target := p.target
 		p.wg.Add(1)
 		p.mu.Unlock()
 		go func() {
 			defer p.wg.Done()
-			p.handle(c.(*net.TCPConn), target)
+			p.handle(tc, target)
 		}()
 	}
 }
@@ -148,7 +181,7 @@ func (p *proxy) handle(client *net.TCPConn, target string) {
 		return
 	}
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.refusesLocked(l.src) { // closed or cut while dialing
 		p.mu.Unlock()
 		l.abort()
 		return
@@ -162,6 +195,21 @@ func (p *proxy) handle(client *net.TCPConn, target string) {
 			f()
 		}()
 	}
+}
+
+// sourceOf is the source address of an accepted connection, IPv4 in its 4-byte form.
+func sourceOf(c *net.TCPConn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// reset closes c with a TCP reset instead of an orderly close: a refused client fails at once
+// on its next read or write, as against a port nothing listens on.
+func reset(c *net.TCPConn) {
+	_ = c.SetLinger(0)
+	_ = c.Close()
 }
 
 // forget drops a finished link.

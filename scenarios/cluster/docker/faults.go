@@ -118,6 +118,22 @@ func (c *Cluster) SetLatency(addr string, delay, jitter time.Duration) error {
 	return nil
 }
 
+// Partition wraps cluster.ErrUnsupported: the containers' cluster bus does not pass through
+// proxies of this process (the local provider's Options.Partitionable does this).
+func (c *Cluster) Partition(_ context.Context, isolated []string) error {
+	return fmt.Errorf("docker: partition of %v: %w: the docker provider has no proxies on the cluster bus; use provider local", isolated, cluster.ErrUnsupported)
+}
+
+// Heal wraps cluster.ErrUnsupported, as Partition does.
+func (c *Cluster) Heal(context.Context) error {
+	return fmt.Errorf("docker: heal: %w: the docker provider cannot partition; use provider local", cluster.ErrUnsupported)
+}
+
+// NodesSeenBy reads CLUSTER NODES of the node on addr.
+func (c *Cluster) NodesSeenBy(ctx context.Context, addr string) ([]cluster.NodeView, error) {
+	return c.ctl.NodesSeenBy(ctx, addr)
+}
+
 // Close removes every container (and its anonymous volume) and releases the ports. Idempotent.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
