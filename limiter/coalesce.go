@@ -82,6 +82,7 @@ type CoalescingBucket struct {
 	policyFor PolicyFunc
 	timeout   time.Duration
 	nargs     int
+	audit     bool // WithAudit: KEYS[2] is the audit counter
 	batch     *scriptBatcher
 }
 
@@ -134,7 +135,8 @@ func WithBatchLinger(d time.Duration) CoalesceOption {
 func WithFlushers(n int) CoalesceOption { return func(c *coalesceConfig) { c.flushers = n } }
 
 // WithBucketOptions passes RedisTokenBucket's options (WithTimeout, WithPolicyFunc,
-// WithOnNoScript, WithRedisClock); they mean the same here.
+// WithOnNoScript, WithRedisClock, WithDurability, WithAudit); they mean the same here, and
+// WithDurability also takes DurabilityWaitPipeline.
 func WithBucketOptions(opts ...Option) CoalesceOption {
 	return func(c *coalesceConfig) { c.bucket = append(c.bucket, opts...) }
 }
@@ -173,6 +175,16 @@ func NewCoalescingBucket(c PipelineScripter, p BucketPolicy, opts ...CoalesceOpt
 	if cfg.redisClock {
 		b.nargs = 6
 	}
+	if b.batch.wait, err = cfg.durability.waiter(true); err != nil {
+		return nil, err
+	}
+	if b.batch.wait != nil {
+		if b.batch.nodes, err = newPrimaries(c); err != nil {
+			return nil, err
+		}
+		b.timeout = b.batch.wait.extend(b.timeout)
+	}
+	b.audit = cfg.audit
 	return b, nil
 }
 
@@ -206,8 +218,14 @@ func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	if err != nil {
 		return Decision{}, err
 	}
-	key := KeyFor(r.Tenant, r.Endpoint)
-	reply, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, argv[:b.nargs])
+	key, audit := KeyFor(r.Tenant, r.Endpoint), ""
+	if b.audit {
+		if err := checkAuditable(r); err != nil {
+			return Decision{}, err
+		}
+		audit = AuditKey(r.Tenant, r.Endpoint)
+	}
+	reply, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, audit, argv[:b.nargs])
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}

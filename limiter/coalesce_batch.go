@@ -23,7 +23,9 @@ type scriptBatcher struct {
 	window     time.Duration
 	linger     time.Duration // see WithBatchLinger
 	flushers   int
-	onNoScript func() // called per command that met NOSCRIPT, from the flushing goroutine
+	onNoScript func()    // called per command that met NOSCRIPT, from the flushing goroutine
+	wait       *waiter   // nil: async (WithDurability)
+	nodes      primaries // with wait: the single node, the slot-map reloader
 
 	mu     sync.Mutex                   // guards queue creation and closed
 	queues atomic.Pointer[[]queueEntry] // copy-on-write: read without a lock on every call
@@ -78,12 +80,12 @@ var timers = sync.Pool{New: func() any {
 	return t
 }}
 
-// run sends EVALSHA sha with KEYS[1] = key and args as ARGV in the next pipeline to key's
-// primary and returns the reply. The call's deadline is ctx's or timeout from now, whichever is
-// earlier (timeout 0: ctx's only). An error is the command's (Redis or connection),
+// run sends EVALSHA sha with KEYS[1] = key (and KEYS[2] = key2 unless it is empty) and args as
+// ARGV in the next pipeline to key's primary and returns the reply. The call's deadline is ctx's
+// or timeout from now, whichever is earlier (timeout 0: ctx's only). An error is the command's (Redis or connection),
 // context.DeadlineExceeded when the deadline passes first, ctx's error when it is cancelled, or
 // redis.ErrClosed after close.
-func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src, key string, args []any) (any, error) {
+func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src, key, key2 string, args []any) (any, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -96,7 +98,11 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 		return nil, err
 	}
 	call := calls.Get().(*batchCall)
-	call.args = append(append(call.args[:0], "evalsha", sha, 1, key), args...)
+	if key2 == "" {
+		call.args = append(append(call.args[:0], "evalsha", sha, 1, key), args...)
+	} else {
+		call.args = append(append(call.args[:0], "evalsha", sha, 2, key, key2), args...)
+	}
 	call.ctx, call.deadline, call.src = ctx, deadline, src
 	call.cmd = redis.NewCmd(ctx, call.args...)
 	call.cmd.SetFirstKeyPos(3)
@@ -173,7 +179,7 @@ func (b *scriptBatcher) queueFor(ctx context.Context, key string) (*nodeQueue, e
 	if b.closed {
 		return nil, redis.ErrClosed
 	}
-	q := &nodeQueue{b: b, full: make(chan struct{}, 1)}
+	q := &nodeQueue{b: b, node: node, full: make(chan struct{}, 1)}
 	next := append(append(make([]queueEntry, 0, len(cur)+1), cur...), queueEntry{node: node, q: q})
 	b.queues.Store(&next)
 	return q, nil
@@ -182,6 +188,7 @@ func (b *scriptBatcher) queueFor(ctx context.Context, key string) (*nodeQueue, e
 // nodeQueue is one primary's queue of calls.
 type nodeQueue struct {
 	b      *scriptBatcher
+	node   *redis.Client // the primary; nil with one queue
 	mu     sync.Mutex
 	calls  []*batchCall
 	active int  // flushers running
@@ -256,14 +263,15 @@ func (q *nodeQueue) flush() {
 		clear(q.calls[rest:])
 		q.calls = q.calls[:rest]
 		q.mu.Unlock()
-		q.b.send(buf)
+		q.b.send(q.node, buf)
 		clear(buf)
 	}
 }
 
-// send runs one batch as a pipeline, then its NOSCRIPT commands as EVAL in a second one, and
-// hands every reply back. Calls whose caller gave up are not sent.
-func (b *scriptBatcher) send(batch []*batchCall) {
+// send runs one batch as a pipeline (to node, its primary, in the wait modes), then its NOSCRIPT
+// commands as EVAL in a second one, and hands every reply back. Calls whose caller gave up are
+// not sent.
+func (b *scriptBatcher) send(node *redis.Client, batch []*batchCall) {
 	live := batch[:0]
 	var latest time.Time
 	noDeadline := false
@@ -299,7 +307,7 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	b.exec(ctx, live)
+	b.exec(ctx, node, live)
 
 	var retry []*batchCall
 	for _, c := range live {
@@ -320,7 +328,7 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 			c.cmd = redis.NewCmd(c.ctx, args...)
 			c.cmd.SetFirstKeyPos(3)
 		}
-		b.exec(ctx, retry)
+		b.exec(ctx, node, retry)
 	}
 	for _, c := range live {
 		c.done <- struct{}{}
@@ -328,8 +336,13 @@ func (b *scriptBatcher) send(batch []*batchCall) {
 }
 
 // exec sends the calls' commands in one pipeline of the client, which routes them by slot and
-// follows MOVED/ASK per command. Errors land in the commands.
-func (b *scriptBatcher) exec(ctx context.Context, calls []*batchCall) {
+// follows MOVED/ASK per command; with WithDurability's wait modes, in one pipeline to node with
+// its WAITs (execWait). Errors land in the commands.
+func (b *scriptBatcher) exec(ctx context.Context, node *redis.Client, calls []*batchCall) {
+	if b.wait != nil {
+		b.execWait(ctx, node, calls)
+		return
+	}
 	pipe := b.c.Pipeline()
 	for _, c := range calls {
 		_ = pipe.Process(ctx, c.cmd)

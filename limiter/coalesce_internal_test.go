@@ -28,7 +28,7 @@ func TestBatchSendSkipsExpiredCallsWithTheirError(t *testing.T) {
 		{"context cancelled", cancelled, time.Time{}, context.Canceled},
 	} {
 		c := &batchCall{ctx: tt.ctx, deadline: tt.deadline, cmd: redis.NewCmd(tt.ctx, "evalsha", "x", 1, "k"), done: make(chan struct{}, 1)}
-		b.send([]*batchCall{c})
+		b.send(nil, []*batchCall{c})
 		select {
 		case <-c.done:
 		default:

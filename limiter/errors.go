@@ -27,6 +27,10 @@ var (
 	// ErrBadConfig wraps a constructor argument or option that cannot work (invalid policy,
 	// negative timeout, nil client).
 	ErrBadConfig = errors.New("limiter: bad configuration")
+	// ErrUnreplicated wraps the error of a decision whose script ran on the primary (its debit
+	// counts there) but whose WAIT (WithDurability) answered fewer replicas than asked, or
+	// failed: a failover may lose that debit. ClassifyError makes it KindUnreplicated.
+	ErrUnreplicated = errors.New("limiter: debit not known replicated")
 )
 
 // ErrorKind is the class of a failed decision, the unit in which runs count errors.
@@ -48,6 +52,10 @@ const (
 	KindNoScript
 	// KindConn: the connection failed (refused, reset, closed, EOF).
 	KindConn
+	// KindUnreplicated: the debit was made on the primary but is not known replicated: WAIT
+	// (WithDurability) answered fewer replicas than asked within its timeout, or the primary
+	// refused the write with NOREPLICAS (min-replicas-to-write).
+	KindUnreplicated
 	// KindOther: anything else, including a nil error.
 	KindOther
 )
@@ -56,7 +64,7 @@ const (
 const NumErrorKinds = int(KindOther) + 1
 
 var errorKindNames = [NumErrorKinds]string{
-	"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "other",
+	"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "unreplicated", "other",
 }
 
 // String returns the kind's name as it appears in summaries and CSV columns.
@@ -78,17 +86,22 @@ var redisPrefixes = [...]struct {
 	{"TRYAGAIN ", KindTryAgain},
 	{"CLUSTERDOWN ", KindClusterDown},
 	{"NOSCRIPT ", KindNoScript},
+	{"NOREPLICAS ", KindUnreplicated},
 }
 
 // ClassifyError returns the kind of a decision error. It is the one place in ratelab that
-// matches Redis error prefixes (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, NOSCRIPT); it sees through
-// %w wrapping. Order: timeouts first (a timed-out read is also a net.OpError), then Redis error
-// replies (values implementing redis.Error, found with errors.As; plain error text that merely
-// starts with MOVED is not a reply), then connection failures, then other. A nil error is
-// KindOther: check err first.
+// matches Redis error prefixes (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, NOSCRIPT, NOREPLICAS); it sees
+// through %w wrapping. Order: ErrUnreplicated first (it may wrap the WAIT's own failure), then
+// timeouts (a timed-out read is also a net.OpError), then Redis error replies (values
+// implementing redis.Error, found with errors.As; plain error text that merely starts with MOVED
+// is not a reply), then connection failures, then other. A nil error is KindOther: check err
+// first.
 func ClassifyError(err error) ErrorKind {
 	if err == nil {
 		return KindOther
+	}
+	if errors.Is(err, ErrUnreplicated) {
+		return KindUnreplicated
 	}
 	if isTimeout(err) {
 		return KindTimeout

@@ -65,6 +65,11 @@ func TestClassifyError(t *testing.T) {
 		{"client closed", redis.ErrClosed, limiter.KindConn},
 		{"net closed", net.ErrClosed, limiter.KindConn},
 		{"bad reply", limiter.ErrBadReply, limiter.KindOther},
+		{"noreplicas", redisReply("NOREPLICAS Not enough good replicas to write."), limiter.KindUnreplicated},
+		{"noreplicas from a script", wrap(redisReply("NOREPLICAS Not enough good replicas to write. script: 8f1c, on @user_script:63.")), limiter.KindUnreplicated},
+		{"unreplicated", wrap(limiter.ErrUnreplicated), limiter.KindUnreplicated},
+		{"unreplicated wrapping the WAIT's timeout", fmt.Errorf("%w: WAIT 1 50: %w", limiter.ErrUnreplicated, os.ErrDeadlineExceeded), limiter.KindUnreplicated},
+		{"plain NOREPLICAS text is not a reply", errors.New("NOREPLICAS x"), limiter.KindOther},
 		{"canceled", context.Canceled, limiter.KindOther},
 	}
 	for _, tt := range tests {
@@ -76,7 +81,7 @@ func TestClassifyError(t *testing.T) {
 
 func TestErrorKindString(t *testing.T) {
 	t.Parallel()
-	want := []string{"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "other"}
+	want := []string{"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "unreplicated", "other"}
 	if limiter.NumErrorKinds != len(want) {
 		t.Fatalf("NumErrorKinds = %d, want %d", limiter.NumErrorKinds, len(want))
 	}

@@ -107,9 +107,10 @@ func scale(p BucketPolicy, f float64) BucketPolicy {
 //   - the inner limiter is called with the caller's context bounded by the endpoint's Budget,
 //     once: FailSafe never retries (a retry cascade on a sick store is what it prevents);
 //   - a store failure (any error but ErrBadRequest or ErrBadConfig: timeout, connection, MOVED or
-//     ASK past the redirect limit, TRYAGAIN, CLUSTERDOWN, NOSCRIPT after the fallback, a bad
-//     script reply) is decided by the endpoint's Mode and returns a nil error; the failure shows
-//     in Decision.Source, and its ErrorKind goes to the WithOnFailure callback;
+//     ASK past the redirect limit, TRYAGAIN, CLUSTERDOWN, NOSCRIPT after the fallback, a debit
+//     not known replicated, a bad script reply) is decided by the endpoint's Mode and returns a
+//     nil error; the failure shows in Decision.Source, and its ErrorKind goes to the
+//     WithOnFailure callback;
 //   - with WithBreaker, a request whose node's breaker is open is decided by Mode at once,
 //     without calling the inner limiter: an outage costs one Budget per node per cooldown
 //     instead of one per request.

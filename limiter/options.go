@@ -21,7 +21,9 @@ type config struct {
 	policyFor  PolicyFunc
 	timeout    time.Duration
 	onNoScript func()
-	redisClock bool // WithRedisClock
+	redisClock bool       // WithRedisClock
+	durability Durability // WithDurability; checked by the buckets that honour it
+	audit      bool       // WithAudit
 }
 
 func newConfig(opts []Option) (config, error) {

@@ -44,7 +44,11 @@ type RedisTokenBucket struct {
 	policyFor  PolicyFunc
 	timeout    time.Duration
 	onNoScript func()
-	nargs      int // 5, or 6 with WithRedisClock (ARGV[6] = clockRedis)
+	nargs      int       // 5, or 6 with WithRedisClock (ARGV[6] = clockRedis)
+	slow       bool      // WithDurability in a wait mode or WithAudit: Allow takes allowSlow
+	wait       *waiter   // nil: async
+	nodes      primaries // the key's primary, for the wait modes
+	audit      bool      // WithAudit: KEYS[2] is the audit counter
 	noScript   atomic.Int64
 	calls      sync.Pool // *evalCall
 }
@@ -101,6 +105,17 @@ func NewRedisTokenBucket(c redis.Scripter, p BucketPolicy, opts ...Option) (*Red
 	if cfg.redisClock {
 		b.nargs = 6
 	}
+	if b.wait, err = cfg.durability.waiter(false); err != nil {
+		return nil, err
+	}
+	if b.wait != nil {
+		if b.nodes, err = newPrimaries(c); err != nil {
+			return nil, err
+		}
+		b.timeout = b.wait.extend(b.timeout)
+	}
+	b.audit = cfg.audit
+	b.slow = b.wait != nil || b.audit
 	b.calls.New = func() any { return new(evalCall) }
 	return b, nil
 }
@@ -119,6 +134,9 @@ func (b *RedisTokenBucket) NoScriptFallbacks() int64 { return b.noScript.Load() 
 // Allow decides r at r.Now (time.Now when zero) with one script run on r's key. Errors wrap the
 // client's error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, error) {
+	if b.slow {
+		return b.allowSlow(ctx, r)
+	}
 	argv, at, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
 	if err != nil {
 		return Decision{}, err

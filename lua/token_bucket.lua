@@ -2,6 +2,11 @@
 --
 -- Contract. The caller builds every name and number; this script builds no key names.
 --   KEYS[1]  the bucket key, rl:{tenant}:endpoint (the hash tag puts all of a tenant in one slot)
+--   KEYS[2]  OPTIONAL. The audit counter, rl:{tenant}:endpoint:debited (limiter.AuditKey: same
+--            slot). Present: an allowed decision with cost > 0 also INCRBYs it by cost and sets
+--            its PEXPIRE to AUDIT_TTL_MS (one hour, limiter.AuditTTL), in this same atomic run, so
+--            the counter is replicated, or lost in a failover, exactly with the debit. Absent:
+--            nothing else is read or written (the one-key contract).
 --   ARGV[1]  now_ms       the gateway's clock, integer Unix milliseconds
 --   ARGV[2]  rate_per_ms  refill rate in tokens per millisecond, > 0, written as a shortest
 --                         round-trip decimal so it parses to the very double Go holds
@@ -38,6 +43,8 @@
 -- key: every call refills exactly once at its own time, like the overspend envelope does, and
 -- every call leaves the key with a TTL.
 
+local AUDIT_TTL_MS = 3600000
+
 local now = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local capacity = tonumber(ARGV[3])
@@ -48,6 +55,9 @@ if not (now and rate and capacity and cost and ttl) then
 end
 if not (rate > 0) or capacity < 1 or cost < 0 or ttl < 1 then
   return redis.error_reply('ERR token_bucket: need rate_per_ms > 0, capacity >= 1, cost >= 0, ttl_ms >= 1')
+end
+if KEYS[2] ~= nil and cost ~= math.floor(cost) then
+  return redis.error_reply('ERR token_bucket: with KEYS[2] (audit) the cost must be an integer')
 end
 if ARGV[6] ~= nil then
   if ARGV[6] ~= 'redis' then
@@ -83,6 +93,10 @@ end
 
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', now))
 redis.call('PEXPIRE', KEYS[1], ttl)
+if KEYS[2] ~= nil and allowed == 1 and cost > 0 then
+  redis.call('INCRBY', KEYS[2], string.format('%d', cost))
+  redis.call('PEXPIRE', KEYS[2], AUDIT_TTL_MS)
+end
 
 if ARGV[6] ~= nil then
   return {allowed, math.floor(tokens), retry_after, math.ceil((capacity - tokens) / rate), clock_ms}

@@ -111,6 +111,7 @@ func addErrors(e, s *Errors) {
 	e.ClusterDown += s.ClusterDown
 	e.NoScript += s.NoScript
 	e.Conn += s.Conn
+	e.Unreplicated += s.Unreplicated
 	e.Other += s.Other
 }
 

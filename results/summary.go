@@ -208,13 +208,17 @@ type Errors struct {
 	NoScript int64 `json:"noscript"`
 	// Conn: connection errors (refused, reset, closed pool).
 	Conn int64 `json:"conn"`
+	// Unreplicated: decisions whose debit was made on the primary but is not known replicated
+	// (limiter.durability wait modes: WAIT acknowledged fewer replicas than asked), or writes
+	// the primary refused with NOREPLICAS (min-replicas-to-write).
+	Unreplicated int64 `json:"unreplicated"`
 	// Other: every other error.
 	Other int64 `json:"other"`
 }
 
 // Total is the sum of all error kinds.
 func (e Errors) Total() int64 {
-	return e.Timeout + e.Moved + e.Ask + e.TryAgain + e.ClusterDown + e.NoScript + e.Conn + e.Other
+	return e.Timeout + e.Moved + e.Ask + e.TryAgain + e.ClusterDown + e.NoScript + e.Conn + e.Unreplicated + e.Other
 }
 
 // Central counts the operations that made or refilled decisions on the shared store: a

@@ -29,7 +29,7 @@ type summaryV1 struct {
 	Environment Environment   `json:"environment"`
 	Load        loadV1        `json:"load"`
 	Outcomes    Outcomes      `json:"outcomes"`
-	Errors      Errors        `json:"errors"`
+	Errors      errorsV1      `json:"errors"`
 	LatencyMs   ServedLatency `json:"latency_ms"`
 	Overspend   overspendV1   `json:"overspend"`
 	Central     centralV1     `json:"central"`
@@ -53,6 +53,18 @@ type loadV1 struct {
 	GeneratorLimited bool    `json:"generator_limited"`
 	ScheduleLagP99Ms float64 `json:"schedule_lag_p99_ms"`
 	Note             string  `json:"note"`
+}
+
+// errorsV1 is v1's errors object: Errors without unreplicated (v1 had no WAIT).
+type errorsV1 struct {
+	Timeout     int64 `json:"timeout"`
+	Moved       int64 `json:"moved"`
+	Ask         int64 `json:"ask"`
+	TryAgain    int64 `json:"tryagain"`
+	ClusterDown int64 `json:"clusterdown"`
+	NoScript    int64 `json:"noscript"`
+	Conn        int64 `json:"conn"`
+	Other       int64 `json:"other"`
 }
 
 // overspendV1 is v1's overspend object: one figure per quantity, bound_tokens for the run.
@@ -84,7 +96,10 @@ func fromV1(v *summaryV1) *Summary {
 			Concurrency: v.Load.Concurrency, GeneratorLimited: v.Load.GeneratorLimited,
 			ScheduleLagP99Ms: v.Load.ScheduleLagP99Ms, Note: v.Load.Note,
 		},
-		Outcomes: v.Outcomes, Errors: v.Errors,
+		Outcomes: v.Outcomes, Errors: Errors{
+			Timeout: v.Errors.Timeout, Moved: v.Errors.Moved, Ask: v.Errors.Ask, TryAgain: v.Errors.TryAgain,
+			ClusterDown: v.Errors.ClusterDown, NoScript: v.Errors.NoScript, Conn: v.Errors.Conn, Other: v.Errors.Other,
+		},
 		LatencyMs: servedAsOffered(v.LatencyMs), LatencyServedMs: v.LatencyMs,
 		Overspend: Overspend{
 			Requests: v.Overspend.Requests, Tokens: v.Overspend.Tokens, Ratio: v.Overspend.Ratio,
@@ -106,6 +121,7 @@ func fromV1(v *summaryV1) *Summary {
 func toV1(s *Summary) *summaryV1 {
 	l := &s.Load
 	o := &s.Overspend
+	e := &s.Errors
 	return &summaryV1{
 		Schema: SchemaSummaryV1, Scenario: s.Scenario, Seed: s.Seed, StartedAt: s.StartedAt,
 		DurationS: s.DurationS, Interrupted: s.Interrupted, Environment: s.Environment,
@@ -114,7 +130,11 @@ func toV1(s *Summary) *summaryV1 {
 			Dropped: l.Dropped, MaxInflight: l.MaxInflight, Concurrency: l.Concurrency,
 			GeneratorLimited: l.GeneratorLimited, ScheduleLagP99Ms: l.ScheduleLagP99Ms, Note: l.Note,
 		},
-		Outcomes: s.Outcomes, Errors: s.Errors, LatencyMs: s.LatencyServedMs,
+		Outcomes: s.Outcomes, Errors: errorsV1{
+			Timeout: e.Timeout, Moved: e.Moved, Ask: e.Ask, TryAgain: e.TryAgain,
+			ClusterDown: e.ClusterDown, NoScript: e.NoScript, Conn: e.Conn, Other: e.Other,
+		},
+		LatencyMs: s.LatencyServedMs,
 		Overspend: overspendV1{
 			Requests: o.Requests, Tokens: o.Tokens, Ratio: o.Ratio, FalseDenies: o.FalseDenies,
 			FalseDenyRatio: o.FalseDenyRatio, BoundTokens: o.Bound.Tokens,

@@ -58,6 +58,9 @@ type runOptions struct {
 	// design and period are --design and --period, over a multi-region scenario's regions.
 	design string
 	period time.Duration
+	// durability is --durability and durabilityTimeout --durability-timeout (durability.go).
+	durability        string
+	durabilityTimeout time.Duration
 	// policy is --policy, written into policyRate and policyBurst.
 	policy          *policyFlag
 	policyRate      float64

@@ -50,6 +50,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.design, "design", "", "override regions.design of a multi-region scenario: global, split, rebalance or independent")
 	f.DurationVar(&o.period, "period", 0, "override regions.period, the rebalance design's T: how often the shares follow demand (e.g. 500ms)")
 	f.StringVar(&o.stages, "stages", "", "ramp the offered rate from --rate (default 0 with stages): TO@OVER ramps to TO requests/s over OVER (0s: a step), hold@D keeps it, comma-separated, e.g. 5000@30s,100000@60s,hold@30s; the run lasts their total unless --duration")
+	addDurabilityFlags(cmd, o)
 	addMetricsFlags(cmd, &o.metrics)
 }
 
@@ -93,6 +94,7 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 		spec.Load.MaxInflight = o.maxInflight
 	}
 	applyLimiterFlags(set, spec, o)
+	applyDurabilityFlags(set, spec, o)
 	if set("policy") {
 		if spec.HasTariffs() {
 			return fmt.Errorf("--policy %s: scenario %s takes its limits from tariffs (policy.file or policy.tariffs); edit the tariffs instead", o.policy, spec.Name)

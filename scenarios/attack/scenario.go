@@ -187,6 +187,7 @@ func (g *gateways) nameErrors(e *results.Errors) {
 	e.Moved += n[limiter.KindMoved]
 	e.Ask += n[limiter.KindAsk]
 	e.NoScript += n[limiter.KindNoScript]
+	e.Unreplicated += n[limiter.KindUnreplicated]
 }
 
 // kindCounter wraps a gateway's limiter and counts its errors by kind: over HTTP they all

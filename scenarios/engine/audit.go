@@ -2,17 +2,38 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
+	"ratelab/scenarios"
 )
 
-// kindUnreplicated stands for limiter.KindUnreplicated until the durability work lands.
-const kindUnreplicated = limiter.ErrorKind(250)
+// kindUnreplicated is the error of a WAIT short of its replicas (or NOREPLICAS): the script
+// ran on the primary, so its debit is an unknown outcome for tokens back.
+const kindUnreplicated = limiter.KindUnreplicated
 
-// readDebited reads the debit audit of each key (limiter.ReadDebited once it lands).
+// readDebited reads the debit audit of each key (limiter.AuditKey values) from the primaries
+// that serve their slots now.
 func readDebited(ctx context.Context, c *redis.ClusterClient, keys []string) ([]int64, error) {
-	return nil, errors.New("the debit audit is not available in this build")
+	return limiter.ReadDebited(ctx, c, keys)
+}
+
+// durabilityOptions are the token bucket's options for the spec's limiter.durability and
+// limiter.audit, and the mode's note for the environment.
+func durabilityOptions(spec *scenarios.Spec) ([]limiter.Option, string) {
+	var opts []limiter.Option
+	var note string
+	l := spec.Limiter
+	if d := spec.DurabilityMode(); d != scenarios.DurabilityAsync {
+		opts = append(opts, limiter.WithDurability(limiter.Durability{Mode: limiter.DurabilityMode(d),
+			Replicas: l.DurabilityReplicas, Timeout: time.Duration(l.DurabilityTimeout)}))
+		note += ", durability " + d
+	}
+	if l.Audit {
+		opts = append(opts, limiter.WithAudit())
+		note += ", debit audit"
+	}
+	return opts, note
 }

@@ -91,6 +91,9 @@ func (s *Session) newCentralBucket(ctx context.Context) (limiter.Limiter, error)
 		opts = append(opts, limiter.WithRedisClock())
 		s.env.Mode += ", redis clock"
 	}
+	dur, note := durabilityOptions(spec)
+	opts = append(opts, dur...)
+	s.env.Mode += note
 	var rb limiter.Limiter
 	if spec.Limiter.Transport == scenarios.TransportCoalesce {
 		cb, err := limiter.NewCoalescingBucket(s.store.client, s.policy, limiter.WithBucketOptions(opts...))

@@ -104,6 +104,8 @@ func addError(e *results.Errors, k limiter.ErrorKind, n int64) {
 		e.NoScript += n
 	case limiter.KindConn:
 		e.Conn += n
+	case limiter.KindUnreplicated:
+		e.Unreplicated += n
 	default:
 		e.Other += n
 	}

@@ -32,8 +32,10 @@ func openCluster(ctx context.Context, spec *scenarios.Spec, opts Options, logf f
 			Replicas:    *spec.Cluster.Replicas,
 			NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
 			// As locally: a latency fault puts a proxy (in this process) before every node.
-			Proxy: spec.HasFault(scenarios.FaultLatency),
-			Logf:  logf,
+			Proxy:              spec.HasFault(scenarios.FaultLatency),
+			MinReplicasToWrite: spec.Cluster.MinReplicasToWrite,
+			MinReplicasMaxLag:  int(time.Duration(spec.Cluster.MinReplicasMaxLag) / time.Second),
+			Logf:               logf,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("cluster.provider docker: %w", err)
@@ -58,7 +60,11 @@ func openCluster(ctx context.Context, spec *scenarios.Spec, opts Options, logf f
 		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
 		// A latency fault needs every connection, replication included, through a proxy.
 		Proxy: spec.HasFault(scenarios.FaultLatency),
-		Logf:  logf,
+		// A partition of a primary cuts the links between nodes through proxies of their own.
+		Partitionable:      hasNodePartition(spec),
+		MinReplicasToWrite: spec.Cluster.MinReplicasToWrite,
+		MinReplicasMaxLag:  int(time.Duration(spec.Cluster.MinReplicasMaxLag) / time.Second),
+		Logf:               logf,
 	})
 	if err != nil {
 		return nil, err
@@ -119,4 +125,14 @@ func checkProviderFaults(spec *scenarios.Spec, opts Options) error {
 		return nil
 	}
 	return nil
+}
+
+// hasNodePartition reports whether the spec partitions a primary off its peers.
+func hasNodePartition(spec *scenarios.Spec) bool {
+	for _, f := range spec.Faults {
+		if f.Kind == scenarios.FaultPartition && f.OnCluster() {
+			return true
+		}
+	}
+	return false
 }

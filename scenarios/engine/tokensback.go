@@ -23,10 +23,12 @@ type backTally struct {
 	nEp       int
 	allowed   []atomic.Int64
 	unknown   []atomic.Int64
-	names     func(key int) string
+	names     func(key int) string // key k's audit counter (limiter.AuditKey)
 }
 
-func newBackTally(tenants, endpoints []string, keyName func(int) string) *backTally {
+func newBackTally(tenants, endpoints []string) *backTally {
+	n := len(endpoints)
+	keyName := func(k int) string { return limiter.AuditKey(tenants[k/n], endpoints[k%n]) }
 	b := &backTally{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName,
 		allowed: make([]atomic.Int64, len(tenants)*len(endpoints)), unknown: make([]atomic.Int64, len(tenants)*len(endpoints))}
 	for i, t := range tenants {

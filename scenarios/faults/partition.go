@@ -16,37 +16,11 @@ import (
 type partitioner interface {
 	Partition(ctx context.Context, isolated []string) error
 	Heal(ctx context.Context) error
+	NodesSeenBy(ctx context.Context, addr string) ([]cluster.NodeView, error)
 }
 
 // healWait bounds the heal of a partition, which runs also after the run's end.
 const healWait = 30 * time.Second
-
-// NodeView is one node as another node's CLUSTER NODES shows it.
-type NodeView struct {
-	Addr  string   // the node's address, without the bus port
-	Flags []string // myself, master, slave, fail?, fail, ...
-	Slots int      // slots it serves, as seen
-}
-
-// Failing reports whether the viewer counts the node as failing (fail? or fail).
-func (n NodeView) Failing() bool {
-	for _, f := range n.Flags {
-		if f == "fail" || f == "fail?" {
-			return true
-		}
-	}
-	return false
-}
-
-// Primary reports whether the viewer sees the node as a primary.
-func (n NodeView) Primary() bool {
-	for _, f := range n.Flags {
-		if f == "master" {
-			return true
-		}
-	}
-	return false
-}
 
 // PartitionView is the cluster as one node saw it at a moment of a partition: at the cut,
 // before the heal, after the heal.
@@ -54,7 +28,7 @@ type PartitionView struct {
 	When  string // "at the cut", "before the heal", "after the heal"
 	From  string // the node asked
 	Side  string // "isolated" or "majority"
-	Nodes []NodeView
+	Nodes []cluster.NodeView
 	Err   string // set when the node could not be asked
 }
 
@@ -84,9 +58,9 @@ func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr 
 	if err := p.Partition(ctx, []string{addr}); err != nil {
 		return fmt.Errorf("partition of %s: %w", addr, err)
 	}
-	r.look(ctx, "at the cut", addr, other)
+	r.look(ctx, p, "at the cut", addr, other)
 	sleepCtx(ctx, time.Duration(f.For))
-	r.look(context.WithoutCancel(ctx), "before the heal", addr, other)
+	r.look(context.WithoutCancel(ctx), p, "before the heal", addr, other)
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healWait)
 	defer cancel()
 	if err := p.Heal(hctx); err != nil {
@@ -96,7 +70,7 @@ func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr 
 	if err := r.cl.WaitHealthy(hctx); err != nil {
 		r.h.Logf("cluster not healthy %s after healing the partition of %s: %v", healWait, addr, err)
 	}
-	r.look(hctx, "after the heal", addr, other)
+	r.look(hctx, p, "after the heal", addr, other)
 	return nil
 }
 
@@ -114,23 +88,21 @@ func (r *Runner) otherPrimary(addr string) string {
 
 // look asks the isolated node and the majority's witness for CLUSTER NODES, logs what each
 // sees and keeps it (Views).
-func (r *Runner) look(ctx context.Context, when, isolated, majority string) {
+func (r *Runner) look(ctx context.Context, p partitioner, when, isolated, majority string) {
 	for _, side := range []struct{ name, addr string }{{"isolated", isolated}, {"majority", majority}} {
 		if side.addr == "" {
 			continue
 		}
 		v := PartitionView{When: when, From: side.addr, Side: side.name}
-		c := r.nodeClient(side.addr)
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		text, err := c.ClusterNodes(lctx).Result()
+		nodes, err := p.NodesSeenBy(lctx, side.addr)
 		cancel()
-		c.Close()
 		if err != nil {
 			v.Err = err.Error()
 			r.h.Logf("partition %s: %s side (%s): CLUSTER NODES failed: %v", when, side.name, side.addr, err)
 		} else {
-			v.Nodes = ParseNodeViews(text)
-			r.h.Logf("partition %s: %s side (%s) sees %s", when, side.name, side.addr, describeViews(v.Nodes))
+			v.Nodes = nodes
+			r.h.Logf("partition %s: %s side (%s) sees %s", when, side.name, side.addr, describeViews(nodes))
 		}
 		r.mu.Lock()
 		r.views = append(r.views, v)
@@ -138,43 +110,15 @@ func (r *Runner) look(ctx context.Context, when, isolated, majority string) {
 	}
 }
 
-// ParseNodeViews reads CLUSTER NODES output: each line's address, flags and served slots.
-func ParseNodeViews(text string) []NodeView {
-	var out []NodeView
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			continue
-		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		v := NodeView{Addr: addr, Flags: strings.Split(f[2], ",")}
-		for _, s := range f[8:] {
-			if strings.HasPrefix(s, "[") { // a slot migrating or importing
-				continue
-			}
-			lo, hi, isRange := strings.Cut(s, "-")
-			var a, b int
-			if _, err := fmt.Sscan(lo, &a); err != nil {
-				continue
-			}
-			b = a
-			if isRange {
-				if _, err := fmt.Sscan(hi, &b); err != nil {
-					continue
-				}
-			}
-			v.Slots += b - a + 1
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // describeViews is a view for the log: each node's address, flags and slots.
-func describeViews(nodes []NodeView) string {
+func describeViews(nodes []cluster.NodeView) string {
 	parts := make([]string, len(nodes))
 	for i, n := range nodes {
-		parts[i] = fmt.Sprintf("%s %s %d slots", n.Addr, strings.Join(n.Flags, ","), n.Slots)
+		slots := 0
+		for _, sr := range n.Slots {
+			slots += sr.Len()
+		}
+		parts[i] = fmt.Sprintf("%s %s %d slots", n.Addr, strings.Join(n.Flags, ","), slots)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -1,0 +1,311 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DurabilityMode is what a decision of RedisTokenBucket or CoalescingBucket waits for before it
+// counts. Redis replicates asynchronously: the primary answers a script before its replicas
+// have its effects, so a failover can promote a replica that lacks the last debits.
+type DurabilityMode string
+
+// The durability modes; the strings are those of the scenario spec's limiter.durability.
+const (
+	// DurabilityAsync (the default, also the zero value ""): the primary's answer. Nothing is
+	// sent after the script.
+	DurabilityAsync DurabilityMode = "async"
+	// DurabilityWait: WAIT replicas timeout after each decision's script run, on the same
+	// connection to the same primary. CoalescingBucket sends one WAIT after each EVALSHA of a
+	// pipeline.
+	DurabilityWait DurabilityMode = "wait"
+	// DurabilityWaitPipeline: one WAIT at the end of each pipeline of CoalescingBucket; every
+	// decision of the pipeline waits for it. RedisTokenBucket has no pipelines and refuses it.
+	DurabilityWaitPipeline DurabilityMode = "wait-pipeline"
+)
+
+// Defaults of Durability's zero fields (the spec's limiter.durability_replicas and
+// limiter.durability_timeout).
+const (
+	DefaultDurabilityReplicas = 1
+	DefaultDurabilityTimeout  = 50 * time.Millisecond
+)
+
+// Durability is what WithDurability sets.
+type Durability struct {
+	// Mode is async (or ""), wait or wait-pipeline.
+	Mode DurabilityMode
+	// Replicas is WAIT's numreplicas: how many replicas must acknowledge the debit; 0 means
+	// DefaultDurabilityReplicas.
+	Replicas int
+	// Timeout is WAIT's timeout, rounded up to whole milliseconds; 0 means
+	// DefaultDurabilityTimeout. It adds to the decision's deadline (WithTimeout): the script
+	// keeps its own budget and the WAIT gets its timeout on top.
+	Timeout time.Duration
+}
+
+// WithDurability makes RedisTokenBucket and CoalescingBucket wait for replicas after each
+// decision (see DurabilityMode); the default, DurabilityAsync, sends nothing more. A decision
+// whose WAIT answers fewer than d.Replicas (the debit was made on the primary but is not known
+// replicated) returns an error wrapping ErrUnreplicated, which ClassifyError makes
+// KindUnreplicated, so fail policies treat it as a store failure.
+//
+// In the wait modes the script and its WAIT go in one pipeline to the primary that owns the key
+// (ClusterClient.MasterForKey), because WAIT names no key: a cluster client's pipeline would
+// send it to a node of its own choosing, not to the connection that ran the script. These
+// commands therefore pass the hooks of the node clients (ClusterClient.OnNewNode) but not the
+// hooks added to the ClusterClient itself. A MOVED reply is returned, not followed (the
+// limiter asks the client to re-read its slot map, so the next decision goes to the new
+// owner); NOSCRIPT still falls back to EVAL, followed by its own WAIT.
+//
+// The other limiters ignore this option.
+func WithDurability(d Durability) Option { return func(c *config) { c.durability = d } }
+
+// waiter is a checked Durability in a wait mode: what the buckets send after their scripts.
+type waiter struct {
+	mode     DurabilityMode // DurabilityWait or DurabilityWaitPipeline
+	replicas int64
+	timeout  time.Duration // whole milliseconds
+}
+
+// waiter checks d and returns its waiter, nil for async. pipelines says whether the bucket
+// sends pipelines (wait-pipeline needs them).
+func (d Durability) waiter(pipelines bool) (*waiter, error) {
+	switch d.Mode {
+	case "", DurabilityAsync:
+		return nil, nil
+	case DurabilityWait:
+	case DurabilityWaitPipeline:
+		if !pipelines {
+			return nil, fmt.Errorf("%w: durability mode %q: RedisTokenBucket sends no pipelines; use %q, or CoalescingBucket for one WAIT per pipeline",
+				ErrBadConfig, d.Mode, DurabilityWait)
+		}
+	default:
+		return nil, fmt.Errorf("%w: durability mode %q: must be %q, %q or %q",
+			ErrBadConfig, d.Mode, DurabilityAsync, DurabilityWait, DurabilityWaitPipeline)
+	}
+	w := &waiter{mode: d.Mode, replicas: int64(d.Replicas), timeout: d.Timeout}
+	switch {
+	case d.Replicas < 0:
+		return nil, fmt.Errorf("%w: durability replicas %d: must be >= 1 (0 means %d)", ErrBadConfig, d.Replicas, DefaultDurabilityReplicas)
+	case d.Replicas == 0:
+		w.replicas = DefaultDurabilityReplicas
+	}
+	switch {
+	case d.Timeout < 0:
+		return nil, fmt.Errorf("%w: durability timeout %v: must be > 0 (WAIT 0 blocks for ever; 0 means %v)", ErrBadConfig, d.Timeout, DefaultDurabilityTimeout)
+	case d.Timeout == 0:
+		w.timeout = DefaultDurabilityTimeout
+	default:
+		w.timeout = (d.Timeout + time.Millisecond - 1).Truncate(time.Millisecond)
+	}
+	return w, nil
+}
+
+// extend is the decision deadline of a bucket with this waiter: the script's timeout plus the
+// WAIT's (0 stays 0: the caller's context only).
+func (w *waiter) extend(timeout time.Duration) time.Duration {
+	if w == nil || timeout == 0 {
+		return timeout
+	}
+	return timeout + w.timeout
+}
+
+// wait queues one WAIT on pipe.
+func (w *waiter) wait(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "wait", w.replicas, w.timeout.Milliseconds())
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// check returns the error of a decision whose script succeeded, from the WAIT after it: nil when
+// it answered at least replicas, else an error wrapping ErrUnreplicated (and the WAIT's own
+// error when it failed).
+func (w *waiter) check(wait *redis.IntCmd) error {
+	n, err := wait.Result()
+	ms := w.timeout.Milliseconds()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT %d %d: %w", ErrUnreplicated, w.replicas, ms, err)
+	}
+	if n < w.replicas {
+		return fmt.Errorf("%w: WAIT %d %d: %d replicas acknowledged", ErrUnreplicated, w.replicas, ms, n)
+	}
+	return nil
+}
+
+// primaries finds the node client a key's script and its WAIT go to: the cluster client's
+// primary for the key's slot, or the client itself when it is one node's *redis.Client.
+type primaries struct {
+	resolver masterResolver // nil: single
+	single   *redis.Client
+	reloader interface{ ReloadState(context.Context) } // nil: none
+}
+
+// newPrimaries returns the primaries of c, or ErrBadConfig when c is neither a client with
+// MasterForKey (a *redis.ClusterClient) nor a *redis.Client.
+func newPrimaries(c any) (primaries, error) {
+	var p primaries
+	if r, ok := c.(masterResolver); ok {
+		p.resolver = r
+	} else if s, ok := c.(*redis.Client); ok {
+		p.single = s
+	} else {
+		return p, fmt.Errorf("%w: durability wait needs a *redis.ClusterClient or *redis.Client (WAIT must follow the script on its connection), got %T", ErrBadConfig, c)
+	}
+	p.reloader, _ = c.(interface{ ReloadState(context.Context) })
+	return p, nil
+}
+
+// node returns the client of key's primary.
+func (p primaries) node(ctx context.Context, key string) (*redis.Client, error) {
+	if p.resolver == nil {
+		return p.single, nil
+	}
+	return p.resolver.MasterForKey(ctx, key)
+}
+
+// redirected asks the cluster client to re-read its slot map when a node answered MOVED or ASK:
+// a node pipeline does not follow redirections, and go-redis learns of them only from its own.
+func (p primaries) redirected(ctx context.Context, err error) {
+	if p.reloader == nil || err == nil {
+		return
+	}
+	if k := ClassifyError(err); k == KindMoved || k == KindAsk {
+		p.reloader.ReloadState(ctx)
+	}
+}
+
+// evalWait runs the script on keys with args and its WAIT in one pipeline to the primary of
+// keys[0], with the NOSCRIPT->EVAL fallback (and its own WAIT), and returns the script's reply,
+// the script's error, or the WAIT's verdict.
+func (b *RedisTokenBucket) evalWait(ctx context.Context, keys []string, args []any) (any, error) {
+	node, err := b.nodes.node(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	run := func(eval bool) (*redis.Cmd, *redis.IntCmd) {
+		pipe := node.Pipeline()
+		var cmd *redis.Cmd
+		if eval {
+			cmd = pipe.Eval(ctx, b.src, keys, args...)
+		} else {
+			cmd = pipe.EvalSha(ctx, b.sha, keys, args...)
+		}
+		wait := b.wait.wait(ctx, pipe)
+		_, _ = pipe.Exec(ctx)
+		return cmd, wait
+	}
+	cmd, wait := run(false)
+	if err := cmd.Err(); err != nil && ClassifyError(err) == KindNoScript {
+		b.noScriptFallback()
+		cmd, wait = run(true)
+	}
+	if err := cmd.Err(); err != nil {
+		b.nodes.redirected(ctx, err)
+		return nil, err
+	}
+	if err := b.wait.check(wait); err != nil {
+		return nil, err
+	}
+	return cmd.Val(), nil
+}
+
+// allowSlow is Allow with WithDurability or WithAudit: the audit key as KEYS[2], and in the wait
+// modes the script and its WAIT in one pipeline to the key's primary.
+func (b *RedisTokenBucket) allowSlow(ctx context.Context, r Request) (Decision, error) {
+	argv, at, err := bucketArgs(r, b.policy, &b.args, b.policyFor)
+	if err != nil {
+		return Decision{}, err
+	}
+	if b.audit {
+		if err := checkAuditable(r); err != nil {
+			return Decision{}, err
+		}
+	}
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
+	keys := make([]string, 1, 2)
+	keys[0] = KeyFor(r.Tenant, r.Endpoint)
+	if b.audit {
+		keys = append(keys, AuditKey(r.Tenant, r.Endpoint))
+	}
+	args := argv[:b.nargs]
+	var reply any
+	if b.wait != nil {
+		reply, err = b.evalWait(ctx, keys, args)
+	} else {
+		reply, err = b.c.EvalSha(ctx, b.sha, keys, args...).Result()
+		if err != nil && ClassifyError(err) == KindNoScript {
+			b.noScriptFallback()
+			reply, err = b.c.Eval(ctx, b.src, keys, args...).Result()
+		}
+	}
+	if err != nil {
+		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", keys[0], err)
+	}
+	d, err := decodeBucketReply(reply, b.nargs, at)
+	if err != nil {
+		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", keys[0], err)
+	}
+	d.Source = Central
+	return d, nil
+}
+
+// noScriptFallback counts one NOSCRIPT->EVAL step and tells WithOnNoScript's function.
+func (b *RedisTokenBucket) noScriptFallback() {
+	b.noScript.Add(1)
+	if b.onNoScript != nil {
+		b.onNoScript()
+	}
+}
+
+// execWait sends the calls' commands in one pipeline to node (the client itself when there is
+// one queue) with WAIT after each command (wait) or once at the end (wait-pipeline), and turns
+// each successful command whose WAIT fell short into an ErrUnreplicated error. A node pipeline
+// does not follow MOVED or ASK: those errors stay in their commands, and the cluster client is
+// told to re-read its slot map.
+func (b *scriptBatcher) execWait(ctx context.Context, node *redis.Client, calls []*batchCall) {
+	var pipe redis.Pipeliner
+	if node != nil {
+		pipe = node.Pipeline()
+	} else {
+		pipe = b.c.Pipeline() // one queue: b.c is a *redis.Client (newPrimaries checked it)
+	}
+	perCall := b.wait.mode == DurabilityWait
+	waits := make([]*redis.IntCmd, 0, len(calls))
+	for _, c := range calls {
+		_ = pipe.Process(ctx, c.cmd)
+		if perCall {
+			waits = append(waits, b.wait.wait(ctx, pipe))
+		}
+	}
+	if !perCall {
+		waits = append(waits, b.wait.wait(ctx, pipe))
+	}
+	_, _ = pipe.Exec(ctx)
+	b.batches.Add(1)
+	b.sent.Add(int64(len(calls)))
+	var redirect error
+	for i, c := range calls {
+		if err := c.cmd.Err(); err != nil {
+			if k := ClassifyError(err); k == KindMoved || k == KindAsk {
+				redirect = err
+			}
+			continue
+		}
+		w := waits[0]
+		if perCall {
+			w = waits[i]
+		}
+		if err := b.wait.check(w); err != nil {
+			c.cmd.SetErr(err)
+		}
+	}
+	b.nodes.redirected(ctx, redirect)
+}

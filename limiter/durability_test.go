@@ -1,0 +1,344 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"ratelab/limiter"
+	"ratelab/scenarios/cluster"
+	"ratelab/scenarios/cluster/clustertest"
+)
+
+// waitTimeout is the WAIT timeout of these tests: long enough that a healthy replica always
+// acknowledges within it on a loaded machine, short enough to wait for a paused one.
+const waitTimeout = 200 * time.Millisecond
+
+// replicated is a 1-primary, 1-replica cluster for the durability tests, with an admin client
+// on its primary and the address of its replica.
+type replicated struct {
+	l       *cluster.Local
+	c       *redis.ClusterClient
+	admin   *redis.Client
+	replica string
+}
+
+// startReplicated starts the cluster. A long node timeout keeps a replica paused for a moment
+// from being reported failing.
+func startReplicated(t testing.TB) replicated {
+	t.Helper()
+	l := clustertest.Start(t, cluster.Options{Primaries: 1, Replicas: 1, NodeTimeout: 10 * time.Second})
+	r := replicated{l: l, c: newClusterClient(l.Addrs())}
+	t.Cleanup(func() { _ = r.c.Close() })
+	for _, n := range l.Nodes() {
+		switch n.Role {
+		case cluster.RolePrimary:
+			r.admin = redis.NewClient(&redis.Options{Addr: n.Addr})
+			t.Cleanup(func() { _ = r.admin.Close() })
+		case cluster.RoleReplica:
+			r.replica = n.Addr
+		}
+	}
+	if r.admin == nil || r.replica == "" {
+		t.Fatalf("cluster nodes %+v: want one primary and one replica", l.Nodes())
+	}
+	return r
+}
+
+// waits returns how many WAIT commands the primary has run (INFO commandstats).
+func (r replicated) waits(t testing.TB) int64 {
+	t.Helper()
+	info, err := r.admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats line %q: %v", line, err)
+		}
+		return n
+	}
+	return 0 // no WAIT yet: Redis lists only the commands it ran
+}
+
+// pause stops the replica until the test (or the caller) resumes it.
+func (r replicated) pause(t *testing.T) (resume func()) {
+	t.Helper()
+	if err := r.l.Pause(r.replica); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := r.l.Resume(r.replica); err != nil {
+				t.Errorf("resume the replica: %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
+}
+
+func waitOpt(mode limiter.DurabilityMode) limiter.Option {
+	return limiter.WithDurability(limiter.Durability{Mode: mode, Replicas: 1, Timeout: waitTimeout})
+}
+
+// TestDurabilityWait runs the wait modes on a real primary with one replica: decisions succeed
+// while the replica acknowledges, each paying one WAIT (wait) or each pipeline paying one
+// (wait-pipeline); a paused replica makes them unreplicated errors after about the WAIT timeout,
+// with the debit made on the primary; NOSCRIPT still falls back to EVAL and its own WAIT; a
+// primary whose min-replicas-to-write its replicas cannot meet refuses the script with
+// NOREPLICAS, the same kind. Subtests run in order: a pause stops the one replica they share.
+func TestDurabilityWait(t *testing.T) {
+	r := startReplicated(t)
+	ctx := context.Background()
+	t.Run("plain bucket: one WAIT per decision", func(t *testing.T) {
+		b := newDurableBucket(t, r.c, waitOpt(limiter.DurabilityWait))
+		twin, _ := limiter.NewTokenBucket(suitePolicy)
+		tenant := uniqueTenant(t)
+		before := r.waits(t)
+		for i, cost := range []int64{3, 4, 5, 2} {
+			req := limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: cost, Now: time.UnixMilli(t0)}
+			have, err := b.Allow(ctx, req)
+			want, _ := twin.Allow(ctx, req)
+			want.Source = limiter.Central
+			if err != nil || have != want {
+				t.Fatalf("decision %d: have %+v, %v; want %+v", i, have, err, want)
+			}
+		}
+		if n := r.waits(t) - before; n != 4 {
+			t.Fatalf("primary ran %d WAITs for 4 decisions, want 4", n)
+		}
+	})
+	t.Run("plain bucket: paused replica", func(t *testing.T) {
+		b := newDurableBucket(t, r.c, waitOpt(limiter.DurabilityWait))
+		twin, _ := limiter.NewTokenBucket(suitePolicy)
+		req := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 4, Now: time.UnixMilli(t0)}
+		resume := r.pause(t)
+		start := time.Now()
+		_, err := b.Allow(ctx, req)
+		took := time.Since(start)
+		resume()
+		checkUnreplicated(t, err, took)
+		// The debit was made on the primary: the next decision sees it, as the twin does.
+		_, _ = twin.Allow(ctx, req)
+		have, err := b.Allow(ctx, req)
+		want, _ := twin.Allow(ctx, req)
+		want.Source = limiter.Central
+		if err != nil || have != want {
+			t.Fatalf("decision after the unreplicated one: have %+v, %v; want %+v (its debit counted)", have, err, want)
+		}
+	})
+	t.Run("plain bucket: NOSCRIPT falls back with its own WAIT", func(t *testing.T) {
+		b := newDurableBucket(t, r.c, waitOpt(limiter.DurabilityWait))
+		if err := r.admin.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := r.waits(t)
+		d, err := b.Allow(ctx, limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 4, Now: time.UnixMilli(t0)})
+		if err != nil || !d.Allowed || d.Remaining != 6 {
+			t.Fatalf("decision after SCRIPT FLUSH = %+v, %v; want allowed, 6 remaining", d, err)
+		}
+		if n, w := b.NoScriptFallbacks(), r.waits(t)-before; n != 1 || w != 2 {
+			t.Fatalf("NoScriptFallbacks = %d, WAITs = %d; want 1 and 2 (after EVALSHA and after EVAL)", n, w)
+		}
+	})
+	t.Run("coalescing: WAIT per decision or per pipeline", func(t *testing.T) {
+		for _, mode := range []limiter.DurabilityMode{limiter.DurabilityWait, limiter.DurabilityWaitPipeline} {
+			b := newDurableCoalescing(t, r.c, mode)
+			before := r.waits(t)
+			const n = 48
+			for err := range concurrentDecisions(b, uniqueTenant(t), n) {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			waits, batches := r.waits(t)-before, b.Batches()
+			switch mode {
+			case limiter.DurabilityWait:
+				if waits != n {
+					t.Errorf("%s: %d WAITs for %d decisions in %d pipelines, want %d", mode, waits, n, batches, n)
+				}
+			case limiter.DurabilityWaitPipeline:
+				if waits != batches || waits >= n {
+					t.Errorf("%s: %d WAITs for %d decisions in %d pipelines, want one per pipeline, fewer than decisions", mode, waits, n, batches)
+				}
+			}
+		}
+	})
+	t.Run("coalescing: paused replica", func(t *testing.T) {
+		for _, mode := range []limiter.DurabilityMode{limiter.DurabilityWait, limiter.DurabilityWaitPipeline} {
+			b := newDurableCoalescing(t, r.c, mode)
+			resume := r.pause(t)
+			start := time.Now()
+			var errs []error
+			for err := range concurrentDecisions(b, uniqueTenant(t), 4) {
+				errs = append(errs, err)
+			}
+			took := time.Since(start)
+			resume()
+			if len(errs) != 4 {
+				t.Fatalf("%s: %d of 4 decisions failed with the replica paused (%v), want all", mode, len(errs), errs)
+			}
+			if mode == limiter.DurabilityWaitPipeline {
+				checkUnreplicated(t, errs[0], took) // one WAIT: all return together
+			}
+			for _, err := range errs {
+				if k := limiter.ClassifyError(err); k != limiter.KindUnreplicated {
+					t.Fatalf("%s: error %v is %v, want unreplicated", mode, err, k)
+				}
+			}
+		}
+	})
+	t.Run("NOREPLICAS", func(t *testing.T) {
+		testNoReplicas(t, r)
+	})
+}
+
+// testNoReplicas asks the primary for 2 replicas to write (it has 1): the script is refused and
+// both buckets, async, return the unreplicated kind, with nothing debited.
+func testNoReplicas(t *testing.T, r replicated) {
+	ctx := context.Background()
+	if err := r.admin.ConfigSet(ctx, "min-replicas-to-write", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.admin.ConfigSet(ctx, "min-replicas-to-write", "0").Err(); err != nil {
+			t.Errorf("reset min-replicas-to-write: %v", err)
+		}
+	})
+	plain := newDurableBucket(t, r.c)
+	coalescing := newDurableCoalescing(t, r.c, limiter.DurabilityAsync)
+	for _, b := range []limiter.Limiter{plain, coalescing} {
+		tenant := uniqueTenant(t)
+		_, err := b.Allow(ctx, limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
+		if k := limiter.ClassifyError(err); err == nil || k != limiter.KindUnreplicated {
+			t.Fatalf("%T with min-replicas-to-write 2 of 1: err %v (%v), want NOREPLICAS, unreplicated", b, err, k)
+		}
+		if n, err := r.c.Exists(ctx, limiter.KeyFor(tenant, "ep")).Result(); err != nil || n != 0 {
+			t.Fatalf("%T: bucket key exists = %d, %v after a refused script; want 0", b, n, err)
+		}
+	}
+}
+
+// checkUnreplicated checks that err is an unreplicated decision that took about the WAIT timeout.
+func checkUnreplicated(t *testing.T, err error, took time.Duration) {
+	t.Helper()
+	if !errors.Is(err, limiter.ErrUnreplicated) || limiter.ClassifyError(err) != limiter.KindUnreplicated {
+		t.Fatalf("decision with the replica paused: err %v (%v), want ErrUnreplicated", err, limiter.ClassifyError(err))
+	}
+	if took < waitTimeout || took > waitTimeout+2*time.Second {
+		t.Fatalf("unreplicated decision took %v, want about the WAIT timeout %v", took, waitTimeout)
+	}
+}
+
+// concurrentDecisions runs n decisions of cost 1 on one key at the same instant and returns
+// their errors.
+func concurrentDecisions(b limiter.Limiter, tenant string, n int) chan error {
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errs
+}
+
+func newDurableBucket(t *testing.T, c *redis.ClusterClient, opts ...limiter.Option) *limiter.RedisTokenBucket {
+	t.Helper()
+	b, err := limiter.NewRedisTokenBucket(c, suitePolicy, append([]limiter.Option{limiter.WithTimeout(5 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newDurableCoalescing batches for up to 5 ms, so concurrent callers share pipelines.
+func newDurableCoalescing(t *testing.T, c *redis.ClusterClient, mode limiter.DurabilityMode) *limiter.CoalescingBucket {
+	t.Helper()
+	b := newCoalescing(t, c, suitePolicy, limiter.WithBatchWindow(5*time.Millisecond), limiter.WithBucketOptions(waitOpt(mode)))
+	if err := b.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDurabilityOptions: every bad durability setting is refused with ErrBadConfig; the twin
+// ignores the option.
+func TestDurabilityOptions(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer c.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	for _, tc := range []struct {
+		name string
+		c    redis.Scripter
+		d    limiter.Durability
+	}{
+		{"wait-pipeline without pipelines", c, limiter.Durability{Mode: limiter.DurabilityWaitPipeline}},
+		{"unknown mode", c, limiter.Durability{Mode: "sync"}},
+		{"negative replicas", c, limiter.Durability{Mode: limiter.DurabilityWait, Replicas: -1}},
+		{"negative timeout", c, limiter.Durability{Mode: limiter.DurabilityWait, Timeout: -time.Millisecond}},
+		{"client without primaries", ring, limiter.Durability{Mode: limiter.DurabilityWait}},
+	} {
+		if _, err := limiter.NewRedisTokenBucket(tc.c, suitePolicy, limiter.WithDurability(tc.d)); !errors.Is(err, limiter.ErrBadConfig) {
+			t.Errorf("%s: err = %v, want ErrBadConfig", tc.name, err)
+		}
+	}
+	for _, d := range []limiter.Durability{{}, {Mode: limiter.DurabilityAsync}, {Mode: limiter.DurabilityWait}} {
+		if _, err := limiter.NewRedisTokenBucket(c, suitePolicy, limiter.WithDurability(d)); err != nil {
+			t.Errorf("%+v: %v", d, err)
+		}
+	}
+	if _, err := limiter.NewCoalescingBucket(c, suitePolicy, limiter.WithBucketOptions(waitOpt(limiter.DurabilityWaitPipeline))); err != nil {
+		t.Errorf("coalescing wait-pipeline: %v", err)
+	}
+	if _, err := limiter.NewCoalescingBucket(ring, suitePolicy, limiter.WithBucketOptions(waitOpt(limiter.DurabilityWait))); !errors.Is(err, limiter.ErrBadConfig) {
+		t.Errorf("coalescing over a ring: err = %v, want ErrBadConfig", err)
+	}
+	if _, err := limiter.NewTokenBucket(suitePolicy, waitOpt(limiter.DurabilityWaitPipeline), limiter.WithAudit()); err != nil {
+		t.Errorf("the twin refused options it ignores: %v", err)
+	}
+}
+
+// BenchmarkDurability compares async decisions with wait's on a primary with one replica: what
+// a WAIT after each decision costs, plain and coalesced (wait-pipeline: one per pipeline).
+func BenchmarkDurability(b *testing.B) {
+	r := startReplicated(b)
+	policy := limiter.BucketPolicy{Rate: 1e6, Burst: 1e6}
+	for _, mode := range []limiter.DurabilityMode{limiter.DurabilityAsync, limiter.DurabilityWait} {
+		b.Run("plain/"+string(mode), func(b *testing.B) {
+			lim, err := limiter.NewRedisTokenBucket(r.c, policy, limiter.WithTimeout(time.Second), waitOpt(mode))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchCentral(b, lim, 4)
+		})
+	}
+	for _, mode := range []limiter.DurabilityMode{limiter.DurabilityAsync, limiter.DurabilityWait, limiter.DurabilityWaitPipeline} {
+		b.Run("coalescing/"+string(mode), func(b *testing.B) {
+			lim := newCoalescing(b, r.c, policy, limiter.WithBucketOptions(limiter.WithTimeout(time.Second), waitOpt(mode)))
+			benchCentral(b, lim, 4)
+		})
+	}
+}
