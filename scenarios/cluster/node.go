@@ -118,8 +118,7 @@ func (m *member) announceOf() announce {
 func (m *member) has(addr string) bool { return m.Addr == addr || m.RealAddr == addr }
 
 // nodeConfig renders a node's redis.conf; ann says what it announces and where it connects from
-// (the zero announce: no proxy). Units: cluster-node-timeout is in milliseconds, min-replicas-
-// max-lag in seconds.
+// (the zero announce: no proxy). Units: cluster-node-timeout is in milliseconds.
 func nodeConfig(port int, ann announce, dir string, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\n", port)
@@ -145,7 +144,6 @@ func nodeConfig(port int, ann announce, dir string, opts Options) string {
 	// share one transfer) would dominate the start time of an empty cluster.
 	b.WriteString("repl-diskless-sync-delay 0\n")
 	b.WriteString(announceConfig(port, ann))
-	b.WriteString(minReplicasConfig(opts))
 	for _, line := range opts.ExtraConfig {
 		b.WriteString(line)
 		b.WriteByte('\n')
@@ -172,19 +170,6 @@ func announceConfig(port int, ann announce) string {
 	}
 	if ann.source.IsValid() {
 		fmt.Fprintf(&b, "bind-source-addr %s\n", ann.source)
-	}
-	return b.String()
-}
-
-// minReplicasConfig renders Options.MinReplicasToWrite and MinReplicasMaxLag, each only when
-// set (0 keeps Redis' default). Every node gets them: a replica enforces them once promoted.
-func minReplicasConfig(opts Options) string {
-	var b strings.Builder
-	if opts.MinReplicasToWrite > 0 {
-		fmt.Fprintf(&b, "min-replicas-to-write %d\n", opts.MinReplicasToWrite)
-	}
-	if opts.MinReplicasMaxLag > 0 {
-		fmt.Fprintf(&b, "min-replicas-max-lag %d\n", opts.MinReplicasMaxLag)
 	}
 	return b.String()
 }
