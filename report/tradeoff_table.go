@@ -36,9 +36,9 @@ func fmtTokensBound(tb *results.TokensBack) string {
 	case tb.Within == nil:
 		return "none"
 	case *tb.Within:
-		return fmtFloat(tb.Bound) + " (within)"
+		return fmtFixed(tb.Bound, 0) + " (within)"
 	}
-	return fmtFloat(tb.Bound) + " (**beyond**)"
+	return fmtFixed(tb.Bound, 0) + " (**beyond**)"
 }
 
 // fmtKinds lists counts by kind, largest first then by name: "unreplicated 40, timeout 3".
@@ -187,6 +187,7 @@ func durabilityMarkdown(rows []DurabilityRow) string {
 	b.WriteString("Tokens back are the debits the clients saw allowed that the cluster's surviving state lacks, as a range over the decisions whose outcome was unknown (timeouts). ")
 	b.WriteString("Decisions failed counts the store's failures (errors, and a fail policy's answers), by kind; lost counts the requests the generator dropped. ")
 	b.WriteString("The steady state is the whole seconds before the first fault, without the first (warm-up); its percentiles are over the offered requests. ")
+	b.WriteString("The settings: async (Redis's replication), wait (WAIT after each decision), wait-pipeline (WAIT after each pipeline of the coalescing transport), min-replicas (async decisions on primaries that refuse writes once no replica has acknowledged within the max lag: `ratelab durability` sets 1 s, the least Redis counts, unless the scenario sets its own). kill-primary kills the partition's primary at the partition's start and restarts it at the heal. ")
 	b.WriteString("Availability in the fault window is the share of the offered requests of the seconds from the first fault to the last fault's end (its recovery, or its heal) that the limiter decided.\n")
 	return b.String()
 }

@@ -72,7 +72,7 @@ func runDurability(cmd *cobra.Command, args []string, o durabilityOptions) error
 		for _, r := range rows {
 			tb := "not counted"
 			if r.TokensBack != nil {
-				tb = fmt.Sprintf("%d-%d (bound %g)", r.TokensBack.Min, r.TokensBack.Max, r.TokensBack.Bound)
+				tb = fmt.Sprintf("%d-%d (bound %.0f)", r.TokensBack.Min, r.TokensBack.Max, r.TokensBack.Bound)
 			}
 			fmt.Fprintf(w, "%2d %-13s %-14s tokens back %-22s failed %8d lost %8d steady p99 %10s ms  %s\n",
 				r.Rank, r.Fault, r.Setting, tb, r.Failed, r.Lost, r.SteadyP99Ms, r.Error)
