@@ -18,10 +18,10 @@ import (
 
 // TestDemoQuick runs `ratelab demo --quick` end to end on real local clusters: every step leaves
 // a summary.json per run with decisions in it, and index.html links only files that exist. It
-// is in the fault tier: seven clusters, two steps with faults, about 40 s under -race.
+// is in the fault tier: nine runs on eleven clusters, two steps with faults.
 func TestDemoQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts seven local Redis Clusters")
+		t.Skip("starts eleven local Redis Clusters")
 	}
 	clustertest.Watch(t)
 	out := filepath.Join(t.TempDir(), "demo")
@@ -32,15 +32,15 @@ func TestDemoQuick(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ratelab demo --quick: %v\n%s", err, got)
 	}
-	if !strings.Contains(string(got), "4 of 4 steps") {
-		t.Errorf("demo did not report 4 finished steps:\n%s", got)
+	if !strings.Contains(string(got), "5 of 5 steps") {
+		t.Errorf("demo did not report 5 finished steps:\n%s", got)
 	}
 	runs, err := filepath.Glob(filepath.Join(out, "*", results.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 7 {
-		t.Fatalf("%d summaries under %s, want 7 (one per run of the 4 steps)", len(runs), out)
+	if len(runs) != 9 {
+		t.Fatalf("%d summaries under %s, want 9 (one per run of the 5 steps)", len(runs), out)
 	}
 	for _, p := range runs {
 		s, err := results.ReadSummary(p)
@@ -71,7 +71,7 @@ func TestDemoQuick(t *testing.T) {
 			svgs++
 		}
 	}
-	if svgs < 7 {
-		t.Errorf("index shows %d SVG plot links, want at least one per run (7)", svgs)
+	if svgs < 9 {
+		t.Errorf("index shows %d SVG plot links, want at least one per run (9)", svgs)
 	}
 }

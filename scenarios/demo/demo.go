@@ -1,7 +1,8 @@
 // Package demo is `ratelab demo`: a guided sequence of short scenario runs that walks the
 // argument of the project (the fixed window's boundary burst, the token bucket, a hot tenant on
-// one shard, fail-open vs fail-closed under a paused primary, leases cutting Redis load) and
-// ends with one HTML page linking every step's numbers, plots and report.
+// one shard, fail-open vs fail-closed under a paused primary, leases cutting Redis load, one
+// global bucket against a quota split between regions) and ends with one HTML page linking every
+// step's numbers, plots and report.
 package demo
 
 import (
@@ -114,7 +115,7 @@ func pauseEdit(s *scenarios.Spec, quick bool) {
 
 // plan is the story, in order.
 func plan() []stepPlan {
-	return []stepPlan{boundaryStep(), hotTenantStep(), pauseStep(), leaseStep()}
+	return []stepPlan{boundaryStep(), hotTenantStep(), pauseStep(), leaseStep(), regionsStep()}
 }
 
 // boundaryStep is step 1: the fixed window's boundary burst against the token bucket.
