@@ -59,8 +59,9 @@ type DurabilityOptions struct {
 	Logf func(format string, args ...any)
 }
 
-// DurabilityPlan is one run of base per fault and setting, faults outer. Unknown names are an
-// error; a rewrite the spec's validation refuses is a Plan whose Run says so.
+// DurabilityPlan is one run of base per fault and setting, faults outer. Unknown names, and a
+// base without a primary's partition, are an error; a rewrite the spec's validation refuses is
+// a Plan whose Run says so.
 func DurabilityPlan(base *scenarios.Spec, faults, settings []string, duration time.Duration) ([]Plan, error) {
 	if len(faults) == 0 {
 		faults = DurabilityFaults
@@ -76,6 +77,10 @@ func DurabilityPlan(base *scenarios.Spec, faults, settings []string, duration ti
 	}
 	if duration != 0 && duration < time.Second {
 		return nil, fmt.Errorf("--duration %v: must be at least 1s", duration)
+	}
+	// Without a primary's partition no row can run: the scenario is wrong, not a setting.
+	if _, err := WithFault(base, FaultPartition); err != nil {
+		return nil, err
 	}
 	var plans []Plan
 	for _, f := range faults {

@@ -170,6 +170,11 @@ func TestDurabilityPlan(t *testing.T) {
 			t.Errorf("faults %v settings %v: %v, want an error naming %s", c.faults, c.settings, err, c.want)
 		}
 	}
+	none := partitionBase(t)
+	none.Faults = none.Faults[1:]
+	if _, err := DurabilityPlan(none, nil, nil, 0); err == nil || !strings.Contains(err.Error(), "no partition of a primary") {
+		t.Errorf("a scenario without a partition: %v, want an error saying so before any row", err)
+	}
 	// A setting the cluster cannot have is its row's error; the others still plan.
 	zero := 0
 	base.Cluster.Replicas = &zero
