@@ -133,14 +133,14 @@ compare-power: redis
 	set -o pipefail; { $(GO) test -tags experiment $(EXPERIMENT_FLAGS) -run '^TestPowerUnderCIStalls$$' ./results/compare && \
 		$(GO) test -tags experiment $(EXPERIMENT_FLAGS) -timeout 60m -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab; } | tee out/experiments/compare-power.txt
 
-## regions-sweep: experiment: the regions designs (global, split, rebalance at each T of PERIODS) on one trace -> out/regions-sweep/ (sweep.md, tradeoff.png, index.html)
+## regions-sweep: experiment: the regions designs (global, split, rebalance at each T of PERIODS) on one trace, runs of twice the longest T -> out/regions-sweep/ (sweep.md, tradeoff.png, index.html; ~5 min)
 PERIODS ?= 250ms,1s,4s,16s
 .PHONY: regions-sweep
 regions-sweep: redis build
 	@rm -rf out/regions-sweep
 	./$(BIN) regions sweep --periods $(PERIODS) --out out/regions-sweep
 
-## durability: experiment: each fault (kill-primary, partition) against each durability setting (async, wait, wait-pipeline, min-replicas) -> out/durability/ (durability.md, durability.png, index.html)
+## durability: experiment: each fault (kill-primary, partition) against each durability setting (async, wait, wait-pipeline, min-replicas), eight 20 s runs of the partition built-in -> out/durability/ (durability.md, durability.png, index.html; ~4 min)
 .PHONY: durability
 durability: redis build
 	@rm -rf out/durability

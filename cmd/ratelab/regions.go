@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,11 +51,20 @@ is a row saying so; an interrupt keeps the rows measured so far.`,
 		RunE:    func(cmd *cobra.Command, args []string) error { return runRegionsSweep(cmd, args, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.periods, "periods", "250ms,1s,4s,16s", "the rebalance periods T to run, comma-separated")
-	f.DurationVar(&o.duration, "duration", 0, "length of every run (default the scenario's)")
+	f.StringVar(&o.periods, "periods", periodsFlag(tradeoff.DefaultPeriods), "the rebalance periods T to run, comma-separated")
+	f.DurationVar(&o.duration, "duration", 0, "length of every run (default the scenario's, or twice the longest period when that is longer)")
 	f.StringVar(&o.out, "out", "", "directory of the sweep (default out/regions-sweep-<time>)")
 	o.output = addOutputFlag(cmd, "md prints sweep.md, json sweep.json", outputJSON, outputMD)
 	return cmd
+}
+
+// periodsFlag writes periods as --periods reads them.
+func periodsFlag(periods []time.Duration) string {
+	parts := make([]string, len(periods))
+	for i, p := range periods {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // runRegionsSweep sweeps the scenario args name (default the built-in), writes the table and
