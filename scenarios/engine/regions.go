@@ -238,6 +238,11 @@ func (s *Session) regionStore(ctx context.Context, i int, rg *region, local *clu
 		rg.links = links
 		o := *opts
 		o.Dialer = links.dial
+		// A new connection pays a round trip per handshake step before its first command
+		// (HELLO, then CLIENT SETINFO); the identity step tells the server nothing a run
+		// needs, and without it a connection re-dialled after a timeout costs two round
+		// trips instead of three.
+		o.DisableIdentity = true
 		opts = &o
 	} else {
 		cl, opts = local, local.ClientOptions()
