@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"ratelab/limiter"
 	"ratelab/scenarios"
 	"ratelab/scenarios/cluster"
@@ -355,6 +353,3 @@ func (s *Session) Regions() []string {
 	}
 	return s.regions.names
 }
-
-// regionClient is the client region i's gateways use (tests read buckets through it).
-func (s *Session) regionClient(i int) *redis.ClusterClient { return s.regions.regions[i].st.client }
