@@ -212,3 +212,35 @@ func TestScaledPolicyNeverExceedsTheQuota(t *testing.T) {
 		t.Errorf("a tiny share's burst is %d, want at least 1 token", q.Burst)
 	}
 }
+
+// TestRebalanceRoundFreezesACutRegion runs one rebalance round by hand: the regions that report
+// get shares that follow their demand (after the update's one-way trip), a cut region's shares
+// stay as they were, and its report and update are not counted as calls.
+func TestRebalanceRoundFreezesACutRegion(t *testing.T) {
+	t.Parallel()
+	spec := regionSpec(t, scenarios.DesignRebalance, time.Second)
+	rr := newRegionRun(spec, tenantNames(60))
+	b := newRebalancer(rr, time.Second)
+	rr.regions[2].cut.Store(true) // ap
+	rr.regions[1].demand[0].Store(90)
+	rr.regions[0].demand[0].Store(10)
+	rr.regions[2].demand[0].Store(500)
+	b.round()
+	// The updates land after their one-way trip.
+	for deadline := time.Now().Add(2 * time.Second); rr.quota.get(1, 0) == 0.3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := rr.quota.get(2, 0); got != 0.2 {
+		t.Errorf("cut region ap's share of tenant 0 moved to %v, want it frozen at 0.2", got)
+	}
+	us, eu := rr.quota.get(0, 0), rr.quota.get(1, 0)
+	if math.Abs(us+eu-0.8) > 1e-9 || eu <= 0.3 || us >= 0.5 {
+		t.Errorf("us %v, eu %v: want eu's share up from 0.3 toward its demand, us's down from 0.5, summing to 0.8", us, eu)
+	}
+	if c := rr.regions[2].stats.cross.Load(); c != 0 {
+		t.Errorf("cut region ap made %d cross-region calls", c)
+	}
+	if c := rr.regions[1].stats.cross.Load(); c != 2 {
+		t.Errorf("eu made %d cross-region calls in one round, want 2 (its report, its update)", c)
+	}
+}
