@@ -116,3 +116,35 @@ func checkViews(t *testing.T, views []faults.PartitionView) {
 		}
 	}
 }
+
+// TestGatewayPartition: two of four lease gateways lose Redis for 2 s. While cut, their store
+// calls fail as connection errors and the other two go on deciding; once healed, no connection
+// error is left; the burst excess stays within the leases' bound.
+func TestGatewayPartition(t *testing.T) {
+	spec := faultSpec(t, 7*time.Second, "limiter: {kind: lease, lease: {size: 10, gateways: 4, ttl: 1s}}\n"+
+		"cluster: {primaries: 3, replicas: 0}\n"+
+		"faults: [{at: 2s, kind: partition, target: gateways:2, for: 2s}]\n")
+	sum, rows := runFaults(t, spec)
+	var cutConn, cutAllowed, afterConn int64
+	for _, r := range rows {
+		switch {
+		case r.TS >= 2 && r.TS < 4:
+			cutConn += r.Conn
+			cutAllowed += r.Allowed
+		case r.TS >= 5:
+			afterConn += r.Conn
+		}
+	}
+	if cutConn == 0 || cutAllowed == 0 {
+		t.Errorf("while cut: %d connection errors, %d allowed; want the cut gateways failing and the others deciding", cutConn, cutAllowed)
+	}
+	if afterConn != 0 {
+		t.Errorf("%d connection errors a second after the heal, want none", afterConn)
+	}
+	if w := sum.Overspend.Bound.Within; w == nil || !*w {
+		t.Errorf("burst excess %.1f against the lease bound %.1f: want within", sum.Overspend.BurstExcess.WorstTokens, sum.Overspend.Bound.Tokens)
+	}
+	if f := sum.Faults[0]; f.Kind != "partition" || f.DetectedS == 0 {
+		t.Errorf("fault %+v, want the partition detected", f)
+	}
+}
