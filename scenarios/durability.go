@@ -88,6 +88,8 @@ func (s *Spec) validateDurability(bad badFunc) {
 	}
 	if l.Audit && l.Kind != KindTokenBucket {
 		bad("limiter.audit", true, fmt.Sprintf("only limiter.kind token-bucket keeps a debit audit (kind is %q): drop audit or use token-bucket", l.Kind))
+	} else if l.Audit && s.Via == ViaHTTP {
+		bad("limiter.audit", true, "tokens back compares the audit with the decisions the engine saw in process: drop audit or use via: process")
 	}
 	s.validateMinReplicas(replicas, bad)
 }
