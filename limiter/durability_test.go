@@ -342,3 +342,57 @@ func BenchmarkDurability(b *testing.B) {
 		})
 	}
 }
+
+// TestDurabilityWaitAfterMoved moves a key's slot to the other primary behind the client's back:
+// the wait mode's node pipeline does not follow the MOVED, so that decision fails with it (kind
+// moved, its script never ran), and the client, told to re-read its slot map, sends the next
+// decisions to the new owner, with their WAIT.
+func TestDurabilityWaitAfterMoved(t *testing.T) {
+	t.Parallel()
+	l := clustertest.Start(t, cluster.Options{Primaries: 2, Replicas: 1, NodeTimeout: 10 * time.Second})
+	c := newClusterClient(l.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+	b := newDurableBucket(t, c, waitOpt(limiter.DurabilityWait))
+	req := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}
+	if _, err := b.Allow(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	key := limiter.KeyFor(req.Tenant, req.Endpoint)
+	owner, err := c.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := owner.Options().Addr
+	var to string
+	for _, p := range l.Primaries() {
+		if p.Addr != from {
+			to = p.Addr
+		}
+	}
+	slot := cluster.KeySlot(key)
+	if _, err := l.MigrateSlots(ctx, 0, from, to, cluster.WithSlotRange(cluster.SlotRange{Start: slot, End: slot})); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Allow(ctx, req)
+	if k := limiter.ClassifyError(err); k != limiter.KindMoved {
+		t.Fatalf("first decision after the move: err %v (%v), want MOVED", err, k)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err := b.Allow(ctx, req)
+		if err == nil {
+			if d.Remaining != suitePolicy.Burst-2 {
+				t.Fatalf("decision at the new owner: %+v, want %d remaining (the moved key's state)", d, suitePolicy.Burst-2)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("decisions still fail 5 s after the move: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, err := c.MasterForKey(ctx, key); err != nil || n.Options().Addr != to {
+		t.Fatalf("client's owner of the key after the move: %v, %v; want %s", n, err, to)
+	}
+}

@@ -47,6 +47,43 @@ func TestParseClusterNodes(t *testing.T) {
 			have.connected != w.connected || !slices.Equal(have.slots, w.slots) || have.fail != w.fail || have.myself != w.myself {
 			t.Errorf("line %d = %+v, want %+v", i, have, w)
 		}
+		if want := 17000 + i; v.BusPort != want { // line 2 also carries a hostname
+			t.Errorf("line %d: bus port %d, want %d", i, v.BusPort, want)
+		}
+	}
+}
+
+// TestNodeViews: the exported view keeps every field and answers the flag questions.
+func TestNodeViews(t *testing.T) {
+	t.Parallel()
+	lines, err := parseClusterNodes(nodesReply + "6a9f6cbd1f9d3b9d9c0cbdf21fbd4d7a8b1c2d3e 127.0.0.1:7006@17006 master,fail? - 0 0 8 disconnected\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := nodeViews(lines)
+	type row struct {
+		addr, role                string
+		bus                       int
+		myself, suspected, failed bool
+		connected                 bool
+	}
+	want := map[int]row{
+		0: {"127.0.0.1:7000", RolePrimary, 17000, false, false, true, false},
+		1: {"127.0.0.1:7001", RolePrimary, 17001, true, false, false, true},
+		4: {"127.0.0.1:7004", RoleReplica, 17004, false, false, false, true},
+		6: {"127.0.0.1:7006", RolePrimary, 17006, false, true, false, false},
+	}
+	for i, w := range want {
+		v := views[i]
+		if have := (row{v.Addr, v.Role, v.BusPort, v.Myself(), v.Suspected(), v.Failed(), v.Connected}); have != w {
+			t.Errorf("view %d = %+v, want %+v", i, have, w)
+		}
+	}
+	if v := views[4]; v.PrimaryID != lines[4].PrimaryID || v.ID != lines[4].ID || v.ConfigEpoch != 2 {
+		t.Errorf("view 4 = %+v, want ID, primary and epoch of %+v", v, lines[4])
+	}
+	if v := views[1]; !slices.Equal(v.Slots, []SlotRange{{5461, 10921}}) {
+		t.Errorf("view 1 slots = %v, want [5461-10921]", v.Slots)
 	}
 }
 

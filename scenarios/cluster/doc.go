@@ -27,6 +27,12 @@
 //     replication links all cross it. SetLatency delays each forwarded chunk by delay ± jitter
 //     in both directions, in order, with sub-millisecond precision (a timerfd, not Go timers).
 //     Node.Addr is the proxy, Node.RealAddr the redis-server; every method takes either.
+//   - Partitions (partition.go): with Options.Partitionable every node also announces a proxy
+//     in front of its cluster bus and connects from a loopback address of its own
+//     (bind-source-addr), so Partition can cut the bus and replication between two sets of
+//     nodes while clients still reach all of them; Heal restores the links and NodesSeenBy
+//     shows what each node makes of it. Forwarder (forwarder.go) is the same forwarding for
+//     any loopback target, delayed by SetLatency and lost by Cut: a link between regions.
 //   - Resharding (reshard.go): MigrateSlots moves slots and their keys between primaries while
 //     the cluster serves (SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT + MIGRATE, SETSLOT NODE),
 //     so a load sees ASK during a slot's move and MOVED after it.

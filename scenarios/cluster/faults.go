@@ -125,6 +125,9 @@ func (l *Local) Restart(ctx context.Context, addr string) error {
 	if err := waitServing(ctx, p, m.RealAddr, m.Dir, l.auth); err != nil {
 		return err
 	}
+	if err := l.setMinReplicas(ctx, m); err != nil {
+		return err
+	}
 	l.opts.Logf("cluster: node %s restarted (pid %d)", addr, p.pid)
 	l.mu.Lock()
 	stateFile := l.stateFile

@@ -106,6 +106,11 @@ func StartLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 			return nil, err
 		}
 	}
+	for _, m := range l.members {
+		if err := l.setMinReplicas(ctx, m); err != nil {
+			return nil, err
+		}
+	}
 	o.Logf("cluster: ready in %v: %s", time.Since(began).Round(time.Millisecond), strings.Join(l.Addrs(), " "))
 	return l, nil
 }

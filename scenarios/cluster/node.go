@@ -118,8 +118,7 @@ func (m *member) announceOf() announce {
 func (m *member) has(addr string) bool { return m.Addr == addr || m.RealAddr == addr }
 
 // nodeConfig renders a node's redis.conf; ann says what it announces and where it connects from
-// (the zero announce: no proxy). Units: cluster-node-timeout is in milliseconds, min-replicas-
-// max-lag in seconds.
+// (the zero announce: no proxy). Units: cluster-node-timeout is in milliseconds.
 func nodeConfig(port int, ann announce, dir string, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\n", port)
@@ -145,7 +144,6 @@ func nodeConfig(port int, ann announce, dir string, opts Options) string {
 	// share one transfer) would dominate the start time of an empty cluster.
 	b.WriteString("repl-diskless-sync-delay 0\n")
 	b.WriteString(announceConfig(port, ann))
-	b.WriteString(minReplicasConfig(opts))
 	for _, line := range opts.ExtraConfig {
 		b.WriteString(line)
 		b.WriteByte('\n')
@@ -176,22 +174,10 @@ func announceConfig(port int, ann announce) string {
 	return b.String()
 }
 
-// minReplicasConfig renders Options.MinReplicasToWrite and MinReplicasMaxLag, each only when
-// set (0 keeps Redis' default). Every node gets them: a replica enforces them once promoted.
-func minReplicasConfig(opts Options) string {
-	var b strings.Builder
-	if opts.MinReplicasToWrite > 0 {
-		fmt.Fprintf(&b, "min-replicas-to-write %d\n", opts.MinReplicasToWrite)
-	}
-	if opts.MinReplicasMaxLag > 0 {
-		fmt.Fprintf(&b, "min-replicas-max-lag %d\n", opts.MinReplicasMaxLag)
-	}
-	return b.String()
-}
-
 // startProc writes dir/redis.conf and starts redis-server on port (announcing and connecting
-// from what ann says) from the spawner thread. The node's stdout and stderr go straight (as an inherited
-// file descriptor) to dir/redis.log, so a detached node keeps logging after this process exits.
+// from what ann says) from the spawner thread. The node's stdout and stderr go straight (as an
+// inherited file descriptor) to dir/redis.log, so a detached node keeps logging after this
+// process exits.
 func startProc(bin, dir string, port int, ann announce, opts Options) (*proc, error) {
 	conf := filepath.Join(dir, confName)
 	if err := os.WriteFile(conf, []byte(nodeConfig(port, ann, dir, opts)), 0o600); err != nil {

@@ -70,14 +70,15 @@ type Options struct {
 	// 127.0.0.1) and announces a second proxy in front of its cluster bus
 	// (cluster-announce-bus-port), so bus and replication traffic both pass through proxies
 	// that know which source is which node. Linux only in practice: it needs the whole of
-	// 127.0.0.0/8 on the loopback interface. At most maxPartitionable nodes. Default false.
+	// 127.0.0.0/8 on the loopback interface. At most 253 nodes. Default false.
 	Partitionable bool
-	// MinReplicasToWrite is min-replicas-to-write on every node (a primary refuses writes with
-	// fewer replicas connected and acknowledging within MinReplicasMaxLag); 0 keeps Redis'
-	// default (off). At most Replicas.
+	// MinReplicasToWrite is min-replicas-to-write on every node (a primary refuses writes,
+	// NOREPLICAS, with fewer replicas connected and acknowledging within MinReplicasMaxLag),
+	// set once the cluster is formed and again on a restarted node; 0 keeps Redis' default
+	// (off). At most Replicas.
 	MinReplicasToWrite int
-	// MinReplicasMaxLag is min-replicas-max-lag on every node, in seconds; 0 keeps Redis'
-	// default (10).
+	// MinReplicasMaxLag is min-replicas-max-lag on every node, in seconds, set as
+	// MinReplicasToWrite is; 0 keeps Redis' default (10).
 	MinReplicasMaxLag int
 	// RequirePass sets a generated random password on every node (requirepass, and masterauth
 	// for replication). Local.Password returns it and Local.ClientOptions carries it; it is

@@ -24,6 +24,13 @@ func TestOptionsValidate(t *testing.T) {
 		{"bus port past 65535", Options{BasePort: 60000}, []string{"BasePort = 60000"}},
 		{"proxy", Options{Proxy: true}, nil},
 		{"proxy and detached", Options{Proxy: true, Detached: true}, []string{"Proxy = true with Detached = true"}},
+		{"partitionable", Options{Partitionable: true, MinReplicasToWrite: 1, MinReplicasMaxLag: 2}, nil},
+		{"partitionable and detached", Options{Partitionable: true, Detached: true}, []string{"Partitionable = true with Detached = true"}},
+		{"partitionable and TLS", Options{Partitionable: true, TLS: &TLSFiles{CertFile: "c", KeyFile: "k", CAFile: "a"}}, []string{"Partitionable = true with TLS"}},
+		{"partitionable, too many nodes", Options{Partitionable: true, Primaries: 127, Replicas: 1}, []string{"Partitionable = true with 254 nodes", "at most 253"}},
+		{"min replicas above replicas", Options{MinReplicasToWrite: 2}, []string{"MinReplicasToWrite = 2", "want 0..1"}},
+		{"min replicas without replicas", Options{Primaries: 1, Replicas: NoReplicas, MinReplicasToWrite: 1}, []string{"MinReplicasToWrite = 1", "want 0..0"}},
+		{"negative min replicas", Options{MinReplicasToWrite: -1, MinReplicasMaxLag: -1}, []string{"MinReplicasToWrite = -1", "MinReplicasMaxLag = -1"}},
 		{"newline in config", Options{ExtraConfig: []string{"maxmemory 1mb\nport 1"}}, []string{"ExtraConfig[0]"}},
 		{"every problem at once", Options{Primaries: -1, Replicas: -5}, []string{"Primaries = -1", "Replicas = -5"}},
 	}
@@ -100,6 +107,17 @@ func TestNodeConfig(t *testing.T) {
 	}
 	if !strings.HasSuffix(proxied, "maxmemory 64mb\n") {
 		t.Errorf("ExtraConfig must come last behind a proxy too:\n%s", proxied)
+	}
+	if strings.Contains(proxied, "bind-source-addr") {
+		t.Errorf("nodeConfig behind a proxy without a source address binds one:\n%s", proxied)
+	}
+	parted := nodeConfig(12345, announce{port: 40000, busPort: 40001, source: sourceAddr(3)}, "/tmp/x y", o)
+	for _, want := range []string{
+		"cluster-announce-port 40000\n", "cluster-announce-bus-port 40001\n", "replica-announce-port 40000\n", "bind-source-addr 127.0.0.5\n",
+	} {
+		if !strings.Contains(parted, want) {
+			t.Errorf("nodeConfig of a partitionable node lacks %q:\n%s", want, parted)
+		}
 	}
 }
 
