@@ -112,7 +112,9 @@ func (o *Overspend) JudgeBound() {
 // against the clients' own count once the load has stopped, so it is a range: an unknown
 // outcome (a timeout) may have debited or not.
 type TokensBack struct {
-	// Min assumes every unknown outcome debited; Max assumes none did.
+	// Min assumes no unknown outcome's debit survived (every debit the audit counts is an
+	// allowed request's); Max assumes every one did, each hiding a lost debit of its key
+	// (capped at the key's allowed tokens). See docs/partitions.md.
 	Min int64 `json:"min"`
 	Max int64 `json:"max"`
 	// Keys is the number of keys that lost at least Min > 0 tokens.

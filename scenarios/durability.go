@@ -88,6 +88,8 @@ func (s *Spec) validateDurability(bad badFunc) {
 	}
 	if l.Audit && l.Kind != KindTokenBucket {
 		bad("limiter.audit", true, fmt.Sprintf("only limiter.kind token-bucket keeps a debit audit (kind is %q): drop audit or use token-bucket", l.Kind))
+	} else if l.Audit && s.Via == ViaHTTP {
+		bad("limiter.audit", true, "tokens back compares the audit with the decisions the engine saw in process: drop audit or use via: process")
 	}
 	s.validateMinReplicas(replicas, bad)
 }
@@ -116,8 +118,8 @@ func (s *Spec) validateWait(replicas int, bad badFunc) {
 }
 
 // validateMinReplicas checks cluster.min_replicas_to_write and cluster.min_replicas_max_lag:
-// a count the shards have replicas for, a lag in whole seconds, and a provider that starts its
-// nodes (ratelab sets the config when it starts them).
+// a count the shards have replicas for, a lag in whole seconds, and the local provider (ratelab
+// sets the config on the nodes it starts).
 func (s *Spec) validateMinReplicas(replicas int, bad badFunc) {
 	c := s.Cluster
 	if n := c.MinReplicasToWrite; n < 0 || n > 4 {
@@ -132,7 +134,7 @@ func (s *Spec) validateMinReplicas(replicas int, bad badFunc) {
 	case lag < 0 || lag > time.Hour || lag%time.Second != 0:
 		bad("cluster.min_replicas_max_lag", lag, "must be whole seconds between 1s and 1h (Redis counts it in seconds; the default is 10s)")
 	}
-	if c.MinReplicasToWrite > 0 && c.Provider != "" && c.Provider != ProviderLocal && c.Provider != ProviderDocker {
-		bad("cluster.min_replicas_to_write", c.MinReplicasToWrite, fmt.Sprintf("ratelab sets it on the nodes it starts: use provider local or docker (provider is %q), or set min-replicas-to-write on the cluster yourself", c.Provider))
+	if c.MinReplicasToWrite > 0 && c.Provider != "" && c.Provider != ProviderLocal {
+		bad("cluster.min_replicas_to_write", c.MinReplicasToWrite, fmt.Sprintf("ratelab sets it on the nodes it starts: use provider local (provider is %q), or set min-replicas-to-write on the cluster yourself", c.Provider))
 	}
 }

@@ -87,12 +87,13 @@ func runDurability(cmd *cobra.Command, args []string, o durabilityOptions) error
 // writes without a replica acknowledging within the lag (cluster.min_replicas_to_write).
 const durabilityMinReplicas = "min-replicas"
 
-// addDurabilityFlags defines --durability and --durability-timeout.
+// addDurabilityFlags defines --durability, --durability-timeout and --audit.
 func addDurabilityFlags(cmd *cobra.Command, o *runOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.durability, "durability", "", "override how debits are made durable: async (replication as Redis does it), "+
 		"wait (WAIT after each decision), wait-pipeline (WAIT after each pipeline; needs --transport coalesce) or "+
 		"min-replicas (async, on primaries with min-replicas-to-write 1 or the scenario's); sets limiter.durability and cluster.min_replicas_to_write together")
+	f.BoolVar(&o.audit, "audit", false, "set limiter.audit: count each bucket's debits, so the summary's tokens_back counts the debits a fault returned (kind token-bucket)")
 	f.DurationVar(&o.durabilityTimeout, "durability-timeout", 0, "override limiter.durability_timeout, WAIT's timeout (e.g. 50ms; with --durability wait or wait-pipeline)")
 }
 
@@ -122,6 +123,9 @@ func applyDurabilityFlags(set func(string) bool, spec *scenarios.Spec, o runOpti
 			}
 			c.MinReplicasToWrite, c.MinReplicasMaxLag = 0, 0
 		}
+	}
+	if set("audit") {
+		spec.Limiter.Audit = o.audit
 	}
 	if set("durability-timeout") {
 		spec.Limiter.DurabilityTimeout = scenarios.Duration(time.Duration(o.durabilityTimeout))

@@ -26,6 +26,7 @@ func TestRunDurabilityFlag(t *testing.T) {
 		{[]string{"--durability", "wait-pipeline"}, "", 0, 0, "set limiter.transport: coalesce"},
 		{[]string{"--durability", "wait-pipeline", "--transport", "coalesce"}, "wait-pipeline", 0, scenarios.DefaultDurabilityTimeout, ""},
 		{[]string{"--durability", "sync"}, "", 0, 0, `limiter.durability: "sync"`},
+		{[]string{"--audit", "--limiter", "gcra"}, "", 0, 0, "limiter.audit: true: only limiter.kind token-bucket"},
 	} {
 		cmd, _, err := newRootCmd().Find([]string{"run"})
 		if err != nil {

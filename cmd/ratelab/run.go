@@ -61,6 +61,7 @@ type runOptions struct {
 	// durability is --durability and durabilityTimeout --durability-timeout (durability.go).
 	durability        string
 	durabilityTimeout time.Duration
+	audit             bool
 	// policy is --policy, written into policyRate and policyBurst.
 	policy          *policyFlag
 	policyRate      float64

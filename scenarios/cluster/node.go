@@ -175,8 +175,9 @@ func announceConfig(port int, ann announce) string {
 }
 
 // startProc writes dir/redis.conf and starts redis-server on port (announcing and connecting
-// from what ann says) from the spawner thread. The node's stdout and stderr go straight (as an inherited
-// file descriptor) to dir/redis.log, so a detached node keeps logging after this process exits.
+// from what ann says) from the spawner thread. The node's stdout and stderr go straight (as an
+// inherited file descriptor) to dir/redis.log, so a detached node keeps logging after this
+// process exits.
 func startProc(bin, dir string, port int, ann announce, opts Options) (*proc, error) {
 	conf := filepath.Join(dir, confName)
 	if err := os.WriteFile(conf, []byte(nodeConfig(port, ann, dir, opts)), 0o600); err != nil {

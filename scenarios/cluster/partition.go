@@ -54,7 +54,9 @@ func sourceAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, by
 // the real addresses).
 // What the nodes make of the cut (fail? after cluster-node-timeout, fail once a majority of
 // primaries agrees, a failover on the majority side, CLUSTERDOWN on the minority side) is
-// theirs: Partition does not wait for it (see NodesSeenBy, WaitHealthy). An empty isolated set,
+// theirs: Partition does not wait for it (see NodesSeenBy, WaitHealthy). Meanwhile Nodes,
+// Primaries and PrimaryFor read the first node that answers, whichever side it is on; ask a
+// given side with NodesSeenBy. A restarted node stays on its side. An empty isolated set,
 // or one holding every node, cuts nothing. It wraps ErrUnsupported unless the cluster was
 // started with Options.Partitionable, and ErrUnknownNode for an address not in the cluster.
 func (l *Local) Partition(ctx context.Context, isolated []string) error {

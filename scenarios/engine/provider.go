@@ -32,10 +32,8 @@ func openCluster(ctx context.Context, spec *scenarios.Spec, opts Options, logf f
 			Replicas:    *spec.Cluster.Replicas,
 			NodeTimeout: time.Duration(spec.Cluster.NodeTimeout),
 			// As locally: a latency fault puts a proxy (in this process) before every node.
-			Proxy:              spec.HasFault(scenarios.FaultLatency),
-			MinReplicasToWrite: spec.Cluster.MinReplicasToWrite,
-			MinReplicasMaxLag:  int(time.Duration(spec.Cluster.MinReplicasMaxLag) / time.Second),
-			Logf:               logf,
+			Proxy: spec.HasFault(scenarios.FaultLatency),
+			Logf:  logf,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("cluster.provider docker: %w", err)

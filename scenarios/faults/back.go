@@ -10,9 +10,15 @@ import (
 )
 
 // clusterCron is how often a Redis Cluster node re-evaluates its state (clusterCron runs ten
-// times a second): an isolated primary refuses writes at the first evaluation after its peers
-// time out, so its window is node_timeout plus up to one period.
+// times a second): an isolated primary refuses writes at the first evaluation after it flags
+// its peers as failing.
 const clusterCron = 100 * time.Millisecond
+
+// pingSlack is how late after a cut a node may flag a peer as failing, in node timeouts: it
+// flags a peer whose oldest unanswered ping (or last data) is older than node_timeout, and it
+// pings a peer once its last pong is older than half the node timeout, so a cut just after a
+// pong is flagged up to 1.5 x node_timeout later.
+const pingSlack = 1.5
 
 // replAckEvery is how often a replica acknowledges its offset (REPLCONF ACK): with
 // min-replicas-to-write, a primary cut off its replicas refuses writes once their last
@@ -66,11 +72,11 @@ func (r *Runner) noteLoss(ctx context.Context, f scenarios.FaultSpec, addr strin
 }
 
 // isolatedWindow is how long a primary cut off the rest of the cluster goes on acknowledging
-// writes nobody else sees: until it counts its peers as unreachable (node_timeout, plus one
-// cron period) or, with min-replicas-to-write, until its replicas' acknowledgements are older
-// than the max lag — whichever comes first.
+// writes nobody else sees: until it counts the other primaries as unreachable (up to 1.5 x
+// node_timeout, plus one cron period) or, with min-replicas-to-write, until its replicas'
+// acknowledgements are older than the max lag — whichever comes first.
 func (r *Runner) isolatedWindow() time.Duration {
-	w := r.h.NodeTimeout + clusterCron
+	w := time.Duration(pingSlack*float64(r.h.NodeTimeout)) + clusterCron
 	if lag := r.h.MinReplicasLag; lag > 0 {
 		w = min(w, lag+replAckEvery)
 	}
