@@ -6,21 +6,7 @@ import (
 
 	"ratelab/report"
 	"ratelab/results"
-	"ratelab/scenarios"
 )
-
-// regionsRate is the demo's offered rate for its regions runs: below the built-ins' own, so
-// that on a small machine the global design's remote regions measure the round trip, not a
-// generator that cannot keep up.
-const regionsRate = 1500
-
-// regionsEdit shortens a regions run to full (2 s with --quick) at regionsRate.
-func regionsEdit(full time.Duration) func(*scenarios.Spec, bool) {
-	return func(s *scenarios.Spec, quick bool) {
-		shorten(full)(s, quick)
-		s.Load.Rate = regionsRate
-	}
-}
 
 // regionsStep is step 5: one global bucket against a quota split between regions.
 func regionsStep() stepPlan {
@@ -31,8 +17,8 @@ func regionsStep() stepPlan {
 			"Look at the worst region's p99 (global pays the round trip, split does not) beside the false denies (split's price, judged against one exact bucket per tenant over every region). `make regions-sweep` draws the whole trade-off, with the rebalance design at several periods between them.",
 		},
 		runs: []runPlan{
-			{"global", "regions-global", "5-regions-global", regionsEdit(3 * time.Second)},
-			{"split", "regions-split", "5-regions-split", regionsEdit(3 * time.Second)},
+			{"global", "regions-global", "5-regions-global", shorten(3 * time.Second)},
+			{"split", "regions-split", "5-regions-split", shorten(3 * time.Second)},
 		},
 		plots: []string{report.LatencyChart, report.ThroughputChart},
 		facts: func(r []StepRun) []Fact {
