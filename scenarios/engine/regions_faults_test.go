@@ -35,28 +35,18 @@ func TestRegionsRebalanceFollowsDemand(t *testing.T) {
 	}
 }
 
-// TestRegionsCutRegionFailsItsGlobalDecisions cuts eu off for about 1.5 s of a 4 s run in design
-// global: eu's decisions fail while the cut lasts (its endpoint fails open, so the fail policy
-// answers them), then cross again after RestoreRegion; us and ap are not affected.
+// TestRegionsCutRegionFailsItsGlobalDecisions cuts eu off for 1.5 s of a 4 s run in design
+// global with the fault partition region:eu: eu's decisions fail while the cut lasts (its
+// endpoint fails open, so the fail policy answers them), then cross again after the heal; us
+// and ap are not affected.
 func TestRegionsCutRegionFailsItsGlobalDecisions(t *testing.T) {
 	clustertest.Watch(t)
 	spec := regionSpec(t, scenarios.DesignGlobal, 4*time.Second)
 	spec.Endpoints = []scenarios.Endpoint{{Name: "default", Weight: 1, Fail: scenarios.FailOpen}}
+	spec.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(time.Second), Kind: scenarios.FaultPartition,
+		Target: "region:eu", For: scenarios.Duration(1500 * time.Millisecond)}}
 	spec.ApplyDefaults()
-	var s *Session
-	opts := Options{Out: t.TempDir(), OnInterval: func(iv results.Interval) {
-		switch iv.TS {
-		case 0:
-			if err := s.CutRegion("eu"); err != nil {
-				t.Error(err)
-			}
-		case 2:
-			if err := s.RestoreRegion("eu"); err != nil {
-				t.Error(err)
-			}
-		}
-	}}
-	s, err := Open(context.Background(), spec, opts)
+	s, err := Open(context.Background(), spec, Options{Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +61,9 @@ func TestRegionsCutRegionFailsItsGlobalDecisions(t *testing.T) {
 	res, err := s.Finish(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f := res.Summary.Faults; len(f) != 1 || f[0].Failed || f[0].Target != "region:eu" {
+		t.Errorf("faults %+v; want the one partition of region:eu, carried out", f)
 	}
 	clustertest.RecordLag(t, res.Summary.Load.ScheduleLagP99Ms)
 	byName := map[string]results.Region{}

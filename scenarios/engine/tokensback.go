@@ -192,4 +192,7 @@ func (s *Session) faultHooks(h *faults.Hooks) {
 	if s.cuts != nil {
 		h.CutGateway = func(g int, cut bool) { s.cuts[g].Store(cut) }
 	}
+	if s.regions != nil {
+		h.PartitionRegion = func(_ context.Context, region string, cut bool) error { return s.setRegionCut(region, cut) }
+	}
 }
