@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
 	"ratelab/results"
@@ -45,6 +49,14 @@ func unknownOutcome(k limiter.ErrorKind) bool {
 	return k == limiter.KindTimeout || k == kindUnreplicated
 }
 
+// refused reports a NOREPLICAS answer: the primary refused the script (min-replicas-to-write),
+// so nothing was debited. It shares kind unreplicated with a WAIT that fell short (the script
+// ran), which wraps limiter.ErrUnreplicated.
+func refused(err error) bool {
+	var reply redis.Error
+	return !errors.Is(err, limiter.ErrUnreplicated) && errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOREPLICAS")
+}
+
 // Consume counts r's tokens when the store allowed them, or when the store call's outcome is
 // unknown.
 func (b *backTally) Consume(r *Record) {
@@ -53,13 +65,14 @@ func (b *backTally) Consume(r *Record) {
 		if r.Decision.Allowed && r.Decision.Source == limiter.Central {
 			b.allowed[r.Key].Add(r.Cost)
 		}
-	case unknownOutcome(r.ErrKind):
+	case unknownOutcome(r.ErrKind) && !refused(r.Err):
 		b.unknown[r.Key].Add(r.Cost)
 	}
 }
 
 // storeFailure counts a failed store call a fail policy answered (the record then carries the
-// policy's decision, not the error) when its outcome is unknown.
+// policy's decision, not the error) when its outcome is unknown. Only the kind reaches it, so
+// a NOREPLICAS a policy answered counts as unknown too: Max is then wider than it need be.
 func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
 	if !unknownOutcome(k) {
 		return

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
+
+	"ratelab/limiter"
 
 	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/faults"
@@ -49,3 +52,23 @@ func TestCountBack(t *testing.T) {
 		t.Errorf("without faults: %+v, want Min 0, Max 1, not within a bound of 0, no by_fault", none)
 	}
 }
+
+func TestRefusedIsNotUnknown(t *testing.T) {
+	t.Parallel()
+	b := newBackTally([]string{"tenant-0"}, []string{"read"})
+	var noreplicas error = replyErr("NOREPLICAS Not enough good replicas to write.")
+	b.Consume(&Record{Key: 0, Cost: 2, Err: noreplicas, ErrKind: limiter.ClassifyError(noreplicas)})
+	short := fmt.Errorf("%w: WAIT 1 50: 0 replicas acknowledged", limiter.ErrUnreplicated)
+	b.Consume(&Record{Key: 0, Cost: 3, Err: short, ErrKind: limiter.ClassifyError(short)})
+	b.Consume(&Record{Key: 0, Cost: 5, Decision: limiter.Decision{Allowed: true, Source: limiter.Central}})
+	b.Consume(&Record{Key: 0, Cost: 7, Decision: limiter.Decision{Allowed: true, Source: limiter.FailOpen}})
+	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 5 || u != 3 {
+		t.Errorf("allowed %d, unknown %d; want 5 (the store's only) and 3 (the short WAIT, not the refusal)", a, u)
+	}
+}
+
+// replyErr is an error reply as go-redis returns one (a redis.Error).
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
