@@ -57,24 +57,17 @@ func refused(err error) bool {
 	return !errors.Is(err, limiter.ErrUnreplicated) && errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOREPLICAS")
 }
 
-// Consume counts r's tokens when the store allowed them, or when the store call's outcome is
-// unknown.
+// Consume counts r's tokens when the store allowed them. Unknown outcomes are counted by
+// auditedStore, which sees the store's error also where a fail policy answers the request.
 func (b *backTally) Consume(r *Record) {
-	switch {
-	case r.Err == nil:
-		if r.Decision.Allowed && r.Decision.Source == limiter.Central {
-			b.allowed[r.Key].Add(r.Cost)
-		}
-	case unknownOutcome(r.ErrKind) && !refused(r.Err):
-		b.unknown[r.Key].Add(r.Cost)
+	if r.Err == nil && r.Decision.Allowed && r.Decision.Source == limiter.Central {
+		b.allowed[r.Key].Add(r.Cost)
 	}
 }
 
-// storeFailure counts a failed store call a fail policy answered (the record then carries the
-// policy's decision, not the error) when its outcome is unknown. Only the kind reaches it, so
-// a NOREPLICAS a policy answered counts as unknown too: Max is then wider than it need be.
-func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
-	if !unknownOutcome(k) {
+// storeError counts the tokens of a failed store call whose outcome is unknown.
+func (b *backTally) storeError(req limiter.Request, err error) {
+	if !unknownOutcome(limiter.ClassifyError(err)) || refused(err) {
 		return
 	}
 	t, ok := b.tenants[req.Tenant]
@@ -82,6 +75,21 @@ func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
 	if ok && ok2 {
 		b.unknown[t*b.nEp+e].Add(req.Cost)
 	}
+}
+
+// auditedStore is the store's token bucket as tokens back sees it: every failed call, with its
+// error, before a fail policy turns it into a decision.
+type auditedStore struct {
+	inner limiter.Limiter
+	back  *backTally
+}
+
+func (a auditedStore) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
+	d, err := a.inner.Allow(ctx, r)
+	if err != nil {
+		a.back.storeError(r, err)
+	}
+	return d, err
 }
 
 // slotAllowed sums the allowed tokens so far per slot (a tenant's keys share its slot).
