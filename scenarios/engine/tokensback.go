@@ -44,9 +44,11 @@ func newBackTally(tenants, endpoints []string) *backTally {
 	return b
 }
 
-// unknownOutcome reports whether a failed store call of kind k may still have debited.
+// unknownOutcome reports whether a failed store call of kind k may still have debited: a
+// timeout (the script may have run after the client gave up) or an unreplicated call (a WAIT
+// short of its replicas: the script ran on the primary; but see refused).
 func unknownOutcome(k limiter.ErrorKind) bool {
-	return k == limiter.KindTimeout || k == kindUnreplicated
+	return k == limiter.KindTimeout || k == limiter.KindUnreplicated
 }
 
 // refused reports a NOREPLICAS answer: the primary refused the script (min-replicas-to-write),
