@@ -30,8 +30,8 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 	t.row("outcomes", "allowed %d, denied %d, failed-open %d, failed-closed %d, errors %d",
 		s.Outcomes.Allowed, s.Outcomes.Denied, s.Outcomes.FailedOpen, s.Outcomes.FailedClosed, s.Outcomes.Errors)
 	e := s.Errors
-	t.row("redis", "timeout %d, moved %d, ask %d, tryagain %d, clusterdown %d, noscript %d, conn %d, other %d",
-		e.Timeout, e.Moved, e.Ask, e.TryAgain, e.ClusterDown, e.NoScript, e.Conn, e.Other)
+	t.row("redis", "timeout %d, moved %d, ask %d, tryagain %d, clusterdown %d, noscript %d, conn %d, unreplicated %d, other %d",
+		e.Timeout, e.Moved, e.Ask, e.TryAgain, e.ClusterDown, e.NoScript, e.Conn, e.Unreplicated, e.Other)
 	t.latency(s)
 	t.overspend(s)
 	t.central(s)

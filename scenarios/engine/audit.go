@@ -10,10 +10,6 @@ import (
 	"ratelab/scenarios"
 )
 
-// kindUnreplicated is the error of a WAIT short of its replicas (or NOREPLICAS): the script
-// ran on the primary, so its debit is an unknown outcome for tokens back.
-const kindUnreplicated = limiter.KindUnreplicated
-
 // readDebited reads the debit audit of each key (limiter.AuditKey values) from the primaries
 // that serve their slots now.
 func readDebited(ctx context.Context, c *redis.ClusterClient, keys []string) ([]int64, error) {

@@ -14,13 +14,13 @@ import (
 	"ratelab/scenarios/faults"
 )
 
-// partitionRun runs a partition of the hottest primary (1 s node timeout, 5 s cut) with the
-// debit audit and the given limiter section, and returns the summary and each side's views.
-func partitionRun(t *testing.T, limiterYAML string) (*results.Summary, []faults.PartitionView) {
+// partitionRun runs a partition of the hottest primary (5 s cut; 1 s node timeout unless extra
+// has a cluster section) with the debit audit and extra's limiter section, and returns the
+// summary and each side's views.
+func partitionRun(t *testing.T, extra string) (*results.Summary, []faults.PartitionView) {
 	t.Helper()
 	clustertest.Watch(t)
-	spec := faultSpec(t, 12*time.Second, "limiter: "+limiterYAML+"\n"+
-		"faults: [{at: 3s, kind: partition, target: hottest, for: 5s}]\n")
+	spec := faultSpec(t, 12*time.Second, extra+"faults: [{at: 3s, kind: partition, target: hottest, for: 5s}]\n")
 	ctx := context.Background()
 	s, err := Open(ctx, spec, Options{Out: t.TempDir(), Logf: t.Logf})
 	if err != nil {
@@ -56,7 +56,7 @@ func partitionRun(t *testing.T, limiterYAML string) (*results.Summary, []faults.
 // durability wait the decisions the clients saw allowed were on a replica: far fewer tokens come
 // back.
 func TestPartitionTokensBack(t *testing.T) {
-	async, views := partitionRun(t, "{audit: true, timeout: 500ms}")
+	async, views := partitionRun(t, "limiter: {audit: true, timeout: 500ms}\n")
 	tb := async.TokensBack
 	if tb.Min <= 0 || tb.Within == nil || !*tb.Within {
 		t.Errorf("async: tokens back %d..%d against bound %.1f; want some back, within the bound", tb.Min, tb.Max, tb.Bound)
@@ -72,7 +72,7 @@ func TestPartitionTokensBack(t *testing.T) {
 	}
 	checkViews(t, views)
 
-	wait, _ := partitionRun(t, "{audit: true, timeout: 500ms, durability: wait, durability_timeout: 100ms}")
+	wait, _ := partitionRun(t, "limiter: {audit: true, timeout: 500ms, durability: wait, durability_timeout: 100ms}\n")
 	if w := wait.TokensBack; w.Min*10 > tb.Min || w.Max >= tb.Max {
 		t.Errorf("wait: %d..%d tokens back, async %d..%d: WAIT should keep all but a few, and its unknown outcomes (unreplicated) leave a narrower range", w.Min, w.Max, tb.Min, tb.Max)
 	}
@@ -146,5 +146,24 @@ func TestGatewayPartition(t *testing.T) {
 	}
 	if f := sum.Faults[0]; f.Kind != "partition" || f.DetectedS == 0 {
 		t.Errorf("fault %+v, want the partition detected", f)
+	}
+}
+
+// TestPartitionMinReplicas: with min-replicas-to-write 1 the isolated primary refuses debits
+// (NOREPLICAS, counted as unreplicated) instead of acknowledging them for the node timeout, so
+// what comes back stays within the shorter window's bound.
+func TestPartitionMinReplicas(t *testing.T) {
+	sum, _ := partitionRun(t, "limiter: {audit: true, timeout: 500ms}\n"+
+		"cluster: {primaries: 3, replicas: 1, node_timeout: 2s, min_replicas_to_write: 1, min_replicas_max_lag: 1s}\n")
+	if sum.Environment.Durability != "min-replicas" {
+		t.Errorf("environment.durability = %q, want min-replicas", sum.Environment.Durability)
+	}
+	if sum.Errors.Unreplicated == 0 {
+		t.Errorf("errors %+v: want the isolated primary's NOREPLICAS counted as unreplicated", sum.Errors)
+	}
+	// The cut resets the replica's connection: the primary drops it from its good replicas at
+	// once and refuses nearly everything the async window would have lost.
+	if tb := sum.TokensBack; tb.Within == nil || !*tb.Within || tb.Min*4 > int64(tb.Bound) {
+		t.Errorf("tokens back %d..%d against bound %.1f: want within, and far fewer certainly back than the window allows", tb.Min, tb.Max, tb.Bound)
 	}
 }

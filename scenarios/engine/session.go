@@ -94,14 +94,14 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 			return nil, err
 		}
 	}
+	if s.Spec.Limiter.Audit && s.store != nil && s.Spec.Via != scenarios.ViaHTTP {
+		s.back = newBackTally(s.Tenants, s.Endpoints)
+	}
 	if err := s.buildGateways(ctx); err != nil {
 		return nil, err
 	}
 	s.marks = newMarks(s.secs)
 	s.tally = newTally(s.Tenants, s.Endpoints)
-	if s.Spec.Limiter.Audit && s.store != nil && s.Spec.Via != scenarios.ViaHTTP {
-		s.back = newBackTally(s.Tenants, s.Endpoints)
-	}
 	s.checker = s.NewChecker()
 	s.checker.SetReorderWindow(s.ReorderWindow().Milliseconds(), s.marks.withdraw)
 	s.wireFaults()

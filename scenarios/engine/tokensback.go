@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
 	"ratelab/results"
@@ -40,28 +44,32 @@ func newBackTally(tenants, endpoints []string) *backTally {
 	return b
 }
 
-// unknownOutcome reports whether a failed store call of kind k may still have debited.
+// unknownOutcome reports whether a failed store call of kind k may still have debited: a
+// timeout (the script may have run after the client gave up) or an unreplicated call (a WAIT
+// short of its replicas: the script ran on the primary; but see refused).
 func unknownOutcome(k limiter.ErrorKind) bool {
-	return k == limiter.KindTimeout || k == kindUnreplicated
+	return k == limiter.KindTimeout || k == limiter.KindUnreplicated
 }
 
-// Consume counts r's tokens when the store allowed them, or when the store call's outcome is
-// unknown.
+// refused reports a NOREPLICAS answer: the primary refused the script (min-replicas-to-write),
+// so nothing was debited. It shares kind unreplicated with a WAIT that fell short (the script
+// ran), which wraps limiter.ErrUnreplicated.
+func refused(err error) bool {
+	var reply redis.Error
+	return !errors.Is(err, limiter.ErrUnreplicated) && errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOREPLICAS")
+}
+
+// Consume counts r's tokens when the store allowed them. Unknown outcomes are counted by
+// auditedStore, which sees the store's error also where a fail policy answers the request.
 func (b *backTally) Consume(r *Record) {
-	switch {
-	case r.Err == nil:
-		if r.Decision.Allowed && r.Decision.Source == limiter.Central {
-			b.allowed[r.Key].Add(r.Cost)
-		}
-	case unknownOutcome(r.ErrKind):
-		b.unknown[r.Key].Add(r.Cost)
+	if r.Err == nil && r.Decision.Allowed && r.Decision.Source == limiter.Central {
+		b.allowed[r.Key].Add(r.Cost)
 	}
 }
 
-// storeFailure counts a failed store call a fail policy answered (the record then carries the
-// policy's decision, not the error) when its outcome is unknown.
-func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
-	if !unknownOutcome(k) {
+// storeError counts the tokens of a failed store call whose outcome is unknown.
+func (b *backTally) storeError(req limiter.Request, err error) {
+	if !unknownOutcome(limiter.ClassifyError(err)) || refused(err) {
 		return
 	}
 	t, ok := b.tenants[req.Tenant]
@@ -69,6 +77,21 @@ func (b *backTally) storeFailure(req limiter.Request, k limiter.ErrorKind) {
 	if ok && ok2 {
 		b.unknown[t*b.nEp+e].Add(req.Cost)
 	}
+}
+
+// auditedStore is the store's token bucket as tokens back sees it: every failed call, with its
+// error, before a fail policy turns it into a decision.
+type auditedStore struct {
+	inner limiter.Limiter
+	back  *backTally
+}
+
+func (a auditedStore) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
+	d, err := a.inner.Allow(ctx, r)
+	if err != nil {
+		a.back.storeError(r, err)
+	}
+	return d, err
 }
 
 // slotAllowed sums the allowed tokens so far per slot (a tenant's keys share its slot).

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
+
+	"ratelab/limiter"
 
 	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/faults"
@@ -49,3 +52,26 @@ func TestCountBack(t *testing.T) {
 		t.Errorf("without faults: %+v, want Min 0, Max 1, not within a bound of 0, no by_fault", none)
 	}
 }
+
+func TestRefusedIsNotUnknown(t *testing.T) {
+	t.Parallel()
+	b := newBackTally([]string{"tenant-0"}, []string{"read"})
+	req := limiter.Request{Tenant: "tenant-0", Endpoint: "read", Cost: 2}
+	var noreplicas error = replyErr("NOREPLICAS Not enough good replicas to write.")
+	b.storeError(req, noreplicas)
+	req.Cost = 3
+	b.storeError(req, fmt.Errorf("%w: WAIT 1 50: 0 replicas acknowledged", limiter.ErrUnreplicated))
+	req.Cost = 4
+	b.storeError(req, replyErr("CLUSTERDOWN The cluster is down"))
+	b.Consume(&Record{Key: 0, Cost: 5, Decision: limiter.Decision{Allowed: true, Source: limiter.Central}})
+	b.Consume(&Record{Key: 0, Cost: 7, Decision: limiter.Decision{Allowed: true, Source: limiter.FailOpen}})
+	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 5 || u != 3 {
+		t.Errorf("allowed %d, unknown %d; want 5 (the store's only) and 3 (the short WAIT, not the refusals)", a, u)
+	}
+}
+
+// replyErr is an error reply as go-redis returns one (a redis.Error).
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}

@@ -20,10 +20,11 @@ const clusterCron = 100 * time.Millisecond
 // pong is flagged up to 1.5 x node_timeout later.
 const pingSlack = 1.5
 
-// replAckEvery is how often a replica acknowledges its offset (REPLCONF ACK): with
-// min-replicas-to-write, a primary cut off its replicas refuses writes once their last
-// acknowledgement is older than the max lag, so at most the lag plus this period after the cut.
-const replAckEvery = time.Second
+// minReplicasSlack is how late after its replicas' last acknowledgement, beyond the max lag, a
+// primary with min-replicas-to-write may still take writes: it counts the lag in whole seconds
+// and recounts its good replicas once a second (replicationCron). A replica that disconnects is
+// dropped from the count at once; one cut without a reset is dropped this late.
+const minReplicasSlack = 2 * time.Second
 
 // Loss is a fault that can return debits: it took a primary away (a kill, a failover, a
 // partition), and the slots that primary served then. A debit the primary acknowledged that its
@@ -78,7 +79,7 @@ func (r *Runner) noteLoss(ctx context.Context, f scenarios.FaultSpec, addr strin
 func (r *Runner) isolatedWindow() time.Duration {
 	w := time.Duration(pingSlack*float64(r.h.NodeTimeout)) + clusterCron
 	if lag := r.h.MinReplicasLag; lag > 0 {
-		w = min(w, lag+replAckEvery)
+		w = min(w, lag+minReplicasSlack)
 	}
 	return w
 }

@@ -1,7 +1,10 @@
 // Package faults injects a scenario's faults — kills, pauses, failovers, latency, reshards,
-// script flushes, restarts of Redis nodes, and clock skews and deaths of gateways — on schedule
-// during a run, records each as an event with the overspend bound it implies, and measures from
-// a run's per-second rows when each fault was detected and when the run recovered.
+// script flushes, restarts and partitions of Redis nodes, and clock skews, deaths and partitions
+// of gateways — on schedule during a run, records each as an event with the overspend bound it
+// implies, and measures from a run's per-second rows when each fault was detected and when the
+// run recovered. A fault that takes a primary away (kill, failover, partition) is also recorded
+// as a Loss: the slots whose debits it may return and the tokens the cluster's design lets it
+// lose (the engine's tokens back).
 //
 // Each target resolves at injection against the cluster's roles and slot map of that moment
 // (targets.go says what node:N names on each provider). A fault that cannot be carried out —
