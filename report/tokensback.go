@@ -33,8 +33,6 @@ func tokensBackLine(s *results.Summary) string {
 		}
 		line += "; by fault: " + strings.Join(parts, ", ")
 	}
-	if tb.Within != nil {
-		line += fmt.Sprintf("; bound %s tokens: within %s", fmtFloat(tb.Bound), fmtWithin(tb.Within))
-	}
+	line += fmt.Sprintf("; bound %s tokens: %s", fmtFloat(tb.Bound), tb.Verdict)
 	return line
 }

@@ -17,15 +17,14 @@ func TestTokensBackLine(t *testing.T) {
 	if l := tokensBackLine(s); l != "" {
 		t.Errorf("without an audit: %q, want no line", l)
 	}
-	within := false
 	s.Environment.Durability = "wait"
-	s.TokensBack = &results.TokensBack{Min: 12, Max: 30, Keys: 3, Bound: 25.5, Within: &within,
+	s.TokensBack = &results.TokensBack{Min: 12, Max: 30, Keys: 3, Bound: 25.5, Verdict: results.VerdictUndetermined,
 		ByFault: map[string]int64{"partition hottest": 10, "none": 2}}
 	var b bytes.Buffer
 	if err := WriteText(&b, s, ""); err != nil {
 		t.Fatal(err)
 	}
-	want := "12..30 tokens over 3 keys (durability wait); by fault: none 2, partition hottest 10; bound 25.5 tokens: within no"
+	want := "12..30 tokens over 3 keys (durability wait); by fault: none 2, partition hottest 10; bound 25.5 tokens: undetermined"
 	if !strings.Contains(b.String(), "tokens back   "+want) {
 		t.Errorf("text summary:\n%s\nwant a line %q", b.String(), want)
 	}

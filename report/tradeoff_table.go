@@ -33,12 +33,10 @@ func fmtTokensBound(tb *results.TokensBack) string {
 	switch {
 	case tb == nil:
 		return "—"
-	case tb.Within == nil:
-		return "none"
-	case *tb.Within:
-		return fmtFixed(tb.Bound, 0) + " (within)"
+	case tb.Verdict == results.VerdictBeyond:
+		return fmtFixed(tb.Bound, 0) + " (**beyond**)"
 	}
-	return fmtFixed(tb.Bound, 0) + " (**beyond**)"
+	return fmtFixed(tb.Bound, 0) + " (" + tb.Verdict + ")"
 }
 
 // fmtKinds lists counts by kind, largest first then by name: "unreplicated 40, timeout 3".
@@ -112,16 +110,14 @@ func regionsCSV(rows []RegionsRow) ([]byte, error) {
 
 // durabilityCSV is durability.csv: tokens back as min and max columns, empty when not counted.
 func durabilityCSV(rows []DurabilityRow) ([]byte, error) {
-	header := []string{"rank", "fault", "setting", "tokens_back_min", "tokens_back_max", "tokens_back_bound", "tokens_back_within",
+	header := []string{"rank", "fault", "setting", "tokens_back_min", "tokens_back_max", "tokens_back_bound", "tokens_back_verdict",
 		"failed", "failed_by_kind", "lost", "steady_p50_ms", "steady_p99_ms", "fault_availability", "error", "dir"}
 	var recs [][]string
 	for _, r := range rows {
 		tmin, tmax, bound, within := "", "", "", ""
 		if tb := r.TokensBack; tb != nil {
 			tmin, tmax, bound = strconv.FormatInt(tb.Min, 10), strconv.FormatInt(tb.Max, 10), csvFloat(tb.Bound)
-			if tb.Within != nil {
-				within = strconv.FormatBool(*tb.Within)
-			}
+			within = tb.Verdict
 		}
 		avail := ""
 		if r.FaultAvailability != nil {

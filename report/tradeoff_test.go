@@ -103,15 +103,15 @@ func TestFmtRange(t *testing.T) {
 			t.Errorf("fmtRange(%d, %d) = %q, want %q", c.lo, c.hi, got, c.want)
 		}
 	}
-	within, beyond := true, false
 	for _, c := range []struct {
 		tb              *results.TokensBack
 		back, boundText string
 	}{
 		{nil, "not counted", "—"},
-		{&results.TokensBack{Min: 2, Max: 9, Bound: 50, Within: &within}, "2–9", "50 (within)"},
-		{&results.TokensBack{Min: 60, Max: 60, Bound: 50, Within: &beyond}, "60", "50 (**beyond**)"},
-		{&results.TokensBack{Min: 1, Max: 3}, "1–3", "none"},
+		{&results.TokensBack{Min: 2, Max: 9, Bound: 50, Verdict: results.VerdictWithin}, "2–9", "50 (within)"},
+		{&results.TokensBack{Min: 60, Max: 60, Bound: 50, Verdict: results.VerdictBeyond}, "60", "50 (**beyond**)"},
+		{&results.TokensBack{Min: 40, Max: 60, Bound: 50, Verdict: results.VerdictUndetermined}, "40–60", "50 (undetermined)"},
+		
 	} {
 		if b, bd := fmtTokensBack(c.tb), fmtTokensBound(c.tb); b != c.back || bd != c.boundText {
 			t.Errorf("tokens back %+v: %q, bound %q; want %q, %q", c.tb, b, bd, c.back, c.boundText)

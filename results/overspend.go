@@ -120,11 +120,33 @@ type TokensBack struct {
 	// Keys is the number of keys that lost at least Min > 0 tokens.
 	Keys int `json:"keys"`
 	// Bound is what the cluster's design lets an isolated or killed primary acknowledge that
-	// its replica never sees, in tokens (see docs/partitions.md); Within says whether Max kept
-	// it; nil when no bound applies.
-	Bound  float64 `json:"bound"`
-	Within *bool   `json:"within,omitempty"`
-	// ByFault splits Min by the fault that was active when the lost tokens were allowed,
-	// keyed "kind target" (e.g. "partition node:0").
+	// its replica never sees, in tokens (see docs/partitions.md).
+	Bound float64 `json:"bound"`
+	// Verdict judges the range against Bound: VerdictWithin when Max kept it, VerdictBeyond
+	// when even Min exceeds it, VerdictUndetermined when Bound falls inside the range (the
+	// unknown outcomes decide, and the run cannot tell which way they went).
+	Verdict string `json:"verdict"`
+	// ByFault splits Min by the fault that took the key's primary away last (a kill or a
+	// partition), keyed "kind target" (e.g. "partition hottest"); "none" for a key no fault
+	// touched.
 	ByFault map[string]int64 `json:"by_fault,omitempty"`
+}
+
+// Values of TokensBack.Verdict.
+const (
+	VerdictWithin       = "within"
+	VerdictBeyond       = "beyond"
+	VerdictUndetermined = "undetermined"
+)
+
+// JudgeBound sets Verdict from Min, Max and Bound.
+func (tb *TokensBack) JudgeBound() {
+	switch {
+	case float64(tb.Max) <= tb.Bound+boundSlack:
+		tb.Verdict = VerdictWithin
+	case float64(tb.Min) > tb.Bound+boundSlack:
+		tb.Verdict = VerdictBeyond
+	default:
+		tb.Verdict = VerdictUndetermined
+	}
 }

@@ -58,7 +58,7 @@ func partitionRun(t *testing.T, extra string) (*results.Summary, []faults.Partit
 func TestPartitionTokensBack(t *testing.T) {
 	async, views := partitionRun(t, "limiter: {audit: true, timeout: 500ms}\n")
 	tb := async.TokensBack
-	if tb.Min <= 0 || tb.Within == nil || !*tb.Within {
+	if tb.Min <= 0 || tb.Verdict != results.VerdictWithin {
 		t.Errorf("async: tokens back %d..%d against bound %.1f; want some back, within the bound", tb.Min, tb.Max, tb.Bound)
 	}
 	if tb.ByFault["partition hottest"] != tb.Min {
@@ -163,7 +163,7 @@ func TestPartitionMinReplicas(t *testing.T) {
 	}
 	// The cut resets the replica's connection: the primary drops it from its good replicas at
 	// once and refuses nearly everything the async window would have lost.
-	if tb := sum.TokensBack; tb.Within == nil || !*tb.Within || tb.Min*4 > int64(tb.Bound) {
+	if tb := sum.TokensBack; tb.Verdict != results.VerdictWithin || tb.Min*4 > int64(tb.Bound) {
 		t.Errorf("tokens back %d..%d against bound %.1f: want within, and far fewer certainly back than the window allows", tb.Min, tb.Max, tb.Bound)
 	}
 }

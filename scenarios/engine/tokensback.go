@@ -149,8 +149,7 @@ func countBack(counts []backCounts, slotOf func(key int) int, losses []faults.Lo
 	for _, l := range losses {
 		tb.Bound += l.Bound
 	}
-	within := float64(tb.Max) <= tb.Bound
-	tb.Within = &within
+	tb.JudgeBound()
 	if len(tb.ByFault) == 0 {
 		tb.ByFault = nil
 	}

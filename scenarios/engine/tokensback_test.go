@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"ratelab/limiter"
+	"ratelab/results"
 
 	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/faults"
@@ -35,8 +36,8 @@ func TestCountBack(t *testing.T) {
 	if tb.Keys != 4 {
 		t.Errorf("Keys = %d, want 4 (keys with Min > 0)", tb.Keys)
 	}
-	if tb.Bound != 25 || tb.Within == nil || !*tb.Within {
-		t.Errorf("Bound = %v within %v, want 25 and within (15 <= 25)", tb.Bound, tb.Within)
+	if tb.Bound != 25 || tb.Verdict != results.VerdictWithin {
+		t.Errorf("Bound = %v, verdict %q; want 25 and within (15 <= 25)", tb.Bound, tb.Verdict)
 	}
 	want := map[string]int64{"partition node:0": 3 + 1 + 2, "none": 3}
 	if len(tb.ByFault) != len(want) {
@@ -48,8 +49,12 @@ func TestCountBack(t *testing.T) {
 		}
 	}
 	none := countBack([]backCounts{{allowed: 3, debited: 3, unknown: 1}}, func(int) int { return 0 }, nil)
-	if none.Min != 0 || none.Max != 1 || none.Within == nil || *none.Within || none.ByFault != nil {
-		t.Errorf("without faults: %+v, want Min 0, Max 1, not within a bound of 0, no by_fault", none)
+	if none.Min != 0 || none.Max != 1 || none.Verdict != results.VerdictUndetermined || none.ByFault != nil {
+		t.Errorf("without faults: %+v, want Min 0, Max 1, undetermined against a bound of 0, no by_fault", none)
+	}
+	beyond := countBack([]backCounts{{allowed: 3, debited: 1}}, func(int) int { return 0 }, nil)
+	if beyond.Min != 2 || beyond.Verdict != results.VerdictBeyond {
+		t.Errorf("a certain loss without a fault: %+v, want Min 2 and beyond a bound of 0", beyond)
 	}
 }
 
