@@ -36,8 +36,8 @@ type DurabilityRow struct {
 	// non-zero ones.
 	Failed       int64            `json:"failed"`
 	FailedByKind map[string]int64 `json:"failed_by_kind,omitempty"`
-	// Lost is the requests the generator dropped: offered, never decided.
-	Lost int64 `json:"lost"`
+	// Dropped is the requests the generator dropped: offered, never decided.
+	Dropped int64 `json:"dropped"`
 	// SteadyFromS and SteadyToS are the seconds the steady state covers: from the first after
 	// the warm-up second to the last whole second before the first fault.
 	SteadyFromS float64 `json:"steady_from_s"`
@@ -128,7 +128,7 @@ func tokensBackMax(r DurabilityRow) float64 {
 func fillDurability(row *DurabilityRow, s *results.Summary) {
 	row.TokensBack = s.TokensBack
 	row.Failed = s.Outcomes.Errors + s.Outcomes.FailedOpen + s.Outcomes.FailedClosed
-	row.Lost = s.Load.Dropped
+	row.Dropped = s.Load.Dropped
 	row.FailedByKind = failedByKind(s.Errors)
 }
 

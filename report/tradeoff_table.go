@@ -111,7 +111,7 @@ func regionsCSV(rows []RegionsRow) ([]byte, error) {
 // durabilityCSV is durability.csv: tokens back as min and max columns, empty when not counted.
 func durabilityCSV(rows []DurabilityRow) ([]byte, error) {
 	header := []string{"rank", "fault", "setting", "tokens_back_min", "tokens_back_max", "tokens_back_bound", "tokens_back_verdict",
-		"failed", "failed_by_kind", "lost", "steady_p50_ms", "steady_p99_ms", "fault_availability", "error", "dir"}
+		"failed", "failed_by_kind", "dropped", "steady_p50_ms", "steady_p99_ms", "fault_availability", "error", "dir"}
 	var recs [][]string
 	for _, r := range rows {
 		tmin, tmax, bound, within := "", "", "", ""
@@ -124,7 +124,7 @@ func durabilityCSV(rows []DurabilityRow) ([]byte, error) {
 			avail = csvFloat(*r.FaultAvailability)
 		}
 		recs = append(recs, []string{strconv.Itoa(r.Rank), r.Fault, r.Setting, tmin, tmax, bound, within,
-			strconv.FormatInt(r.Failed, 10), fmtKinds(r.FailedByKind), strconv.FormatInt(r.Lost, 10),
+			strconv.FormatInt(r.Failed, 10), fmtKinds(r.FailedByKind), strconv.FormatInt(r.Dropped, 10),
 			csvMs(r.SteadyP50Ms), csvMs(r.SteadyP99Ms), avail, r.Error, r.Dir})
 	}
 	return writeCSV(header, recs)
@@ -163,7 +163,7 @@ func durabilityMarkdown(rows []DurabilityRow) string {
 	var b strings.Builder
 	b.WriteString("# Durability: what a fault returns, and what waiting costs\n\n")
 	fmt.Fprintf(&b, "![steady-state p99 against the most tokens a fault returned, one point per fault and setting](%s.png)\n\n", DurabilityChart)
-	b.WriteString("| rank | fault | setting | tokens back | bound | decisions failed | lost | steady p50 / p99 ms | availability in the fault window | note |\n")
+	b.WriteString("| rank | fault | setting | tokens back | bound | decisions failed | dropped | steady p50 / p99 ms | availability in the fault window | note |\n")
 	b.WriteString("| ---: | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |\n")
 	for _, r := range rows {
 		rank := "—"
@@ -176,12 +176,12 @@ func durabilityMarkdown(rows []DurabilityRow) string {
 		}
 		note := strings.Join(append([]string{r.Error}, r.Notes...), "; ")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s |\n", rank, mdEscape(r.Fault), mdLink(r.Setting, r.Dir),
-			fmtTokensBack(r.TokensBack), fmtTokensBound(r.TokensBack), failed, fmtInt(r.Lost),
+			fmtTokensBack(r.TokensBack), fmtTokensBound(r.TokensBack), failed, fmtInt(r.Dropped),
 			fmtLatency(r.SteadyP50Ms), fmtLatency(r.SteadyP99Ms), fmtOptShare(r.FaultAvailability), mdEscape(strings.TrimPrefix(note, "; ")))
 	}
 	b.WriteString("\nRanked by the most tokens a fault returned, then by steady p99; a run that failed has no rank and is listed last, saying why. ")
 	b.WriteString("Tokens back are the debits the clients saw allowed that the cluster's surviving state lacks, as a range over the decisions whose outcome was unknown (timeouts). ")
-	b.WriteString("Decisions failed counts the store's failures (errors, and a fail policy's answers), by kind; lost counts the requests the generator dropped. ")
+	b.WriteString("Decisions failed counts the store's failures (errors, and a fail policy's answers), by kind; dropped counts the requests the generator dropped (offered, never decided). ")
 	b.WriteString("The steady state is the whole seconds before the first fault, without the first (warm-up); its percentiles are over the offered requests. ")
 	b.WriteString("The settings: async (Redis's replication), wait (WAIT after each decision), wait-pipeline (WAIT after each pipeline of the coalescing transport), min-replicas (async decisions on primaries that refuse writes once no replica has acknowledged within the max lag: `ratelab durability` sets 1 s, the least Redis counts, unless the scenario sets its own). kill-primary kills the partition's primary at the partition's start and restarts it at the heal. ")
 	b.WriteString("Availability in the fault window is the share of the offered requests of the seconds from the first fault to the last fault's end (its recovery, or its heal) that the limiter decided.\n")

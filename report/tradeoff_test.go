@@ -111,7 +111,6 @@ func TestFmtRange(t *testing.T) {
 		{&results.TokensBack{Min: 2, Max: 9, Bound: 50, Verdict: results.VerdictWithin}, "2–9", "50 (within)"},
 		{&results.TokensBack{Min: 60, Max: 60, Bound: 50, Verdict: results.VerdictBeyond}, "60", "50 (**beyond**)"},
 		{&results.TokensBack{Min: 40, Max: 60, Bound: 50, Verdict: results.VerdictUndetermined}, "40–60", "50 (undetermined)"},
-		
 	} {
 		if b, bd := fmtTokensBack(c.tb), fmtTokensBound(c.tb); b != c.back || bd != c.boundText {
 			t.Errorf("tokens back %+v: %q, bound %q; want %q, %q", c.tb, b, bd, c.back, c.boundText)
@@ -204,8 +203,8 @@ func TestDurabilityRowReadsSteadyStateAndFaultWindow(t *testing.T) {
 	if r.FaultAvailability == nil || *r.FaultAvailability != 0.7 || r.FaultFromS != 4.2 || r.FaultToS != 5.5 {
 		t.Errorf("fault window %g..%g availability %v; want 4.2..5.5 (to the recovery), (40+100)/200 = 0.7", r.FaultFromS, r.FaultToS, r.FaultAvailability)
 	}
-	if r.Failed != 60 || r.Lost != 3 || r.FailedByKind["conn"] != 40 || r.FailedByKind["timeout"] != 20 || r.FailedByKind["moved"] != 0 || len(r.Notes) != 0 {
-		t.Errorf("failed %d %v lost %d notes %v; want 60 (conn 40, timeout 20, no redirects), lost 3, no notes", r.Failed, r.FailedByKind, r.Lost, r.Notes)
+	if r.Failed != 60 || r.Dropped != 3 || r.FailedByKind["conn"] != 40 || r.FailedByKind["timeout"] != 20 || r.FailedByKind["moved"] != 0 || len(r.Notes) != 0 {
+		t.Errorf("failed %d %v dropped %d notes %v; want 60 (conn 40, timeout 20, no redirects), dropped 3, no notes", r.Failed, r.FailedByKind, r.Dropped, r.Notes)
 	}
 	if r.Rank != 1 || rows[1].Rank != 0 || rows[1].Error != "refused" {
 		t.Errorf("ranks %d, %d (%q); want 1, then the failed row kept with rank 0 and its error", r.Rank, rows[1].Rank, rows[1].Error)

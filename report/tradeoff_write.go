@@ -78,14 +78,14 @@ func WriteDurability(dir string, runs []TradeoffRun) ([]DurabilityRow, error) {
 	}
 	errs = append(errs, err)
 	idx := tradeoffIndex{Title: "Durability", Chart: DurabilityChart, Stem: DurabilityStem,
-		Header: []string{"setting", "fault", "rank", "tokens back", "bound", "failed", "lost", "steady p50 / p99 ms", "availability in the fault window", "note"}}
+		Header: []string{"setting", "fault", "rank", "tokens back", "bound", "failed", "dropped", "steady p50 / p99 ms", "availability in the fault window", "note"}}
 	for _, r := range rows {
 		rank := "—"
 		if r.Rank > 0 {
 			rank = fmt.Sprint(r.Rank)
 		}
 		idx.Rows = append(idx.Rows, indexRow{Label: r.Setting, Link: runLink(dir, r.Dir), Cells: []string{r.Fault, rank, fmtTokensBack(r.TokensBack),
-			strings.ReplaceAll(fmtTokensBound(r.TokensBack), "**", ""), fmtInt(r.Failed), fmtInt(r.Lost),
+			strings.ReplaceAll(fmtTokensBound(r.TokensBack), "**", ""), fmtInt(r.Failed), fmtInt(r.Dropped),
 			fmtLatency(r.SteadyP50Ms) + " / " + fmtLatency(r.SteadyP99Ms), fmtOptShare(r.FaultAvailability), r.Error}})
 	}
 	errs = append(errs, writeIndex(dir, idx))

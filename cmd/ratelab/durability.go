@@ -32,7 +32,7 @@ kill of the same primary at the same time and a restart at the heal. The setting
 limiter.durability async, wait and wait-pipeline (with the coalescing transport), and
 min-replicas (async, every primary's min-replicas-to-write 1). Every run audits its buckets.
 Writes durability.json, durability.csv, durability.md (per row: tokens back as a range and its
-bound, decisions failed by kind and lost, steady-state p50/p99 before the first fault,
+bound, decisions failed by kind and requests dropped, steady-state p50/p99 before the first fault,
 availability in the fault window), durability.png/svg (steady p99 against the most tokens
 back) and index.html, with every run's directory and report under runs/. A run that fails is
 a row saying so; an interrupt keeps the rows measured so far.`,
@@ -74,8 +74,8 @@ func runDurability(cmd *cobra.Command, args []string, o durabilityOptions) error
 			if r.TokensBack != nil {
 				tb = fmt.Sprintf("%d-%d (bound %.0f)", r.TokensBack.Min, r.TokensBack.Max, r.TokensBack.Bound)
 			}
-			fmt.Fprintf(w, "%2d %-13s %-14s tokens back %-22s failed %8d lost %8d steady p99 %10s ms  %s\n",
-				r.Rank, r.Fault, r.Setting, tb, r.Failed, r.Lost, r.SteadyP99Ms, r.Error)
+			fmt.Fprintf(w, "%2d %-13s %-14s tokens back %-22s failed %8d dropped %8d steady p99 %10s ms  %s\n",
+				r.Rank, r.Fault, r.Setting, tb, r.Failed, r.Dropped, r.SteadyP99Ms, r.Error)
 		}
 	}); perr != nil {
 		return perr
