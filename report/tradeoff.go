@@ -11,23 +11,8 @@ import (
 	"ratelab/results"
 )
 
-// TradeoffRun is one run of a driver of many runs (package scenarios/tradeoff), as the
-// trade-off tables read it: what the run varied, its directory and its summary. Its fields are
-// tradeoff.Run's, so that one converts into the other.
-type TradeoffRun struct {
-	// Design and PeriodS are the regions design and the rebalance period T in seconds.
-	Design  string  `json:"design,omitempty"`
-	PeriodS float64 `json:"period_s,omitempty"`
-	// Fault and Setting are the injected fault and the durability setting.
-	Fault   string `json:"fault,omitempty"`
-	Setting string `json:"setting,omitempty"`
-	// Dir is the run directory.
-	Dir string `json:"dir"`
-	// Err says why the run failed or did not finish; empty when it did.
-	Err string `json:"error,omitempty"`
-	// Summary is the run's summary; nil when the run failed before it had one.
-	Summary *results.Summary `json:"-"`
-}
+// TradeoffRun is one run of a trade-off driver (results.DriverRun).
+type TradeoffRun = results.DriverRun
 
 // SchemaRegionsSweep and SchemaDurability are the schemas of sweep.json and durability.json.
 const (

@@ -116,18 +116,16 @@ func stderrLogf(cmd *cobra.Command) func(string, ...any) {
 }
 
 // reportRuns writes each run's report (a failure to is logged: the table does not need it)
-// and converts the runs for the report's tables.
+// and hands the runs on to the report's tables.
 func reportRuns(runs []tradeoff.Run, logf func(string, ...any)) []report.TradeoffRun {
-	out := make([]report.TradeoffRun, len(runs))
-	for i, r := range runs {
+	for _, r := range runs {
 		if r.Summary != nil {
 			if err := report.Generate(r.Dir); err != nil {
 				logf("%s: its report: %v", r.Dir, err)
 			}
 		}
-		out[i] = report.TradeoffRun(r)
 	}
-	return out
+	return runs
 }
 
 // printTradeoff prints a driver's result in the form format: text (text, then where the index

@@ -37,13 +37,7 @@ func fmtAvail(a *float64) string {
 	return strconv.FormatFloat(*a, 'f', 4, 64)
 }
 
-func toReport(runs []Run) []report.TradeoffRun {
-	out := make([]report.TradeoffRun, len(runs))
-	for i, r := range runs {
-		out[i] = report.TradeoffRun(r)
-	}
-	return out
-}
+func toReport(runs []Run) []report.TradeoffRun { return runs }
 
 func TestRegionsSweepShort(t *testing.T) {
 	dir := t.TempDir()
