@@ -104,6 +104,11 @@ func (s *Spec) validateWait(replicas int, bad badFunc) {
 	if l.Durability == DurabilityWaitPipeline && l.Transport != TransportCoalesce {
 		bad("limiter.durability", l.Durability, fmt.Sprintf("wait-pipeline waits once per pipeline: set limiter.transport: coalesce (it is %q), or use durability: wait", l.Transport))
 	}
+	if s.Cluster.Provider == ProviderExternal {
+		// The script and its WAIT go on one primary's own connection, which the run's key
+		// prefix on an external cluster does not reach.
+		bad("limiter.durability", l.Durability, "WAIT runs on each primary's own connection, outside the key prefix of a run on an external cluster: use durability: async with provider external")
+	}
 	switch n := l.DurabilityReplicas; {
 	case n < 0 || n > 4:
 		bad("limiter.durability_replicas", n, "must be between 1 and 4 (the default is 1)")

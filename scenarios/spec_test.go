@@ -152,6 +152,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"limiter.durability_replicas: 2: a primary has 1 replicas (cluster.replicas): WAIT for at most that many", "limiter.durability_timeout: 20s: must be between 1ms and 10s"}},
 		{"audit over http", validYAML + "limiter: {audit: true}\nvia: http\n", []string{"limiter.audit: true: tokens back compares the audit with the decisions the engine saw in process"}},
 		{"wait needs replicas", validYAML + "limiter: {durability: wait}\ncluster: {replicas: 0}\n", []string{"limiter.durability: wait: WAIT needs replicas to wait for: set cluster.replicas >= 1"}},
+		{"wait on an external cluster", validYAML + "limiter: {durability: wait}\ncluster: {provider: external, url: \"redis://127.0.0.1:7000\"}\n",
+			[]string{"limiter.durability: wait: WAIT runs on each primary's own connection, outside the key prefix"}},
 		{"wait on a lease", validYAML + "limiter: {kind: lease, durability: wait}\n", []string{`limiter.durability: wait: only limiter.kind token-bucket waits for its debits to replicate (kind is "lease")`}},
 		{"wait-pipeline needs coalesce", validYAML + "limiter: {durability: wait-pipeline}\n", []string{`limiter.durability: wait-pipeline: wait-pipeline waits once per pipeline: set limiter.transport: coalesce (it is "plain")`}},
 		{"wait fields without wait", validYAML + "limiter: {durability_replicas: 1, durability_timeout: 5ms}\n",

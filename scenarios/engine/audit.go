@@ -1,20 +1,11 @@
 package engine
 
 import (
-	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
 	"ratelab/scenarios"
 )
-
-// readDebited reads the debit audit of each key (limiter.AuditKey values) from the primaries
-// that serve their slots now.
-func readDebited(ctx context.Context, c *redis.ClusterClient, keys []string) ([]int64, error) {
-	return limiter.ReadDebited(ctx, c, keys)
-}
 
 // durabilityOptions are the token bucket's options for the spec's limiter.durability and
 // limiter.audit, and the mode's note for the environment.

@@ -183,7 +183,7 @@ func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
 	for i, k := range keys {
 		names[i] = s.back.names(k)
 	}
-	debited, err := readDebited(wctx, s.store.client, names)
+	debited, err := limiter.ReadDebited(wctx, s.store.client, names)
 	if err != nil {
 		return nil, fmt.Errorf("tokens back: reading the debit audit: %w", err)
 	}
