@@ -89,6 +89,9 @@ func RankDurability(rows []DurabilityRow) {
 		if a.Error != "" {
 			return false
 		}
+		if ta, tb := tokensBackMin(a), tokensBackMin(b); ta != tb {
+			return ta < tb
+		}
 		if ta, tb := tokensBackMax(a), tokensBackMax(b); ta != tb {
 			return ta < tb
 		}
@@ -113,6 +116,14 @@ func faultFailure(s *results.Summary) string {
 		}
 	}
 	return strings.Join(failed, "; ")
+}
+
+// tokensBackMin is the row's tokens certainly back, +Inf when it was not counted.
+func tokensBackMin(r DurabilityRow) float64 {
+	if r.TokensBack == nil {
+		return math.Inf(1)
+	}
+	return float64(r.TokensBack.Min)
 }
 
 // tokensBackMax is the row's tokens back at most, +Inf when it was not counted: a run that

@@ -179,7 +179,7 @@ func durabilityMarkdown(rows []DurabilityRow) string {
 			fmtTokensBack(r.TokensBack), fmtTokensBound(r.TokensBack), failed, fmtInt(r.Dropped),
 			fmtLatency(r.SteadyP50Ms), fmtLatency(r.SteadyP99Ms), fmtOptShare(r.FaultAvailability), mdEscape(strings.TrimPrefix(note, "; ")))
 	}
-	b.WriteString("\nRanked by the most tokens a fault returned, then by steady p99; a run that failed has no rank and is listed last, saying why. ")
+	b.WriteString("\nRanked by the tokens a fault certainly returned, then by the most it may have returned, then by steady p99; a run that failed has no rank and is listed last, saying why. ")
 	b.WriteString("Tokens back are the debits the clients saw allowed that the cluster's surviving state lacks, as a range over the decisions whose outcome was unknown (timeouts). ")
 	b.WriteString("Decisions failed counts the store's failures (errors, and a fail policy's answers), by kind; dropped counts the requests the generator dropped (offered, never decided). ")
 	b.WriteString("The steady state is the whole seconds before the first fault, without the first (warm-up); its percentiles are over the offered requests. ")

@@ -80,13 +80,14 @@ func TestRankDurability(t *testing.T) {
 		{Setting: "uncounted", SteadyP99Ms: 0.5},
 		{Setting: "wait-slow", TokensBack: tb(0, 0), SteadyP99Ms: 9},
 		{Setting: "wait-fast", TokensBack: tb(0, 0), SteadyP99Ms: 3},
+		{Setting: "wait-unknown", TokensBack: tb(0, 900), SteadyP99Ms: 2},
 		{Setting: "failed-second", Error: "bang"},
 	}
 	RankDurability(rows)
 	want := []struct {
 		setting string
 		rank    int
-	}{{"wait-fast", 1}, {"wait-slow", 2}, {"async", 3}, {"uncounted", 4}, {"failed-first", 0}, {"failed-second", 0}}
+	}{{"wait-fast", 1}, {"wait-slow", 2}, {"wait-unknown", 3}, {"async", 4}, {"uncounted", 5}, {"failed-first", 0}, {"failed-second", 0}}
 	for i, w := range want {
 		if rows[i].Setting != w.setting || rows[i].Rank != w.rank {
 			t.Errorf("position %d: %s rank %d; want %s rank %d", i, rows[i].Setting, rows[i].Rank, w.setting, w.rank)
