@@ -122,6 +122,14 @@ func ClassifyError(err error) ErrorKind {
 	return KindOther
 }
 
+// MayHaveDebited reports whether a failed decision call may still have debited its bucket: a
+// timeout (the script may have run after the client gave up) or a WAIT short of its replicas
+// (the script ran on the primary). A NOREPLICAS refusal, though KindUnreplicated too, debited
+// nothing: the primary refused the script.
+func MayHaveDebited(err error) bool {
+	return errors.Is(err, ErrUnreplicated) || (err != nil && ClassifyError(err) == KindTimeout)
+}
+
 // isTimeout reports a deadline that passed anywhere between the caller and the socket.
 func isTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||

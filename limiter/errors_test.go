@@ -94,3 +94,24 @@ func TestErrorKindString(t *testing.T) {
 		t.Errorf("ErrorKind(200).String() = %q, want %q", have, "other")
 	}
 }
+
+// TestMayHaveDebited: a timeout and a WAIT short of its replicas may have debited; a NOREPLICAS
+// refusal, of the same kind as the short WAIT, and the other failures did not.
+func TestMayHaveDebited(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"timeout", context.DeadlineExceeded, true},
+		{"short WAIT", fmt.Errorf("%w: WAIT 1 50: 0 replicas acknowledged", limiter.ErrUnreplicated), true},
+		{"NOREPLICAS", redisReply("NOREPLICAS Not enough good replicas to write."), false},
+		{"CLUSTERDOWN", redisReply("CLUSTERDOWN The cluster is down"), false},
+		{"nil", nil, false},
+	} {
+		if got := limiter.MayHaveDebited(c.err); got != c.want {
+			t.Errorf("%s: MayHaveDebited = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -154,10 +154,7 @@ func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	if err != nil && ClassifyError(err) == KindNoScript {
 		// The node lost its script cache (restart, flush, promoted replica). EVAL runs the
 		// script and caches it there; this is the one retry the limiter makes.
-		b.noScript.Add(1)
-		if b.onNoScript != nil {
-			b.onNoScript()
-		}
+		b.noScriptFallback()
 		reply, err = b.c.Eval(ctx, b.src, call.keys[:], call.args[:b.nargs]...).Result()
 	}
 	key := call.keys[0]

@@ -2,13 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
 	"ratelab/results"
@@ -44,21 +40,6 @@ func newBackTally(tenants, endpoints []string) *backTally {
 	return b
 }
 
-// unknownOutcome reports whether a failed store call of kind k may still have debited: a
-// timeout (the script may have run after the client gave up) or an unreplicated call (a WAIT
-// short of its replicas: the script ran on the primary; but see refused).
-func unknownOutcome(k limiter.ErrorKind) bool {
-	return k == limiter.KindTimeout || k == limiter.KindUnreplicated
-}
-
-// refused reports a NOREPLICAS answer: the primary refused the script (min-replicas-to-write),
-// so nothing was debited. It shares kind unreplicated with a WAIT that fell short (the script
-// ran), which wraps limiter.ErrUnreplicated.
-func refused(err error) bool {
-	var reply redis.Error
-	return !errors.Is(err, limiter.ErrUnreplicated) && errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOREPLICAS")
-}
-
 // Consume counts r's tokens when the store allowed them. Unknown outcomes are counted by
 // auditedStore, which sees the store's error also where a fail policy answers the request.
 func (b *backTally) Consume(r *Record) {
@@ -69,7 +50,7 @@ func (b *backTally) Consume(r *Record) {
 
 // storeError counts the tokens of a failed store call whose outcome is unknown.
 func (b *backTally) storeError(req limiter.Request, err error) {
-	if !unknownOutcome(limiter.ClassifyError(err)) || refused(err) {
+	if !limiter.MayHaveDebited(err) {
 		return
 	}
 	t, ok := b.tenants[req.Tenant]
