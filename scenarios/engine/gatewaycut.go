@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -77,14 +76,11 @@ func (s *Session) gatewayClients(ctx context.Context, n int) []*redis.ClusterCli
 	s.cuts = make([]atomic.Bool, n)
 	workers := max(s.Spec.Load.Concurrency/n, 1)
 	for i := range out {
-		c := newClusterClient(s.store.cl.ClientOptions(), time.Duration(s.Spec.Limiter.Timeout), workers, s.store.counters)
-		c.AddHook(cutHook{cut: &s.cuts[i]})
+		hooks := []redis.Hook{cutHook{cut: &s.cuts[i]}}
 		if s.store.prefix != "" {
-			c.AddHook(prefixHook{prefix: s.store.prefix})
+			hooks = append(hooks, prefixHook{prefix: s.store.prefix})
 		}
-		s.onClose(c.Close)
-		warmPools(ctx, c, workers)
-		out[i] = c
+		out[i] = s.extraClient(ctx, s.store.cl.ClientOptions(), workers, hooks...)
 	}
 	return out
 }

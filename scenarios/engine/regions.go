@@ -246,9 +246,7 @@ func (s *Session) regionStore(ctx context.Context, i int, rg *region, local *clu
 		cl, opts = local, local.ClientOptions()
 	}
 	st := &store{cl: cl, counters: s.store.counters, cleanup: func() error { return nil }, reloadEvery: reloadEvery}
-	st.client = newClusterClient(opts, time.Duration(spec.Limiter.Timeout), spec.Load.Concurrency, st.counters)
-	s.onClose(st.client.Close)
-	warmPools(ctx, st.client, spec.Load.Concurrency)
+	st.client = s.extraClient(ctx, opts, spec.Load.Concurrency)
 	return st, nil
 }
 

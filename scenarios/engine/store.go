@@ -233,3 +233,16 @@ func warmPools(ctx context.Context, c *redis.ClusterClient, workers int) {
 		return nil
 	})
 }
+
+// extraClient is one more limiter client beside the run's (a cut-off gateway's, a region's):
+// newClusterClient's settings on opts with hooks added, closed with the session, its pools
+// warmed for workers callers.
+func (s *Session) extraClient(ctx context.Context, opts *redis.ClusterOptions, workers int, hooks ...redis.Hook) *redis.ClusterClient {
+	c := newClusterClient(opts, time.Duration(s.Spec.Limiter.Timeout), workers, s.store.counters)
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
+	s.onClose(c.Close)
+	warmPools(ctx, c, workers)
+	return c
+}
