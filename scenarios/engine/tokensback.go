@@ -119,10 +119,8 @@ func countBack(counts []backCounts, slotOf func(key int) int, losses []faults.Lo
 		cause := "none"
 		slot := slotOf(k)
 		for _, l := range losses {
-			for _, sr := range l.Slots {
-				if sr.Start <= slot && slot <= sr.End {
-					cause = l.Fault
-				}
+			if l.Covers(slot) {
+				cause = l.Fault
 			}
 		}
 		tb.ByFault[cause] += lo

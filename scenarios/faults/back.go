@@ -56,20 +56,38 @@ func faultName(f scenarios.FaultSpec) string {
 	return string(f.Kind) + " " + t
 }
 
-// noteLoss records that f takes the primary on addr away, with what it may lose (bound, in
-// tokens), and the slots that primary serves now.
-func (r *Runner) noteLoss(ctx context.Context, f scenarios.FaultSpec, addr string, bound float64) {
-	l := Loss{Fault: faultName(f), Bound: bound}
-	if shards, err := r.cl.Shards(ctx); err == nil {
-		for _, sh := range shards {
-			if sh.Primary.Addr == addr {
-				l.Slots = append(l.Slots, sh.Slots...)
-			}
-		}
-	}
+// noteLoss records that f takes away a primary serving slots, with what it may lose (bound, in
+// tokens).
+func (r *Runner) noteLoss(f scenarios.FaultSpec, slots []cluster.SlotRange, bound float64) {
+	l := Loss{Fault: faultName(f), Slots: slots, Bound: bound}
 	r.mu.Lock()
 	r.losses = append(r.losses, l)
 	r.mu.Unlock()
+}
+
+// slotsOf is the slots the primary on addr serves now (none when the slot map cannot be read).
+func (r *Runner) slotsOf(ctx context.Context, addr string) []cluster.SlotRange {
+	shards, err := r.cl.Shards(ctx)
+	if err != nil {
+		return nil
+	}
+	var slots []cluster.SlotRange
+	for _, sh := range shards {
+		if sh.Primary.Addr == addr {
+			slots = append(slots, sh.Slots...)
+		}
+	}
+	return slots
+}
+
+// Covers reports whether slot is one of the slots the lost primary served.
+func (l Loss) Covers(slot int) bool {
+	for _, sr := range l.Slots {
+		if sr.Start <= slot && slot <= sr.End {
+			return true
+		}
+	}
+	return false
 }
 
 // isolatedWindow is how long a primary cut off the rest of the cluster goes on acknowledging
@@ -84,9 +102,9 @@ func (r *Runner) isolatedWindow() time.Duration {
 	return w
 }
 
-// allowedRate is the tokens per second the store allowed on the slots the primary on addr
-// serves, averaged from the start of the run to now (0 without SlotAllowed).
-func (r *Runner) allowedRate(ctx context.Context, addr string) float64 {
+// allowedRate is the tokens per second the store allowed on slots, averaged from the start of
+// the run to now (0 without SlotAllowed).
+func (r *Runner) allowedRate(slots []cluster.SlotRange) float64 {
 	if r.h.SlotAllowed == nil {
 		return 0
 	}
@@ -94,47 +112,28 @@ func (r *Runner) allowedRate(ctx context.Context, addr string) float64 {
 	if elapsed <= 0 {
 		return 0
 	}
-	shards, err := r.cl.Shards(ctx)
-	if err != nil {
-		return 0
-	}
-	var mine []cluster.SlotRange
-	for _, sh := range shards {
-		if sh.Primary.Addr == addr {
-			mine = sh.Slots
-		}
-	}
+	mine := Loss{Slots: slots}
 	var tokens int64
 	for slot, n := range r.h.SlotAllowed() {
-		if inRanges(slot, mine) {
+		if mine.Covers(slot) {
 			tokens += n
 		}
 	}
 	return float64(tokens) / elapsed
 }
 
-// inRanges reports whether slot lies in one of rs.
-func inRanges(slot int, rs []cluster.SlotRange) bool {
-	for _, sr := range rs {
-		if sr.Start <= slot && slot <= sr.End {
-			return true
-		}
-	}
-	return false
-}
-
 // partitionBound is the tokens a partition of the primary on addr may lose: the replication
 // gap at the cut (gap, in debits) plus the isolated window times the rate its slots were
 // allowed before the cut.
-func (r *Runner) partitionBound(ctx context.Context, addr string, gap float64) float64 {
-	rate := r.allowedRate(ctx, addr)
+func (r *Runner) partitionBound(addr string, gap float64, slots []cluster.SlotRange) float64 {
+	rate := r.allowedRate(slots)
 	w := r.isolatedWindow()
 	b := gap + rate*w.Seconds()
 	r.h.Logf("partition of %s: bound on lost debits %.1f tokens = gap %.1f + window %s x %.1f tokens/s allowed on its slots", addr, b, gap, w, rate)
 	return b
 }
 
-// describeLoss is a loss for the log.
+// String is a loss for the log.
 func (l Loss) String() string {
 	return fmt.Sprintf("%s: %d slot ranges, bound %.1f tokens", l.Fault, len(l.Slots), l.Bound)
 }

@@ -33,10 +33,10 @@ func TestFaultNameAndRanges(t *testing.T) {
 	if n := faultName(scenarios.FaultSpec{Kind: scenarios.FaultPartition}); n != "partition hottest" {
 		t.Errorf("faultName = %q, want the default target named", n)
 	}
-	rs := []cluster.SlotRange{{Start: 0, End: 10}, {Start: 100, End: 100}}
+	l := Loss{Slots: []cluster.SlotRange{{Start: 0, End: 10}, {Start: 100, End: 100}}}
 	for slot, want := range map[int]bool{0: true, 10: true, 11: false, 100: true, 101: false} {
-		if inRanges(slot, rs) != want {
-			t.Errorf("inRanges(%d) = %v, want %v", slot, !want, want)
+		if l.Covers(slot) != want {
+			t.Errorf("Covers(%d) = %v, want %v", slot, !want, want)
 		}
 	}
 }

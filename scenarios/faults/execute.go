@@ -43,7 +43,7 @@ func (r *Runner) killPrimary(ctx context.Context, f scenarios.FaultSpec, addr st
 	if err := r.requirePrimary(addr); err != nil {
 		return err
 	}
-	r.noteLoss(ctx, f, addr, r.noteReplicationGap(ctx, addr))
+	r.noteLoss(f, r.slotsOf(ctx, addr), r.noteReplicationGap(ctx, addr))
 	defer r.holdUntilHealthy(ctx, "failover")()
 	r.mu.Lock()
 	r.killed = addr
@@ -70,7 +70,7 @@ func (r *Runner) failover(ctx context.Context, f scenarios.FaultSpec, addr strin
 	if rep.Addr == "" {
 		return fmt.Errorf("%s has no running replica to fail over to", addr)
 	}
-	r.noteLoss(ctx, f, addr, r.noteReplicationGap(ctx, addr))
+	r.noteLoss(f, r.slotsOf(ctx, addr), r.noteReplicationGap(ctx, addr))
 	defer r.holdUntilHealthy(ctx, "failover")()
 	if err := r.clusterFailover(ctx, rep.Addr, f.Mode); err != nil {
 		return err

@@ -52,8 +52,9 @@ func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr 
 		return err
 	}
 	other := r.otherPrimary(addr)
+	slots := r.slotsOf(ctx, addr)
 	gap := r.noteReplicationGap(ctx, addr)
-	r.noteLoss(ctx, f, addr, r.partitionBound(ctx, addr, gap))
+	r.noteLoss(f, slots, r.partitionBound(addr, gap, slots))
 	defer r.holdUntilHealthy(ctx, "partition")()
 	if err := p.Partition(ctx, []string{addr}); err != nil {
 		return fmt.Errorf("partition of %s: %w", addr, err)
