@@ -81,7 +81,12 @@ func (st *store) prefixKeys(ctx context.Context, dir string, logf func(string, .
 		once.Do(func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			n, err := cluster.CleanupPrefix(cctx, st.client, prefix)
+			// Not the decision client: its timeouts are the limiter's (milliseconds), and an
+			// UNLINK on a busy machine needs the cluster's own.
+			o := *st.cl.ClientOptions()
+			c := redis.NewClusterClient(&o)
+			defer c.Close()
+			n, err := cluster.CleanupPrefix(cctx, c, prefix)
 			logf("external cluster: deleted %d keys with prefix %s", n, prefix)
 			st.note = fmt.Sprintf("external cluster: keys prefixed %s, %d deleted after the run", prefix, n)
 			if err != nil {
