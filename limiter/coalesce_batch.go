@@ -66,6 +66,9 @@ type batchCall struct {
 	done      chan struct{}
 	abandoned atomic.Bool // the caller's deadline passed: do not send it
 	args      []any       // cmd's arguments, reused with the call
+	// unreplicated: the script succeeded but its WAIT (WithDurability) fell short; set by the
+	// flusher before done.
+	unreplicated bool
 }
 
 // calls recycles batchCalls with their done channel and argument slice: three allocations of
@@ -81,11 +84,12 @@ var timers = sync.Pool{New: func() any {
 }}
 
 // run sends EVALSHA sha with KEYS[1] = key (and KEYS[2] = key2 unless it is empty) and args as
-// ARGV in the next pipeline to key's primary and returns the reply. The call's deadline is ctx's
+// ARGV in the next pipeline to key's primary and returns the reply, and whether a WAIT after
+// it (WithDurability) fell short of its replicas. The call's deadline is ctx's
 // or timeout from now, whichever is earlier (timeout 0: ctx's only). An error is the command's (Redis or connection),
 // context.DeadlineExceeded when the deadline passes first, ctx's error when it is cancelled, or
 // redis.ErrClosed after close.
-func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src, key, key2 string, args []any) (any, error) {
+func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src, key, key2 string, args []any) (any, bool, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -95,9 +99,10 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 	}
 	q, err := b.queueFor(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	call := calls.Get().(*batchCall)
+	call.unreplicated = false
 	if key2 == "" {
 		call.args = append(append(call.args[:0], "evalsha", sha, 1, key), args...)
 	} else {
@@ -107,7 +112,7 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 	call.cmd = redis.NewCmd(ctx, call.args...)
 	call.cmd.SetFirstKeyPos(3)
 	if !q.enqueue(call) {
-		return nil, redis.ErrClosed
+		return nil, false, redis.ErrClosed
 	}
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
@@ -122,17 +127,18 @@ func (b *scriptBatcher) run(ctx context.Context, timeout time.Duration, sha, src
 	select {
 	case <-call.done:
 		reply, err := call.cmd.Result()
+		unreplicated := call.unreplicated
 		// The reply is decoded from the command's own buffers, not from args: the call may go.
 		clear(call.args)
 		call.ctx, call.cmd, call.src = nil, nil, ""
 		calls.Put(call)
-		return reply, err
+		return reply, unreplicated, err
 	case <-expired:
 		call.abandoned.Store(true)
-		return nil, context.DeadlineExceeded
+		return nil, false, context.DeadlineExceeded
 	case <-ctx.Done():
 		call.abandoned.Store(true)
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 

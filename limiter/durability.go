@@ -49,9 +49,10 @@ type Durability struct {
 
 // WithDurability makes RedisTokenBucket and CoalescingBucket wait for replicas after each
 // decision (see DurabilityMode); the default, DurabilityAsync, sends nothing more. A decision
-// whose WAIT answers fewer than d.Replicas (the debit was made on the primary but is not known
-// replicated) returns an error wrapping ErrUnreplicated, which ClassifyError makes
-// KindUnreplicated, so fail policies treat it as a store failure.
+// whose WAIT answers fewer than d.Replicas, or fails, keeps the script's answer (a denial
+// debited nothing; an allowed request's debit is on the primary) with Decision.Unreplicated
+// set: a failover may lose that debit. It is no error, so a fail policy does not replace the
+// store's answer.
 //
 // In the wait modes the script and its WAIT go in one pipeline to the primary that owns the key
 // (ClusterClient.MasterForKey), because WAIT names no key: a cluster client's pipeline would
@@ -121,19 +122,11 @@ func (w *waiter) wait(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
 	return cmd
 }
 
-// check returns the error of a decision whose script succeeded, from the WAIT after it: nil when
-// it answered at least replicas, else an error wrapping ErrUnreplicated (and the WAIT's own
-// error when it failed).
-func (w *waiter) check(wait *redis.IntCmd) error {
+// replicated reports whether the WAIT after a successful script answered at least the
+// replicas asked for; a failed WAIT did not.
+func (w *waiter) replicated(wait *redis.IntCmd) bool {
 	n, err := wait.Result()
-	ms := w.timeout.Milliseconds()
-	if err != nil {
-		return fmt.Errorf("%w: WAIT %d %d: %w", ErrUnreplicated, w.replicas, ms, err)
-	}
-	if n < w.replicas {
-		return fmt.Errorf("%w: WAIT %d %d: %d replicas acknowledged", ErrUnreplicated, w.replicas, ms, n)
-	}
-	return nil
+	return err == nil && n >= w.replicas
 }
 
 // primaries finds the node client a key's script and its WAIT go to: the cluster client's
@@ -179,12 +172,12 @@ func (p primaries) redirected(ctx context.Context, err error) {
 }
 
 // evalWait runs the script on keys with args and its WAIT in one pipeline to the primary of
-// keys[0], with the NOSCRIPT->EVAL fallback (and its own WAIT), and returns the script's reply,
-// the script's error, or the WAIT's verdict.
-func (b *RedisTokenBucket) evalWait(ctx context.Context, keys []string, args []any) (any, error) {
+// keys[0], with the NOSCRIPT->EVAL fallback (and its own WAIT), and returns the script's reply
+// and whether its WAIT answered enough replicas, or the script's error.
+func (b *RedisTokenBucket) evalWait(ctx context.Context, keys []string, args []any) (any, bool, error) {
 	node, err := b.nodes.node(ctx, keys[0])
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	run := func(eval bool) (*redis.Cmd, *redis.IntCmd) {
 		pipe := node.Pipeline()
@@ -205,12 +198,9 @@ func (b *RedisTokenBucket) evalWait(ctx context.Context, keys []string, args []a
 	}
 	if err := cmd.Err(); err != nil {
 		b.nodes.redirected(ctx, err)
-		return nil, err
+		return nil, false, err
 	}
-	if err := b.wait.check(wait); err != nil {
-		return nil, err
-	}
-	return cmd.Val(), nil
+	return cmd.Val(), b.wait.replicated(wait), nil
 }
 
 // allowSlow is Allow with WithDurability or WithAudit: the audit key as KEYS[2], and in the wait
@@ -237,8 +227,9 @@ func (b *RedisTokenBucket) allowSlow(ctx context.Context, r Request) (Decision, 
 	}
 	args := argv[:b.nargs]
 	var reply any
+	replicated := true
 	if b.wait != nil {
-		reply, err = b.evalWait(ctx, keys, args)
+		reply, replicated, err = b.evalWait(ctx, keys, args)
 	} else {
 		reply, err = b.c.EvalSha(ctx, b.sha, keys, args...).Result()
 		if err != nil && ClassifyError(err) == KindNoScript {
@@ -253,7 +244,7 @@ func (b *RedisTokenBucket) allowSlow(ctx context.Context, r Request) (Decision, 
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", keys[0], err)
 	}
-	d.Source = Central
+	d.Source, d.Unreplicated = Central, !replicated
 	return d, nil
 }
 
@@ -266,8 +257,8 @@ func (b *RedisTokenBucket) noScriptFallback() {
 }
 
 // execWait sends the calls' commands in one pipeline to node (the client itself when there is
-// one queue) with WAIT after each command (wait) or once at the end (wait-pipeline), and turns
-// each successful command whose WAIT fell short into an ErrUnreplicated error. A node pipeline
+// one queue) with WAIT after each command (wait) or once at the end (wait-pipeline), and marks
+// each successful command whose WAIT fell short as unreplicated. A node pipeline
 // does not follow MOVED or ASK: those errors stay in their commands, and the cluster client is
 // told to re-read its slot map.
 func (b *scriptBatcher) execWait(ctx context.Context, node *redis.Client, calls []*batchCall) {
@@ -303,9 +294,7 @@ func (b *scriptBatcher) execWait(ctx context.Context, node *redis.Client, calls 
 		if perCall {
 			w = waits[i]
 		}
-		if err := b.wait.check(w); err != nil {
-			c.cmd.SetErr(err)
-		}
+		c.unreplicated = !b.wait.replicated(w)
 	}
 	b.nodes.redirected(ctx, redirect)
 }

@@ -127,17 +127,30 @@ func TestDurabilityWait(t *testing.T) {
 		req := limiter.Request{Tenant: uniqueTenant(t), Endpoint: "ep", Cost: 4, Now: time.UnixMilli(t0)}
 		resume := r.pause(t)
 		start := time.Now()
-		_, err := b.Allow(ctx, req)
+		first, err := b.Allow(ctx, req)
 		took := time.Since(start)
-		resume()
-		checkUnreplicated(t, err, took)
-		// The debit was made on the primary: the next decision sees it, as the twin does.
-		_, _ = twin.Allow(ctx, req)
-		have, err := b.Allow(ctx, req)
 		want, _ := twin.Allow(ctx, req)
+		want.Source, want.Unreplicated = limiter.Central, true
+		checkUnreplicated(t, first, err, want, took)
+		// A denial whose WAIT falls short stays the script's denial: 10 - 4 - 4 leaves 2 < 4.
+		_, _ = twin.Allow(ctx, req)
+		_, _ = b.Allow(ctx, req)
+		start = time.Now()
+		denied, err := b.Allow(ctx, req)
+		took = time.Since(start)
+		resume()
+		want, _ = twin.Allow(ctx, req)
+		want.Source, want.Unreplicated = limiter.Central, true
+		if want.Allowed {
+			t.Fatalf("twin allowed the third request of cost 4 on a burst of 10: the test needs a denial")
+		}
+		checkUnreplicated(t, denied, err, want, took)
+		// The debits were made on the primary: the next decision sees them, as the twin does.
+		have, err := b.Allow(ctx, req)
+		want, _ = twin.Allow(ctx, req)
 		want.Source = limiter.Central
 		if err != nil || have != want {
-			t.Fatalf("decision after the unreplicated one: have %+v, %v; want %+v (its debit counted)", have, err, want)
+			t.Fatalf("decision after the unreplicated ones: have %+v, %v; want %+v (their debits counted)", have, err, want)
 		}
 	})
 	t.Run("plain bucket: NOSCRIPT falls back with its own WAIT", func(t *testing.T) {
@@ -159,8 +172,10 @@ func TestDurabilityWait(t *testing.T) {
 			b := newDurableCoalescing(t, r.c, mode)
 			before := r.waits(t)
 			const n = 48
-			for err := range concurrentDecisions(b, uniqueTenant(t), n) {
-				t.Fatalf("%s: %v", mode, err)
+			for a := range concurrentDecisions(b, uniqueTenant(t), n) {
+				if a.err != nil || a.d.Unreplicated {
+					t.Fatalf("%s: %+v, %v; want the script's answer, replicated", mode, a.d, a.err)
+				}
 			}
 			waits, batches := r.waits(t)-before, b.Batches()
 			switch mode {
@@ -180,22 +195,26 @@ func TestDurabilityWait(t *testing.T) {
 			b := newDurableCoalescing(t, r.c, mode)
 			resume := r.pause(t)
 			start := time.Now()
-			var errs []error
-			for err := range concurrentDecisions(b, uniqueTenant(t), 4) {
-				errs = append(errs, err)
+			var answers []answer
+			for a := range concurrentDecisions(b, uniqueTenant(t), 4) {
+				answers = append(answers, a)
 			}
 			took := time.Since(start)
 			resume()
-			if len(errs) != 4 {
-				t.Fatalf("%s: %d of 4 decisions failed with the replica paused (%v), want all", mode, len(errs), errs)
-			}
-			if mode == limiter.DurabilityWaitPipeline {
-				checkUnreplicated(t, errs[0], took) // one WAIT: all return together
-			}
-			for _, err := range errs {
-				if k := limiter.ClassifyError(err); k != limiter.KindUnreplicated {
-					t.Fatalf("%s: error %v is %v, want unreplicated", mode, err, k)
+			allowed := 0
+			for _, a := range answers {
+				if a.err != nil || !a.d.Unreplicated || a.d.Source != limiter.Central {
+					t.Fatalf("%s: decision with the replica paused = %+v, %v; want the script's answer, unreplicated", mode, a.d, a.err)
 				}
+				if a.d.Allowed {
+					allowed++
+				}
+			}
+			if allowed != 2 {
+				t.Fatalf("%s: %d of 4 requests of cost 4 allowed on a burst of 10, want 2: an unreplicated denial stays a denial", mode, allowed)
+			}
+			if mode == limiter.DurabilityWaitPipeline && (took < waitTimeout || took > waitTimeout+2*time.Second) {
+				t.Fatalf("%s: unreplicated decisions took %v, want about the WAIT timeout %v", mode, took, waitTimeout) // one WAIT: all return together
 			}
 		}
 	})
@@ -230,34 +249,40 @@ func testNoReplicas(t *testing.T, r replicated) {
 	}
 }
 
-// checkUnreplicated checks that err is an unreplicated decision that took about the WAIT timeout.
-func checkUnreplicated(t *testing.T, err error, took time.Duration) {
+// checkUnreplicated checks that a decision with the replica paused is want (the script's answer,
+// marked unreplicated), with no error, and took about the WAIT timeout.
+func checkUnreplicated(t *testing.T, have limiter.Decision, err error, want limiter.Decision, took time.Duration) {
 	t.Helper()
-	if !errors.Is(err, limiter.ErrUnreplicated) || limiter.ClassifyError(err) != limiter.KindUnreplicated {
-		t.Fatalf("decision with the replica paused: err %v (%v), want ErrUnreplicated", err, limiter.ClassifyError(err))
+	if err != nil || have != want {
+		t.Fatalf("decision with the replica paused: %+v, %v; want %+v (the script's answer, unreplicated)", have, err, want)
 	}
 	if took < waitTimeout || took > waitTimeout+2*time.Second {
 		t.Fatalf("unreplicated decision took %v, want about the WAIT timeout %v", took, waitTimeout)
 	}
 }
 
-// concurrentDecisions runs n decisions of cost 1 on one key at the same instant and returns
-// their errors.
-func concurrentDecisions(b limiter.Limiter, tenant string, n int) chan error {
-	errs := make(chan error, n)
+// answer is one decision and its error.
+type answer struct {
+	d   limiter.Decision
+	err error
+}
+
+// concurrentDecisions runs n decisions of cost 4 on one key at the same instant and returns
+// their answers.
+func concurrentDecisions(b limiter.Limiter, tenant string, n int) chan answer {
+	out := make(chan answer, n)
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := b.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)}); err != nil {
-				errs <- err
-			}
+			d, err := b.Allow(context.Background(), limiter.Request{Tenant: tenant, Endpoint: "ep", Cost: 4, Now: time.UnixMilli(t0)})
+			out <- answer{d, err}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	return errs
+	close(out)
+	return out
 }
 
 func newDurableBucket(t *testing.T, c *redis.ClusterClient, opts ...limiter.Option) *limiter.RedisTokenBucket {

@@ -27,10 +27,6 @@ var (
 	// ErrBadConfig wraps a constructor argument or option that cannot work (invalid policy,
 	// negative timeout, nil client).
 	ErrBadConfig = errors.New("limiter: bad configuration")
-	// ErrUnreplicated wraps the error of a decision whose script ran on the primary (its debit
-	// counts there) but whose WAIT (WithDurability) answered fewer replicas than asked, or
-	// failed: a failover may lose that debit. ClassifyError makes it KindUnreplicated.
-	ErrUnreplicated = errors.New("limiter: debit not known replicated")
 )
 
 // ErrorKind is the class of a failed decision, the unit in which runs count errors.
@@ -52,9 +48,9 @@ const (
 	KindNoScript
 	// KindConn: the connection failed (refused, reset, closed, EOF).
 	KindConn
-	// KindUnreplicated: the debit was made on the primary but is not known replicated: WAIT
-	// (WithDurability) answered fewer replicas than asked within its timeout, or the primary
-	// refused the write with NOREPLICAS (min-replicas-to-write).
+	// KindUnreplicated: the primary refused the write with NOREPLICAS (min-replicas-to-write):
+	// the script did not run. (A WAIT short of its replicas is no error: the store's answer
+	// stands, marked Decision.Unreplicated.)
 	KindUnreplicated
 	// KindOther: anything else, including a nil error.
 	KindOther
@@ -91,8 +87,7 @@ var redisPrefixes = [...]struct {
 
 // ClassifyError returns the kind of a decision error. It is the one place in ratelab that
 // matches Redis error prefixes (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, NOSCRIPT, NOREPLICAS); it sees
-// through %w wrapping. Order: ErrUnreplicated first (it may wrap the WAIT's own failure), then
-// timeouts (a timed-out read is also a net.OpError), then Redis error replies (values
+// through %w wrapping. Order: timeouts (a timed-out read is also a net.OpError), then Redis error replies (values
 // implementing redis.Error, found with errors.As; plain error text that merely starts with MOVED
 // is not a reply), then connection failures, then other. A nil error is KindOther: check err
 // first.
@@ -100,8 +95,9 @@ func ClassifyError(err error) ErrorKind {
 	if err == nil {
 		return KindOther
 	}
-	if errors.Is(err, ErrUnreplicated) {
-		return KindUnreplicated
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Kind
 	}
 	if isTimeout(err) {
 		return KindTimeout
@@ -122,12 +118,32 @@ func ClassifyError(err error) ErrorKind {
 	return KindOther
 }
 
-// MayHaveDebited reports whether a failed decision call may still have debited its bucket: a
-// timeout (the script may have run after the client gave up) or a WAIT short of its replicas
-// (the script ran on the primary). A NOREPLICAS refusal, though KindUnreplicated too, debited
-// nothing: the primary refused the script.
+// MayHaveDebited reports whether a failed decision call may still have debited its bucket: the
+// command may have reached the primary and run there although its answer never came back. That
+// is a timeout once the command could have been written (not a wait for a pooled connection,
+// which sends nothing), and a connection that broke after it could have been written (reset,
+// EOF, a closed connection — not a refused or failed dial). A Redis error reply (NOREPLICAS,
+// MOVED, CLUSTERDOWN...) means the script did not run: nothing was debited.
 func MayHaveDebited(err error) bool {
-	return errors.Is(err, ErrUnreplicated) || (err != nil && ClassifyError(err) == KindTimeout)
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.MayHaveDebited
+	}
+	if err == nil || neverSent(err) {
+		return false
+	}
+	k := ClassifyError(err)
+	return k == KindTimeout || k == KindConn
+}
+
+// neverSent reports a failure that happened before any command could be written: a wait for a
+// pooled connection, a refused connection or a failed dial.
+func neverSent(err error) bool {
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // isTimeout reports a deadline that passed anywhere between the caller and the socket.
@@ -153,3 +169,16 @@ func isConnError(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe)
 }
+
+// RemoteError is a failure classified where it happened, and reported from there: an HTTP
+// gateway's 503 with its failure headers, or a client's failed request to one. ClassifyError
+// and MayHaveDebited read its fields, so a driver that learns of a failure over the wire
+// classifies it as one that saw it in process.
+type RemoteError struct {
+	Kind           ErrorKind
+	MayHaveDebited bool
+	// Msg says what was seen (the status, the transport's error).
+	Msg string
+}
+
+func (e *RemoteError) Error() string { return e.Msg }

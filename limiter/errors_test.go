@@ -67,8 +67,6 @@ func TestClassifyError(t *testing.T) {
 		{"bad reply", limiter.ErrBadReply, limiter.KindOther},
 		{"noreplicas", redisReply("NOREPLICAS Not enough good replicas to write."), limiter.KindUnreplicated},
 		{"noreplicas from a script", wrap(redisReply("NOREPLICAS Not enough good replicas to write. script: 8f1c, on @user_script:63.")), limiter.KindUnreplicated},
-		{"unreplicated", wrap(limiter.ErrUnreplicated), limiter.KindUnreplicated},
-		{"unreplicated wrapping the WAIT's timeout", fmt.Errorf("%w: WAIT 1 50: %w", limiter.ErrUnreplicated, os.ErrDeadlineExceeded), limiter.KindUnreplicated},
 		{"plain NOREPLICAS text is not a reply", errors.New("NOREPLICAS x"), limiter.KindOther},
 		{"canceled", context.Canceled, limiter.KindOther},
 	}
@@ -95,17 +93,24 @@ func TestErrorKindString(t *testing.T) {
 	}
 }
 
-// TestMayHaveDebited: a timeout and a WAIT short of its replicas may have debited; a NOREPLICAS
-// refusal, of the same kind as the short WAIT, and the other failures did not.
+// TestMayHaveDebited: a timeout and a connection that broke once the command could have been
+// written may have debited; a wait for a pooled connection, a refused or failed dial, a
+// NOREPLICAS refusal and the other error replies did not.
 func TestMayHaveDebited(t *testing.T) {
 	t.Parallel()
+	wrap := func(err error) error { return fmt.Errorf("limiter: token bucket rl:{a}:b: %w", err) }
 	for _, c := range []struct {
 		name string
 		err  error
 		want bool
 	}{
 		{"timeout", context.DeadlineExceeded, true},
-		{"short WAIT", fmt.Errorf("%w: WAIT 1 50: 0 replicas acknowledged", limiter.ErrUnreplicated), true},
+		{"socket read timeout", wrap(&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
+		{"pool wait", wrap(redis.ErrPoolTimeout), false},
+		{"reset after the write", wrap(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
+		{"EOF after the write", wrap(io.EOF), true},
+		{"refused", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), false},
+		{"dial timeout", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}), false},
 		{"NOREPLICAS", redisReply("NOREPLICAS Not enough good replicas to write."), false},
 		{"CLUSTERDOWN", redisReply("CLUSTERDOWN The cluster is down"), false},
 		{"nil", nil, false},

@@ -108,9 +108,11 @@ func scale(p BucketPolicy, f float64) BucketPolicy {
 //     once: FailSafe never retries (a retry cascade on a sick store is what it prevents);
 //   - a store failure (any error but ErrBadRequest or ErrBadConfig: timeout, connection, MOVED or
 //     ASK past the redirect limit, TRYAGAIN, CLUSTERDOWN, NOSCRIPT after the fallback, a debit
-//     not known replicated, a bad script reply) is decided by the endpoint's Mode and returns a
-//     nil error; the failure shows in Decision.Source, and its ErrorKind goes to the
-//     WithOnFailure callback;
+//     refused by NOREPLICAS, a bad script reply) is decided by the endpoint's Mode and returns a
+//     nil error; the failure shows in Decision.Source and Decision.Failure (its kind, and
+//     whether the store may have debited the request all the same), and its ErrorKind goes to
+//     the WithOnFailure callback. A decision the store made whose WAIT fell short
+//     (Decision.Unreplicated) is no failure: it passes through;
 //   - with WithBreaker, a request whose node's breaker is open is decided by Mode at once,
 //     without calling the inner limiter: an outage costs one Budget per node per cooldown
 //     instead of one per request.
@@ -235,7 +237,11 @@ func (f *FailSafe) Allow(ctx context.Context, r Request) (Decision, error) {
 	if f.onFailure != nil {
 		f.onFailure(r, ClassifyError(err))
 	}
-	return f.fallback(ctx, r, fp)
+	d, ferr := f.fallback(ctx, r, fp)
+	if ferr == nil {
+		d.Failure = FailureOf(err)
+	}
+	return d, ferr
 }
 
 // call runs the inner limiter once, under the budget when there is one.

@@ -177,8 +177,12 @@ func TestFailSafeModeByErrorKind(t *testing.T) {
 					t.Fatal(err)
 				}
 				have, err := f.Allow(context.Background(), limiter.Request{Tenant: "t", Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
-				if err != nil || have != m.want {
-					t.Errorf("Allow on %v = %+v, %v; want %+v, nil", fl.err, have, err, m.want)
+				want := m.want
+				// The answer carries the failure: its kind, and whether the store may have
+				// debited all the same (a timeout only, among these).
+				want.Failure = limiter.Failure{Failed: true, Kind: fl.kind, MayHaveDebited: fl.kind == limiter.KindTimeout}
+				if err != nil || have != want {
+					t.Errorf("Allow on %v = %+v, %v; want %+v, nil", fl.err, have, err, want)
 				}
 				if len(reported) != 1 || reported[0] != fl.kind {
 					t.Errorf("WithOnFailure got %v, want [%v]", reported, fl.kind)
@@ -239,7 +243,7 @@ func TestFailSafeLocalBucket(t *testing.T) {
 				have, err := f.Allow(context.Background(), limiter.Request{Tenant: st.tenant, Endpoint: "ep", Cost: 1, Now: now})
 				want := st.want
 				want.At = now // the emergency bucket decides on the gateway clock
-				if err != nil || have != want {
+				if err != nil || answerOf(have) != want {
 					t.Fatalf("step %d (t0%+d ms, tenant %s): have %+v, %v; want %+v", i, st.at, st.tenant, have, err, st.want)
 				}
 			}
@@ -343,7 +347,7 @@ func TestFailSafeBudget(t *testing.T) {
 				start := time.Now()
 				have, err := f.Allow(ctx, limiter.Request{Tenant: "t", Endpoint: "ep", Cost: 1})
 				took := time.Since(start)
-				want := limiter.Decision{Allowed: true, Source: limiter.FailOpen}
+				want := limiter.Decision{Allowed: true, Source: limiter.FailOpen, Failure: timedOut}
 				if err != nil || have != want || took != tt.want {
 					t.Errorf("Allow on a silent store = %+v, %v after %v; want %+v, nil after %v", have, err, took, want, tt.want)
 				}
@@ -390,7 +394,7 @@ func TestFailSafeCallerContext(t *testing.T) {
 					t.Fatal(err)
 				}
 				have, err := f.Allow(ctx, limiter.Request{Tenant: "t", Endpoint: "ep", Cost: 1})
-				if have != tt.want || (tt.wantErr == nil) != (err == nil) || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				if answerOf(have) != tt.want || (tt.wantErr == nil) != (err == nil) || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 					t.Errorf("Allow = %+v, %v; want %+v, %v", have, err, tt.want, tt.wantErr)
 				}
 				if reported != tt.wantRep || br.State("n") != limiter.BreakerClosed {
@@ -477,7 +481,7 @@ func TestFailSafeBreaker(t *testing.T) {
 		}
 		for range max(st.n, 1) {
 			have, err := f.Allow(context.Background(), r)
-			if have != st.want || (st.wantErr == nil) != (err == nil) || st.wantErr != nil && !errors.Is(err, st.wantErr) {
+			if answerOf(have) != st.want || (st.wantErr == nil) != (err == nil) || st.wantErr != nil && !errors.Is(err, st.wantErr) {
 				t.Fatalf("%s: Allow = %+v, %v; want %+v, %v", st.name, have, err, st.want, st.wantErr)
 			}
 		}
@@ -529,4 +533,15 @@ func TestFailSafeConcurrentOutage(t *testing.T) {
 	if decided.Load() != callers*perCaller || br.State("n") != limiter.BreakerOpen {
 		t.Errorf("%d decisions, breaker %s; want %d, open", decided.Load(), br.State("n"), callers*perCaller)
 	}
+}
+
+// timedOut is the Failure of a fail policy's answer to a store call that timed out: the store
+// may have run it all the same.
+var timedOut = limiter.Failure{Failed: true, Kind: limiter.KindTimeout, MayHaveDebited: true}
+
+// answerOf is d without its Failure: the answer the caller got, for tests of which answer that is
+// (TestFailSafeModeByErrorKind checks the Failure of every kind).
+func answerOf(d limiter.Decision) limiter.Decision {
+	d.Failure = limiter.Failure{}
+	return d
 }

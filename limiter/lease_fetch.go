@@ -103,7 +103,7 @@ func (l *LeaseLimiter) fetch(ctx context.Context, key string, nowMs, want, least
 	if l.batch != nil {
 		// The batcher applies the timeout itself; NOSCRIPT->EVAL happens inside the batch,
 		// counted through its hook.
-		reply, err = l.batch.run(ctx, l.timeout, l.sha, lua.Lease, key, "", args[:])
+		reply, _, err = l.batch.run(ctx, l.timeout, l.sha, lua.Lease, key, "", args[:]) // leases have no WithDurability
 	} else {
 		if l.timeout > 0 {
 			var cancel context.CancelFunc

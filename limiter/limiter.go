@@ -55,6 +55,32 @@ type Decision struct {
 	// judge each decision at the limiter's own time, not at the caller's. It is zero when no
 	// clock made the decision: Noop, and FailSafe's fail-open and fail-closed answers.
 	At time.Time
+	// Unreplicated is set when the store decided but the WAIT after its script
+	// (WithDurability) answered fewer replicas than asked, or failed. The answer stands — a
+	// denial debited nothing, an allowed request's debit is on the primary — but a failover may
+	// lose that debit.
+	Unreplicated bool
+	// Failure is set on an answer a fail policy gave because the store call failed (FailSafe):
+	// the failure's kind, and whether the store may have debited the request all the same. Its
+	// zero value (Failed false): the store decided, or an open breaker answered without calling
+	// the store.
+	Failure Failure
+}
+
+// Failure is a store failure that a fail policy answered in the store's place.
+type Failure struct {
+	// Failed is true when the store call failed and a fail policy answered.
+	Failed bool
+	// Kind is the failure's kind (ClassifyError).
+	Kind ErrorKind
+	// MayHaveDebited reports whether the store may have debited the request although its
+	// answer never arrived (see MayHaveDebited).
+	MayHaveDebited bool
+}
+
+// FailureOf is the Failure a fail policy's answer to err carries.
+func FailureOf(err error) Failure {
+	return Failure{Failed: true, Kind: ClassifyError(err), MayHaveDebited: MayHaveDebited(err)}
 }
 
 // Limiter decides whether a request may pass.

@@ -112,13 +112,6 @@ func (b buckets) per(how string) string {
 	return how + " per " + mermaidNum(b.width) + " s"
 }
 
-// answered is a second's achieved requests: its decisions answered within the run's window
-// (allowed, denied, failed open or closed; errors are no answer and late answers came after
-// it), as the summary's achieved_rps counts them over the run.
-func answered(r *results.Interval) float64 {
-	return float64(max(r.Served()-r.Errors-r.Late, 0))
-}
-
 // mermaidCharts draws report.md's charts from the per-second rows: offered vs achieved
 // requests/s, p99 latency, and the MOVED/ASK redirects and cumulative overspend when the run has
 // any; the sentence it returns says which of those the run did not have. With fewer than two
@@ -131,7 +124,7 @@ func mermaidCharts(rows []results.Interval, faults []results.Fault) ([]mermaidCh
 	case 1:
 		r := &rows[0]
 		return nil, "One second recorded, too few to chart: offered " + fmtInt(r.Offered) + ", achieved " +
-			fmtInt(int64(answered(r))) + " requests, p99 " + fmtMs(finite(r.P99Ms)) + " ms, MOVED " + fmtInt(r.Moved) +
+			fmtInt(r.Achieved()) + " requests, p99 " + fmtMs(finite(r.P99Ms)) + " ms, MOVED " + fmtInt(r.Moved) +
 			", ASK " + fmtInt(r.Ask) + ", overspend " + fmtInt(r.Overspend) + " requests."
 	}
 	b := bucketRows(rows, maxMermaidPoints)
@@ -182,7 +175,7 @@ func throughputMermaid(b buckets) mermaidChart {
 	return mermaidChart{
 		Block: b.block("Offered vs achieved requests/s ("+b.per("mean")+")", "requests/s", 1,
 			b.mean(func(r *results.Interval) float64 { return float64(r.Offered) }),
-			b.mean(answered)),
+			b.mean(func(r *results.Interval) float64 { return float64(r.Achieved()) })),
 		Note: "Upper line: offered requests/s; lower line: achieved, the requests answered within the run " +
 			"(allowed, denied, failed open or closed; errors and late answers left out), hidden under " +
 			"the offered line where every offered request was answered" +

@@ -81,8 +81,8 @@ func TestWriteTextV2(t *testing.T) {
 	for _, want := range []string{
 		"1000 offered, 980 decisions (4 late); dropped by generator 20 (2.00% of offered: 15 at max in flight, 5 behind schedule)",
 		"p99 not measurable, p99.9 not measurable, max not measurable (over offered requests, from intended start; " +
-			"not measurable above p98: 2.00% of the offered requests were dropped)",
-		"served ms", "(answered requests only; 2 clamped at 5 min)",
+			"not measurable above p98: 2.00% of the offered requests got no decision (dropped, or an error))",
+		"served ms", "(decided requests only: allowed or denied, a fail policy's answer included; 2 clamped at 5 min)",
 		"confirmed 3 (possible 5) requests", "3 (possible 5) tokens; 2 unknown outcomes",
 		"confirmed 1 (possible 4), ratio",
 		"worst key 6 tokens on rl:{t1}:read (all keys 7) vs bound 5 tokens (leases 5): within no",

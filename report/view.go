@@ -48,9 +48,9 @@ type view struct {
 	// DroppedShare the share of them the generator dropped.
 	Offered      int64
 	DroppedShare float64
-	// Measurable says, when requests were dropped, above which percentile the latency over
+	// Measurable says, when requests got no decision, above which percentile the latency over
 	// offered requests is not measurable: "not measurable above p98.5: 1.50% of the offered
-	// requests were dropped"; "" when every percentile is measurable or the summary is v1.
+	// requests got no decision ..."; "" when every percentile is measurable or the summary is v1.
 	Measurable string
 	// BoundParts lists where the overspend bound comes from: "leases 1,000 + replication gap
 	// 500.5"; "" when no bound applies. Within says whether the worst key kept it: "yes", "no"
@@ -150,16 +150,16 @@ func offered(l *results.Load) (int64, float64) {
 }
 
 // measurableNote says above which percentile the latency over offered requests is not
-// measurable, and why; "" when nothing was dropped.
+// measurable, and why; "" when every offered request got a decision.
 func measurableNote(l *results.Latency) string {
 	switch {
-	case l.Dropped == 0:
+	case l.Undecided == 0:
 		return ""
 	case l.MeasurablePct <= 0:
-		return "not measurable: no offered request was answered"
+		return "not measurable: no offered request got a decision"
 	}
 	return "not measurable above " + fmtPercentile(l.MeasurablePct) + ": " + fmtShare(1-l.MeasurablePct/100) +
-		" of the offered requests were dropped"
+		" of the offered requests got no decision (dropped, or an error)"
 }
 
 // boundParts lists a bound's parts by name, "leases 1,000 + replication gap 500.5"; "" when

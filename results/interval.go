@@ -10,11 +10,12 @@ import "time"
 // count only in the summary's totals. Latencies are in milliseconds from the second's HDR
 // histogram, 0 when no decision of the second was booked.
 //
-// The per-second percentiles are over the second's ANSWERED requests (the summary's
+// The per-second percentiles are over the second's SERVED (decided) requests (the summary's
 // latency_served_ms, second by second), not over its offered ones as the summary's latency_ms:
-// a second's drops show beside them, in Dropped and in the dropped_share column
-// (DroppedShare), so a second whose p99 is small while a third of its requests were dropped
-// reads as such.
+// a second's undecided requests show beside them, in Dropped and Errors and in the
+// dropped_share column (DroppedShare), so a second whose p99 is small while a third of its
+// requests got no decision reads as such. (SecondLatency gives the second's percentiles over
+// its offered requests, with the summary's function.)
 //
 // In a merged run (Merge) the counts are the sums of the inputs' rows (faults and policy version
 // their largest) and the latencies come from their merged histograms.
@@ -37,7 +38,8 @@ type Interval struct {
 	Allowed int64
 	// Denied is the number of decisions that denied the request.
 	Denied int64
-	// Errors is the number of decisions that ended in an error.
+	// Errors is the number of requests that ended in an error no fail policy answered: no
+	// decision.
 	Errors int64
 	// Timeout is the number of store calls that timed out: decisions that ended in a timeout,
 	// plus store timeouts a fail policy answered, the latter booked in the second of the
@@ -95,6 +97,16 @@ type Interval struct {
 	// Late is the number of this second's decisions answered after the run's window ended: in
 	// the row's outcomes and in the summary's load.late, not in its achieved rate.
 	Late int64
+	// Unreplicated is the number of store writes the primary refused with NOREPLICAS
+	// (min-replicas-to-write), counted as Timeout is.
+	Unreplicated int64
+	// Unknown is the number of the second's requests the store may have debited although its
+	// answer never reached the client (a timeout, a connection lost after the write, a fail
+	// policy's answer to one): the unknown outcomes of the summary's overspend, second by second.
+	Unknown int64
+	// WaitShort is the number of the store's decisions whose WAIT (limiter.durability) came back
+	// short of its replicas: the answer stands, its debit may be lost in a failover.
+	WaitShort int64
 	// Time is the wall-clock start of the second, the run's start plus TS (column time_utc: RFC
 	// 3339 in UTC to the millisecond), so a row lines up with a dashboard's clock. Zero when the
 	// writer did not know the run's start, and in files written before the column (an empty
@@ -102,11 +114,20 @@ type Interval struct {
 	Time time.Time
 }
 
-// Served is the number of the second's requests that were answered, errors included: allowed,
-// denied, failed open, failed closed and errors, the count of the second's latency histogram.
+// Served is the number of the second's requests that got a decision: allowed, denied, failed
+// open and failed closed — never an error. It is the count of the second's latency histogram.
 func (iv *Interval) Served() int64 {
-	return iv.Allowed + iv.Denied + iv.FailedOpen + iv.FailedClosed + iv.Errors
+	return iv.Allowed + iv.Denied + iv.FailedOpen + iv.FailedClosed
 }
+
+// Achieved is the number of the second's requests decided within the run's window: Served less
+// the late answers. The achieved rate of a second, and of a run (load.achieved_rps), counts
+// these and nothing else.
+func (iv *Interval) Achieved() int64 { return max(iv.Served()-iv.Late, 0) }
+
+// Undecided is the number of the second's offered requests that got no decision (dropped, or an
+// error): the failures of its latency over offered requests.
+func (iv *Interval) Undecided() int64 { return max(iv.Offered-iv.Served(), 0) }
 
 // DroppedShare is Dropped / Offered: the share of the second's offered requests the generator
 // dropped, 0 when nothing was offered. It is the dropped_share column of timeseries.csv, written
@@ -160,6 +181,9 @@ var columns = [...]column{
 	{name: "late", i: func(r *Interval) *int64 { return &r.Late }},
 	{name: "dropped_share", d: (*Interval).DroppedShare},
 	{name: "time_utc", t: func(r *Interval) *time.Time { return &r.Time }},
+	{name: "unreplicated", i: func(r *Interval) *int64 { return &r.Unreplicated }},
+	{name: "unknown", i: func(r *Interval) *int64 { return &r.Unknown }},
+	{name: "wait_short", i: func(r *Interval) *int64 { return &r.WaitShort }},
 }
 
 // requiredColumns is how many leading columns every timeseries.csv must have.

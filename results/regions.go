@@ -31,13 +31,16 @@ type Region struct {
 	Name string `json:"name"`
 	// Offered counts the requests that arrived at this region's gateways (dropped included).
 	Offered int64 `json:"offered"`
-	// Allowed, Denied and Errors split the region's decisions by outcome (a fail policy's
-	// answer counts as allowed or denied, and in Errors too).
-	Allowed int64 `json:"allowed"`
-	Denied  int64 `json:"denied"`
-	Errors  int64 `json:"errors"`
+	// Allowed, Denied, FailedOpen, FailedClosed and Errors split the region's requests by
+	// outcome, as the summary's outcomes split the run's (Errors: no decision).
+	Allowed      int64 `json:"allowed"`
+	Denied       int64 `json:"denied"`
+	FailedOpen   int64 `json:"failed_open"`
+	FailedClosed int64 `json:"failed_closed"`
+	Errors       int64 `json:"errors"`
 	// P50Ms and P99Ms are latency percentiles over the region's offered requests, from the
-	// intended start.
+	// intended start (LatencyOf: a request that got no decision, a drop included, is slower than
+	// any latency, so a percentile among them is not measurable).
 	P50Ms Ms `json:"p50_ms"`
 	P99Ms Ms `json:"p99_ms"`
 	// Availability is the share of the region's offered requests decided by the limiter

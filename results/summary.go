@@ -176,7 +176,8 @@ type Load struct {
 	Note string `json:"note"`
 }
 
-// Outcomes counts decisions by outcome; the five counts sum to Load.Decisions.
+// Outcomes counts decisions by outcome; the five counts (WaitShort aside, which is within
+// Allowed and Denied) sum to Load.Decisions.
 type Outcomes struct {
 	// Allowed is the number of decisions that let the request through (central or lease).
 	Allowed int64 `json:"allowed"`
@@ -186,13 +187,19 @@ type Outcomes struct {
 	FailedOpen int64 `json:"failed_open"`
 	// FailedClosed is the number of requests denied because the store failed.
 	FailedClosed int64 `json:"failed_closed"`
-	// Errors is the number of decisions that ended in an error with no fail policy applied.
+	// Errors is the number of requests that ended in an error no fail policy answered: no
+	// decision.
 	Errors int64 `json:"errors"`
+	// WaitShort is the number of the store's decisions (in Allowed and Denied) whose WAIT
+	// (limiter.durability wait modes) came back short of its replicas: the answer stands — a
+	// denial debited nothing — but a failover may lose an allowed request's debit.
+	WaitShort int64 `json:"wait_short,omitempty"`
 }
 
 // Errors counts failed store calls by kind (the prefix of the Redis error reply, or the
-// client-side failure). MOVED and ASK are redirects the client followed; they are counted on the
-// per-node clients even when the decision itself succeeded.
+// client-side failure): those that ended the decision in an error and those a fail policy
+// answered. MOVED and ASK are redirects the client followed; they are counted on the per-node
+// clients even when the decision itself succeeded.
 type Errors struct {
 	// Timeout: the call exceeded its deadline.
 	Timeout int64 `json:"timeout"`
@@ -208,9 +215,8 @@ type Errors struct {
 	NoScript int64 `json:"noscript"`
 	// Conn: connection errors (refused, reset, closed pool).
 	Conn int64 `json:"conn"`
-	// Unreplicated: decisions whose debit was made on the primary but is not known replicated
-	// (limiter.durability wait modes: WAIT acknowledged fewer replicas than asked), or writes
-	// the primary refused with NOREPLICAS (min-replicas-to-write).
+	// Unreplicated: writes the primary refused with NOREPLICAS (min-replicas-to-write): the
+	// script did not run. (A WAIT short of its replicas is no error: outcomes.wait_short.)
 	Unreplicated int64 `json:"unreplicated"`
 	// Other: every other error.
 	Other int64 `json:"other"`

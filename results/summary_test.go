@@ -36,7 +36,7 @@ func sampleSummary() *Summary {
 		Outcomes: Outcomes{Allowed: 900000, Denied: 200000, FailedOpen: 10000, FailedClosed: 9000, Errors: 280},
 		Errors:   Errors{Timeout: 1, Moved: 2, Ask: 3, TryAgain: 4, ClusterDown: 5, NoScript: 6, Conn: 7, Unreplicated: 9, Other: 8},
 		LatencyMs: Latency{P50: 0.45, P90: 1.1, P99: 8.5, P999: Unmeasurable, Max: Unmeasurable,
-			MeasurablePct: 92.5, Dropped: 90700},
+			MeasurablePct: 92.5, Undecided: 90980},
 		LatencyServedMs: ServedLatency{P50: 0.412, P90: 0.9, P99: 2.5, P999: 12.75, Max: 2301.5},
 		LatencyClamped:  3,
 		Overspend: Overspend{Requests: 1200, Tokens: 1300, Ratio: Ratio(1200, 910000),

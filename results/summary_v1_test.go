@@ -130,8 +130,8 @@ func TestLatencyOf(t *testing.T) {
 	for _, tt := range tests {
 		l, s := LatencyOf(tt.h, tt.dropped)
 		have := [5]Ms{l.P50, l.P90, l.P99, l.P999, l.Max}
-		if have != tt.want || math.Abs(l.MeasurablePct-tt.pct) > 1e-9 || l.Dropped != max(tt.dropped, 0) {
-			t.Errorf("%s: %v, measurable %v%%, dropped %d; want %v, %v%%, %d", tt.name, have, l.MeasurablePct, l.Dropped, tt.want, tt.pct, max(tt.dropped, 0))
+		if have != tt.want || math.Abs(l.MeasurablePct-tt.pct) > 1e-9 || l.Undecided != max(tt.dropped, 0) {
+			t.Errorf("%s: %v, measurable %v%%, dropped %d; want %v, %v%%, %d", tt.name, have, l.MeasurablePct, l.Undecided, tt.want, tt.pct, max(tt.dropped, 0))
 		}
 		if tt.h.Count() > 0 && (s.P99 != tt.h.QuantileMs(99) || s.Max != tt.h.MaxMs()) {
 			t.Errorf("%s: served %+v; want the histogram's own percentiles", tt.name, s)

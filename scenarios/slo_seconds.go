@@ -13,14 +13,14 @@ type Second struct {
 	Row *results.Interval
 	// Latency holds the second's percentiles over its offered requests, as the run's p99_ms
 	// check reads them over the run: results.LatencyOf of the second's histogram, with the
-	// second's requests that were not answered when its row was written (dropped, or still in
-	// flight) counted as slower than any latency.
+	// second's requests that had no decision when its row was written (dropped, ended in an
+	// error, or still in flight) counted as slower than any latency.
 	Latency results.Latency
 }
 
-// NewSecond returns the Second of a row and its histogram of answered requests.
+// NewSecond returns the Second of a row and its histogram of served (decided) requests.
 func NewSecond(row *results.Interval, h *results.Histogram) Second {
-	lat, _ := results.LatencyOf(h, max(row.Offered-row.Served(), 0))
+	lat, _ := results.LatencyOf(h, row.Undecided())
 	return Second{Row: row, Latency: lat}
 }
 
@@ -33,12 +33,11 @@ var secondChecks = map[string]func(s *Second) (v float64, ok bool){
 	"p99_ms":  func(s *Second) (float64, bool) { return float64(s.Latency.P99), s.Row.Offered > 0 },
 	"p999_ms": func(s *Second) (float64, bool) { return float64(s.Latency.P999), s.Row.Offered > 0 },
 	"achieved_ratio": func(s *Second) (float64, bool) {
-		r := s.Row
-		answered := r.Served() - r.Errors - r.Late
-		return results.Ratio(max(answered, 0), r.Offered), r.Offered > 0
+		return results.Ratio(s.Row.Achieved(), s.Row.Offered), s.Row.Offered > 0
 	},
 	"error_ratio": func(s *Second) (float64, bool) {
-		return results.Ratio(s.Row.Errors, s.Row.Served()), s.Row.Served() > 0
+		done := s.Row.Served() + s.Row.Errors // as the run's: errors over completed decisions
+		return results.Ratio(s.Row.Errors, done), done > 0
 	},
 	"overspend_ratio": func(s *Second) (float64, bool) {
 		let := s.Row.Allowed + s.Row.FailedOpen

@@ -53,10 +53,5 @@ func finishMetrics(ctx context.Context, lm *livemetrics.Run, sum *results.Summar
 	}
 }
 
-// liveLatency feeds each decision's latency of an in-process run to the live histogram.
-type liveLatency struct{ r *livemetrics.Run }
-
-func (l liveLatency) Consume(r *engine.Record) { l.r.ObserveLatency(r.Latency) }
-
 // errMetricsRepeat refuses live metrics with --repeat: each repetition is a run of its own.
 var errMetricsRepeat = fmt.Errorf("--metrics-listen/--metrics-push with --repeat: each repetition is a run of its own with its own run_id; run them one at a time to watch them live")

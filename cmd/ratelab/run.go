@@ -167,7 +167,6 @@ func runScenario(cmd *cobra.Command, name string, o runOptions) error {
 		RecordTrace: o.recordTrace,
 	}
 	if lm != nil {
-		opts.Consumers = append(opts.Consumers, liveLatency{lm})
 		opts.OnHistogram = func(_ int, h *results.Histogram) { lm.ObserveHistogram(h) }
 	}
 	o.clusterOptions(&opts)

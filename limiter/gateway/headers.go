@@ -31,6 +31,15 @@ const (
 	HeaderRetryAfter = "Retry-After"
 	HeaderSource     = "X-RateLimit-Source"
 	HeaderAPIKey     = "X-API-Key"
+	// HeaderFailure names the kind of the store failure behind a fail policy's answer or a 503
+	// (limiter.ErrorKind's name: timeout, conn, clusterdown, ...); absent when the store decided.
+	HeaderFailure = "X-RateLimit-Failure"
+	// HeaderUnknown is "1" when the store may have debited the request although its answer never
+	// came (limiter.MayHaveDebited): a driver books it as an unknown outcome.
+	HeaderUnknown = "X-RateLimit-Unknown"
+	// HeaderWaitShort is "1" on the store's decision whose WAIT came back short of its replicas
+	// (limiter.Decision.Unreplicated).
+	HeaderWaitShort = "X-RateLimit-Wait-Short"
 )
 
 // Canonical forms of the header names (textproto.CanonicalMIMEHeaderKey, as Header.Get looks
@@ -44,7 +53,37 @@ var (
 	keyRetryAfter = textproto.CanonicalMIMEHeaderKey(HeaderRetryAfter)
 	keySource     = textproto.CanonicalMIMEHeaderKey(HeaderSource)
 	keyAPIKey     = textproto.CanonicalMIMEHeaderKey(HeaderAPIKey)
+	keyFailure    = textproto.CanonicalMIMEHeaderKey(HeaderFailure)
+	keyUnknown    = textproto.CanonicalMIMEHeaderKey(HeaderUnknown)
+	keyWaitShort  = textproto.CanonicalMIMEHeaderKey(HeaderWaitShort)
 )
+
+// kindValues are the HeaderFailure values, one slice per limiter.ErrorKind; one is the "1" of
+// the flags. Shared by every response (net/http only reads header values).
+var (
+	kindValues = func() (v [limiter.NumErrorKinds][]string) {
+		for i := range v {
+			v[i] = []string{limiter.ErrorKind(i).String()}
+		}
+		return v
+	}()
+	one = []string{"1"}
+)
+
+// setFailureHeaders writes what a driver needs to classify the answer as the gateway saw it: the
+// store failure's kind and whether the store may have debited (a fail policy's answer, a 503),
+// and a short WAIT.
+func setFailureHeaders(h http.Header, kind limiter.ErrorKind, failed, unknown, waitShort bool) {
+	if failed && int(kind) < len(kindValues) {
+		h[keyFailure] = kindValues[kind]
+	}
+	if unknown {
+		h[keyUnknown] = one
+	}
+	if waitShort {
+		h[keyWaitShort] = one
+	}
+}
 
 // ceilSeconds rounds d up to whole seconds: 1 ms -> 1, 1 s -> 1, 1001 ms -> 2, <= 0 -> 0.
 // HTTP's delay-seconds are integers, and a client told to come back before the token exists

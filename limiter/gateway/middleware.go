@@ -36,7 +36,11 @@ var (
 //   - a limiter error -> 503 (400 for limiter.ErrBadRequest: a tenant or cost the limiter
 //     refuses). The fail policy is limiter.FailSafe's: a FailSafe-wrapped limiter returns
 //     decisions with Source fail-open / fail-closed instead of errors, and they show in
-//     X-RateLimit-Source.
+//     X-RateLimit-Source;
+//   - a store failure (a 503, or a fail policy's answer) names its kind in X-RateLimit-Failure,
+//     and X-RateLimit-Unknown: 1 says the store may have debited the request all the same; a
+//     decision whose WAIT came back short carries X-RateLimit-Wait-Short: 1. A driver reading
+//     them classifies the answer as one that saw the decision in process.
 //
 // No answer and no metric carries the key or the tenant.
 func Middleware(lim limiter.Limiter, opts ...Option) func(http.Handler) http.Handler {
@@ -110,6 +114,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, bodyBadRequest)
 			return
 		}
+		setFailureHeaders(w.Header(), limiter.ClassifyError(err), true, limiter.MayHaveDebited(err), false)
 		writeJSON(w, http.StatusServiceUnavailable, bodyLimiterErr)
 		return
 	}
@@ -120,6 +125,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	sc := new(scratch)
 	setDecisionHeaders(h, sc, d, policy)
+	setFailureHeaders(h, d.Failure.Kind, d.Failure.Failed, d.Failure.MayHaveDebited, d.Unreplicated)
 	if !d.Allowed {
 		m.c.metrics.record(endpoint, outcomeDenied, sourceIndex(d.Source), elapsed)
 		writeJSON(w, http.StatusTooManyRequests, deniedBody(sc.body[:0], d))

@@ -19,7 +19,9 @@ func ExampleStart() {
 	}
 	onInterval := run.TeeInterval(nil) // the driver's Options.OnInterval, chained to any other hook
 	onInterval(results.Interval{TS: 0, Offered: 100, Sent: 100, Allowed: 90, Denied: 9})
-	run.ObserveLatency(2 * time.Millisecond) // one call per answered request
+	h := results.NewHistogram()
+	h.Record(2 * time.Millisecond)
+	run.ObserveHistogram(h) // the second's histogram of served requests, beside its row
 
 	sum := results.NewSummary("smoke", 1, time.Now())
 	sum.Load.Offered, sum.Load.Sent, sum.Load.Decisions = 100, 100, 100

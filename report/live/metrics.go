@@ -49,7 +49,7 @@ var outcomeNames = [...]string{"allowed", "denied", "failed_open", "failed_close
 
 // errorKinds are the kind label values of MetricRedisErrors, in the order of counts.errs: the
 // fields of results.Errors.
-var errorKinds = [...]string{"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "other"}
+var errorKinds = [...]string{"timeout", "moved", "ask", "tryagain", "clusterdown", "noscript", "conn", "unreplicated", "other"}
 
 // LatencyBuckets are the classic buckets of MetricLatency, upper bounds in seconds: 100 µs to
 // 10 s, about x2.5 apart, from a decision on loopback to a request stuck behind a failover.
@@ -79,7 +79,7 @@ func (c *counts) addRow(iv *results.Interval) {
 	c.late += iv.Late
 	c.outcomes = [...]int64{c.outcomes[0] + iv.Allowed, c.outcomes[1] + iv.Denied,
 		c.outcomes[2] + iv.FailedOpen, c.outcomes[3] + iv.FailedClosed, c.outcomes[4] + iv.Errors}
-	e := [...]int64{iv.Timeout, iv.Moved, iv.Ask, iv.TryAgain, iv.ClusterDown, iv.NoScript, iv.Conn, iv.Other}
+	e := [...]int64{iv.Timeout, iv.Moved, iv.Ask, iv.TryAgain, iv.ClusterDown, iv.NoScript, iv.Conn, iv.Unreplicated, iv.Other}
 	for i, n := range e {
 		c.errs[i] += n
 	}
@@ -94,7 +94,7 @@ func summaryCounts(s *results.Summary) counts {
 	return counts{
 		offered: s.Load.Offered, sent: s.Load.Sent, dropped: s.Load.Dropped, late: s.Load.Late,
 		outcomes:    [...]int64{o.Allowed, o.Denied, o.FailedOpen, o.FailedClosed, o.Errors},
-		errs:        [...]int64{e.Timeout, e.Moved, e.Ask, e.TryAgain, e.ClusterDown, e.NoScript, e.Conn, e.Other},
+		errs:        [...]int64{e.Timeout, e.Moved, e.Ask, e.TryAgain, e.ClusterDown, e.NoScript, e.Conn, e.Unreplicated, e.Other},
 		overspend:   s.Overspend.Requests,
 		falseDenies: s.Overspend.FalseDenies,
 		centralOps:  s.Central.Ops,
@@ -102,7 +102,7 @@ func summaryCounts(s *results.Summary) counts {
 }
 
 // Metrics is a run's live metrics on a registry of its own (never the global one). Feed it with
-// OnInterval, OnProgress and ObserveLatency while the run goes and Finish at its end. Counters
+// OnInterval, OnProgress and ObserveHistogram while the run goes and Finish at its end. Counters
 // and gauges are computed at scrape time from the fed totals; the latency histogram is
 // client_golang's own. Safe for concurrent use.
 type Metrics struct {
@@ -184,7 +184,7 @@ func (m *Metrics) OnInterval(iv results.Interval) {
 	}
 	m.rows.addRow(&iv)
 	m.offRate = float64(iv.Offered)
-	m.achRate = float64(iv.Served() - iv.Late)
+	m.achRate = float64(iv.Achieved())
 	m.rowLat = msToSeconds(iv.P50Ms, iv.P90Ms, iv.P99Ms, iv.P999Ms, iv.MaxMs)
 }
 
@@ -210,14 +210,9 @@ func (m *Metrics) OnProgress(p results.Progress) {
 	}
 }
 
-// ObserveLatency records one answered request's latency, from its intended start. Call it once
-// per answered request (errors included), from any goroutine: the engine's Options.Consumers
-// hear every decision.
-func (m *Metrics) ObserveLatency(d time.Duration) { m.latency.Observe(d.Seconds()) }
-
 // ObserveHistogram records every latency h holds, each at its HDR bucket's value (within 0.1%):
-// the feed of a driver that keeps one histogram per second instead of hearing each decision (an
-// HTTP attack, a via: http run). Call it once per second's histogram, from one goroutine.
+// a second's histogram of served requests, as the driver writes it beside the second's row
+// (engine.Options.OnHistogram, every driver). Call it once per second, from one goroutine.
 func (m *Metrics) ObserveHistogram(h *results.Histogram) {
 	h.ForEach(func(d time.Duration, n int64) {
 		s := d.Seconds()

@@ -86,7 +86,7 @@ func TestEverySeriesCarriesTheRun(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics("s", "r1", nil)
 	feed(m)
-	m.ObserveLatency(3 * time.Millisecond)
+	m.ObserveHistogram(histOf(3 * time.Millisecond))
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestPushSendsRemoteWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := feed(run.Metrics)
-	run.ObserveLatency(2 * time.Millisecond)
+	run.ObserveHistogram(histOf(2 * time.Millisecond))
 	if err := run.Finish(t.Context(), sum); err != nil {
 		t.Fatal(err)
 	}
@@ -295,4 +295,11 @@ func fields(t *testing.T, b []byte, nums ...protowire.Number) [][]byte {
 		b = b[n:]
 	}
 	return out
+}
+
+// histOf is a second's histogram holding one latency d.
+func histOf(d time.Duration) *results.Histogram {
+	h := results.NewHistogram()
+	h.Record(d)
+	return h
 }

@@ -34,8 +34,9 @@ type Status struct {
 	Fault string
 }
 
-// Achieved is the decisions the row's second completed: its achieved rate in requests/s.
-func Achieved(iv results.Interval) int64 { return iv.Served() }
+// Achieved is the requests the row's second decided within the run's window: its achieved rate
+// in requests/s (results.Interval.Achieved).
+func Achieved(iv results.Interval) int64 { return iv.Achieved() }
 
 // Line is the one-line rendering of s, the same on a terminal and in a log.
 func Line(s Status) string {

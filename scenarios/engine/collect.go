@@ -8,10 +8,10 @@ import (
 
 // collect writes each second once it is fully dispatched and its decisions are done (or it has
 // waited maxFinalizeLag), in order, until every second is written.
-func (d *driver) collect(emit func(sec int, s *secStats)) {
+func (d *driver) collect(emit func(sec int, s *Account)) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	acc := &secStats{hist: results.NewHistogram()}
+	acc := &Account{hist: results.NewHistogram()}
 	var lastProgress time.Time
 	for {
 		if d.onProgress != nil && time.Since(lastProgress) >= ProgressEvery {
@@ -39,7 +39,7 @@ func (d *driver) lastSecond() int {
 }
 
 // emitReady emits, in order, every second that is ready, and returns the next one to write.
-func (d *driver) emitReady(acc *secStats, emit func(sec int, s *secStats)) int {
+func (d *driver) emitReady(acc *Account, emit func(sec int, s *Account)) int {
 	limit := d.lastSecond()
 	next := int(d.rec.finalized.Load()) + 1
 	for next < limit {

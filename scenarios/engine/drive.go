@@ -109,7 +109,7 @@ const laneDepth = 256
 // run drives the whole schedule. ctx cancels the schedule (the run is then marked interrupted);
 // decisions already sent finish, bounded by the limiter's timeout. emit receives every second.
 // base is the schedule's t=0 (now, or the start barrier's instant).
-func (d *driver) run(ctx context.Context, base time.Time, pacer workload.Pacer, stream keySource, emit func(sec int, s *secStats)) {
+func (d *driver) run(ctx context.Context, base time.Time, pacer workload.Pacer, stream keySource, emit func(sec int, s *Account)) {
 	d.base = base
 	d.clockBase = d.base.Truncate(time.Millisecond)
 	d.windowEndNs.Store(d.base.Add(time.Duration(d.spec.Duration)).UnixNano())
@@ -188,8 +188,8 @@ func (d *driver) consume(r *Record) {
 		d.s.back.Consume(r)
 	}
 	d.rec.Consume(r)
-	if r.Err != nil && d.s.store != nil {
-		d.s.store.trouble(r.ErrKind)
+	if k, ok := r.StoreFailure(); ok && d.s.store != nil {
+		d.s.store.trouble(k)
 	}
 	for _, c := range d.extra {
 		c.Consume(r)

@@ -166,7 +166,7 @@ func (s slowLimiter) Allow(ctx context.Context, r limiter.Request) (limiter.Deci
 	return limiter.Decision{Allowed: true}, nil
 }
 
-func runDriver(t *testing.T, spec *scenarios.Spec, lim limiter.Limiter, ctx context.Context) (*driver, []results.Interval, *secStats) {
+func runDriver(t *testing.T, spec *scenarios.Spec, lim limiter.Limiter, ctx context.Context) (*driver, []results.Interval, *Account) {
 	t.Helper()
 	s, err := Open(context.Background(), spec, Options{Out: t.TempDir(), Wrap: func(limiter.Limiter) limiter.Limiter { return lim }})
 	if err != nil {
@@ -179,12 +179,12 @@ func runDriver(t *testing.T, spec *scenarios.Spec, lim limiter.Limiter, ctx cont
 	}
 	d := newDriver(s)
 	var rows []results.Interval
-	total := &secStats{hist: results.NewHistogram()}
-	d.run(ctx, time.Now(), pacer, keys, func(sec int, st *secStats) {
+	total := &Account{hist: results.NewHistogram()}
+	d.run(ctx, time.Now(), pacer, keys, func(sec int, st *Account) {
 		rows = append(rows, d.row(sec, st))
-		total.add(st)
+		total.Add(st)
 	})
-	total.add(d.rec.late())
+	total.Add(d.rec.late())
 	return d, rows, total
 }
 

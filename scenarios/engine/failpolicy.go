@@ -81,9 +81,9 @@ func (s *slotOwners) nodeOf(r limiter.Request) string {
 }
 
 // withFailPolicy wraps the store limiter with the endpoints' fail policies (and the breaker) when
-// any endpoint has one. onFailure hears of every store failure a policy answered.
-func withFailPolicy(ctx context.Context, spec *scenarios.Spec, inner limiter.Limiter, c *redis.ClusterClient, policyFor limiter.PolicyFunc,
-	onFailure func(limiter.Request, limiter.ErrorKind)) (limiter.Limiter, error) {
+// any endpoint has one. A store failure a policy answered is in its decision (Decision.Failure),
+// where the records' consumers read it.
+func withFailPolicy(ctx context.Context, spec *scenarios.Spec, inner limiter.Limiter, c *redis.ClusterClient, policyFor limiter.PolicyFunc) (limiter.Limiter, error) {
 	if !spec.HasFailPolicy() {
 		return inner, nil
 	}
@@ -100,7 +100,7 @@ func withFailPolicy(ctx context.Context, spec *scenarios.Spec, inner limiter.Lim
 		pols[e.Name] = limiter.FailPolicy{Mode: m, Budget: time.Duration(e.Budget), LocalFraction: e.LocalFraction}
 		failing = append(failing, e.Name)
 	}
-	opts := []limiter.FailSafeOption{limiter.WithOnFailure(onFailure)}
+	var opts []limiter.FailSafeOption
 	if b := spec.Limiter.Breaker; b != nil {
 		owners := &slotOwners{}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)

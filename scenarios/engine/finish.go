@@ -30,7 +30,6 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
 	sum.Environment = s.env
 	sum.Part = partSummary(s.opts.Part)
-	s.marks.fillSummary(sum)
 	if s.store != nil {
 		s.store.fillSummary(ctx, sum, m.Ran)
 	}

@@ -111,15 +111,9 @@ func (s *Session) newCentralBucket(ctx context.Context) (limiter.Limiter, error)
 		}
 		rb = tb
 	}
-	if s.back != nil {
-		rb = auditedStore{inner: rb, back: s.back}
-	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.onClose(func() error { cancel(); return nil })
-	lim, err := withFailPolicy(bg, spec, rb, s.store.client, s.PolicyFunc(), func(r limiter.Request, k limiter.ErrorKind) {
-		s.marks.storeFailure(r, k)
-		s.store.trouble(k)
-	})
+	lim, err := withFailPolicy(bg, spec, rb, s.store.client, s.PolicyFunc())
 	if err != nil {
 		return nil, fmt.Errorf("fail policy: %w", err)
 	}

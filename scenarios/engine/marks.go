@@ -8,22 +8,17 @@ import (
 	"ratelab/results"
 )
 
-// marks are the per-second counts that do not come from a decision's record: fault injections,
-// store failures a fail policy answered (the decision itself succeeded), and provisional false
-// denies the checker withdrew as reordering. Both drivers add them to their rows.
+// marks are the per-second counts that do not come from a decision's record: fault injections
+// and provisional false denies the checker withdrew as reordering. Both drivers add them to
+// their rows.
 type marks struct {
 	baseNs    atomic.Int64 // the run's time zero, UnixNano; 0 before Start
 	faults    []atomic.Int64
-	storeErrs [limiter.NumErrorKinds][]atomic.Int64
 	withdrawn []atomic.Int64
 }
 
 func newMarks(secs int) *marks {
-	m := &marks{faults: make([]atomic.Int64, secs), withdrawn: make([]atomic.Int64, secs)}
-	for k := range m.storeErrs {
-		m.storeErrs[k] = make([]atomic.Int64, secs)
-	}
-	return m
+	return &marks{faults: make([]atomic.Int64, secs), withdrawn: make([]atomic.Int64, secs)}
 }
 
 func (m *marks) start(base time.Time) { m.baseNs.Store(base.UnixNano()) }
@@ -47,13 +42,6 @@ func (m *marks) fault(atS float64) {
 	}
 }
 
-// storeFailure books a store failure a fail policy answered, in the second of its decision.
-func (m *marks) storeFailure(r limiter.Request, k limiter.ErrorKind) {
-	if sec := m.second(r.Now.UnixNano()); sec >= 0 && int(k) < len(m.storeErrs) {
-		m.storeErrs[k][sec].Add(1)
-	}
-}
-
 // withdraw books provisional false denies the checker took back, in the second their request
 // started in (atMs, Unix ms).
 func (m *marks) withdraw(atMs, n int64) {
@@ -62,29 +50,14 @@ func (m *marks) withdraw(atMs, n int64) {
 	}
 }
 
-// fillRow adds second sec's marks to its row: faults, store failures by kind, and the false
-// denies withdrawn so far (later withdrawals are only in the summary).
+// fillRow adds second sec's marks to its row: faults and the false denies withdrawn so far
+// (later withdrawals are only in the summary).
 func (m *marks) fillRow(sec int, iv *results.Interval) {
 	if sec < 0 || sec >= len(m.faults) {
 		return
 	}
 	iv.Faults += m.faults[sec].Load()
 	iv.FalseDenies = max(0, iv.FalseDenies-m.withdrawn[sec].Load())
-	iv.Timeout += m.storeErrs[limiter.KindTimeout][sec].Load()
-	iv.ClusterDown += m.storeErrs[limiter.KindClusterDown][sec].Load()
-	iv.TryAgain += m.storeErrs[limiter.KindTryAgain][sec].Load()
-	iv.Conn += m.storeErrs[limiter.KindConn][sec].Load()
-	iv.Other += m.storeErrs[limiter.KindOther][sec].Load()
-}
-
-// fillSummary adds the store failures a fail policy answered to the summary's errors: they are
-// errors of the store, though not of the decisions.
-func (m *marks) fillSummary(sum *results.Summary) {
-	for k := range m.storeErrs {
-		for i := range m.storeErrs[k] {
-			addError(&sum.Errors, limiter.ErrorKind(k), m.storeErrs[k][i].Load())
-		}
-	}
 }
 
 // addError adds n errors of kind k to e.

@@ -73,7 +73,7 @@ func TestScheduleLagAgainstAFreshClock(t *testing.T) {
 	}
 	d := newDriver(s)
 	var c counts
-	d.run(context.Background(), time.Now(), pacer, slowKeys{keys, 3 * time.Millisecond}, func(sec int, st *secStats) {
+	d.run(context.Background(), time.Now(), pacer, slowKeys{keys, 3 * time.Millisecond}, func(sec int, st *Account) {
 		iv := d.row(sec, st)
 		c.offered, c.dropped = c.offered+iv.Offered, c.dropped+iv.Dropped
 		c.behind += d.behind[sec].Load()
@@ -100,7 +100,7 @@ func TestRecorderCountsALostSecond(t *testing.T) {
 		t.Errorf("%d lost seconds, want 1", n)
 	}
 	late := rc.late()
-	acc := &secStats{hist: results.NewHistogram()}
+	acc := &Account{hist: results.NewHistogram()}
 	rc.harvest(ringSeconds, acc)
 	if late.allowed != 1 || acc.allowed != 1 {
 		t.Errorf("late bucket %d allowed, second %d %d allowed: want the lost second's decision kept in the totals", late.allowed, ringSeconds, acc.allowed)

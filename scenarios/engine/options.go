@@ -26,9 +26,9 @@ type Options struct {
 	// schedule runs, from the collector's goroutine; it reads counters the driver keeps
 	// anyway, so it costs the decisions nothing.
 	OnProgress func(results.Progress)
-	// OnHistogram, when set, hears each second's latency histogram from the HTTP driver (via:
-	// http, which has no per-decision Consumers) right after its row; in-process runs do not
-	// call it: their Consumers hear every decision.
+	// OnHistogram, when set, hears each second's latency histogram (its served requests) right
+	// after its row, from every driver: live metrics publish the rows and these histograms as
+	// they are written, the same figures as the run directory's.
 	OnHistogram func(sec int, h *results.Histogram)
 	// PasswordFile holds the password of an external cluster (--password-file); without it the
 	// password comes from $RATELAB_REDIS_PASSWORD. Passwords never come from argv or the spec.

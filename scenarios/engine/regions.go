@@ -283,10 +283,7 @@ func (s *Session) regionBucket(ctx context.Context, i int, st *store) (limiter.L
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.onClose(func() error { cancel(); return nil })
-	lim, err := withFailPolicy(bg, spec, rb, st.client, policyFor, func(r limiter.Request, k limiter.ErrorKind) {
-		s.marks.storeFailure(r, k)
-		st.trouble(k)
-	})
+	lim, err := withFailPolicy(bg, spec, rb, st.client, policyFor)
 	if err != nil {
 		return nil, fmt.Errorf("fail policy: %w", err)
 	}

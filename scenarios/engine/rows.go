@@ -5,41 +5,13 @@ import (
 	"strings"
 	"time"
 
-	"ratelab/limiter"
 	"ratelab/results"
 )
 
 // row turns one second's stats into its timeseries row, with the session's marks added.
-func (d *driver) row(sec int, s *secStats) results.Interval {
-	iv := results.Interval{
-		TS:           float64(sec),
-		Offered:      d.offered[sec].Load(),
-		Sent:         d.sent[sec].Load(),
-		Dropped:      d.dropped[sec].Load(),
-		Allowed:      s.allowed,
-		Denied:       s.denied,
-		FailedOpen:   s.failOpen,
-		FailedClosed: s.failClosed,
-		Errors:       s.errors(),
-		Timeout:      s.errs[limiter.KindTimeout],
-		ClusterDown:  s.errs[limiter.KindClusterDown],
-		TryAgain:     s.errs[limiter.KindTryAgain],
-		Conn:         s.errs[limiter.KindConn],
-		Other:        s.errs[limiter.KindOther],
-		Moved:        s.errs[limiter.KindMoved],
-		Ask:          s.errs[limiter.KindAsk],
-		NoScript:     s.errs[limiter.KindNoScript],
-		Overspend:    s.overspend,
-		FalseDenies:  s.falseDenies,
-		Late:         d.lateAnswers[sec].Load(),
-	}
-	if s.hist.Count() > 0 {
-		iv.P50Ms = s.hist.QuantileMs(50)
-		iv.P90Ms = s.hist.QuantileMs(90)
-		iv.P99Ms = s.hist.QuantileMs(99)
-		iv.P999Ms = s.hist.QuantileMs(99.9)
-		iv.MaxMs = s.hist.MaxMs()
-	}
+func (d *driver) row(sec int, s *Account) results.Interval {
+	iv := s.Interval(sec, d.offered[sec].Load(), d.sent[sec].Load(), d.dropped[sec].Load())
+	iv.Late = d.lateAnswers[sec].Load()
 	d.s.FillRow(sec, &iv)
 	return iv
 }
@@ -66,9 +38,9 @@ type counts struct{ offered, sent, dropped, behind, late, lateAnswers int64 }
 
 // summarize fills the driver's part of the summary: load, outcomes, decision errors, latency and
 // overspend, and the hot keys (without their nodes).
-func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration, c counts) {
+func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, c counts) {
 	secs := ran.Seconds()
-	decisions := t.allowed + t.denied + t.failOpen + t.failClosed + t.errors()
+	decisions := t.Decided() + t.Errors()
 	sum.DurationS = secs
 	sum.Interrupted = d.interrupted.Load()
 	sum.Load = results.Load{
@@ -78,23 +50,19 @@ func (d *driver) summarize(sum *results.Summary, t *secStats, ran time.Duration,
 		ScheduleLagP99Ms: d.lag.QuantileMs(99), LostSeconds: d.rec.lostSeconds(),
 	}
 	if secs > 0 {
-		// Achieved: answers within the window; errors are no answer, late ones came after it.
+		// Achieved: decisions within the window; errors are no decision, late ones came after it.
 		sum.Load.OfferedRPS = float64(c.offered) / secs
-		sum.Load.AchievedRPS = float64(max(decisions-t.errors()-c.lateAnswers, 0)) / secs
+		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
 	// Generator-limited: the requests completed within the window, whatever their outcome, fell
 	// short of the offered ones: the machine did not keep the schedule.
 	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions-c.late) < achievedFloor*float64(c.offered)
 	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
-	sum.Outcomes = results.Outcomes{
-		Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors(),
-	}
-	for k, n := range t.errs {
-		addError(&sum.Errors, limiter.ErrorKind(k), n)
-	}
-	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.dropped)
+	t.FillSummary(sum)
+	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.offered-t.Decided())
 	sum.LatencyClamped = t.hist.Clamped()
 	sum.Overspend = d.s.OverspendOf(d.s.checker.Totals(), t.allowed+t.failOpen, t.denied+t.failClosed, d.s.tally.keyName)
+	sum.Overspend.UnknownOutcomes = t.unknown
 	sum.HotKeys = d.s.tally.hotKeys()
 }
 

@@ -49,17 +49,17 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	d.onProgress = s.opts.OnProgress
 	sum := results.NewSummary(s.Spec.Name, int64(s.Spec.Seed), s.started)
 	plan := newFootprintPlan(s.Spec, s.secs)
-	total := &secStats{hist: results.NewHistogram()}
+	total := &Account{hist: results.NewHistogram()}
 	m := &Measured{Summary: sum, Hist: total.hist}
 	var c counts
 	firsts := newFirstFailures(s.Spec)
-	emit := func(sec int, st *secStats) {
+	emit := func(sec int, st *Account) {
 		plan.sample(sec, &sum.Process)
 		iv := d.row(sec, st)
 		iv.Time = results.SecondTime(d.base, iv.TS)
 		c.offered, c.sent, c.dropped = c.offered+iv.Offered, c.sent+iv.Sent, c.dropped+iv.Dropped
 		c.behind += d.behind[sec].Load()
-		total.add(st)
+		total.Add(st)
 		m.Rows = append(m.Rows, iv)
 		if firsts != nil {
 			firsts.Add(scenarios.NewSecond(&iv, st.hist))
@@ -67,6 +67,9 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		w.write(d.base, iv, st.hist)
 		if s.opts.OnInterval != nil {
 			s.opts.OnInterval(iv)
+		}
+		if s.opts.OnHistogram != nil {
+			s.opts.OnHistogram(sec, st.hist)
 		}
 	}
 	spec := s.Spec
@@ -83,7 +86,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	s.faults.Stop()
 	plan.end(&sum.Process)
 	m.Ran = time.Duration(d.elapsed.Load())
-	total.add(d.rec.late())
+	total.Add(d.rec.late())
 	for i := range d.late {
 		c.late += d.late[i].Load()
 		c.lateAnswers += d.lateAnswers[i].Load()

@@ -4,28 +4,16 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"ratelab/limiter"
 	"ratelab/results"
-	"ratelab/scenarios/check"
 )
 
 // ringSeconds is how many seconds of stats a stripe keeps before the collector must have
 // harvested them. It bounds how late a second may be written out (see maxFinalizeLag).
 const ringSeconds = 8
 
-// secStats is what one worker saw of the requests intended in one second.
-type secStats struct {
-	sec                                   int // which second the slot holds; -1 when empty
-	allowed, denied, failOpen, failClosed int64
-	errs                                  [limiter.NumErrorKinds]int64
-	overspend, falseDenies                int64
-	overspendTokens                       int64
-	hist                                  *results.Histogram
-}
-
-func (s *secStats) reset(sec int) {
+func (s *Account) reset(sec int) {
 	h := s.hist
-	*s = secStats{sec: sec, hist: h}
+	*s = Account{sec: sec, hist: h}
 	h.Reset()
 }
 
@@ -56,7 +44,7 @@ func (rc *recorder) Consume(r *Record) {
 }
 
 // harvest moves the stats of second sec from every stripe into dst.
-func (rc *recorder) harvest(sec int, dst *secStats) {
+func (rc *recorder) harvest(sec int, dst *Account) {
 	for _, w := range rc.stripes {
 		w.harvest(sec, dst)
 	}
@@ -75,8 +63,8 @@ func (rc *recorder) lostSeconds() int64 {
 }
 
 // late returns what finished after its second had been written.
-func (rc *recorder) late() *secStats {
-	acc := &secStats{hist: results.NewHistogram()}
+func (rc *recorder) late() *Account {
+	acc := &Account{hist: results.NewHistogram()}
 	for _, w := range rc.stripes {
 		w.harvestLate(acc)
 	}
@@ -86,23 +74,23 @@ func (rc *recorder) late() *secStats {
 // stripe is one lock's share of the recorder: a ring of per-second stats and a late bucket.
 type stripe struct {
 	mu   sync.Mutex
-	ring [ringSeconds]secStats
-	late secStats      // requests finished after their second was already written out
+	ring [ringSeconds]Account
+	late Account       // requests finished after their second was already written out
 	lost []atomic.Bool // shared by the stripes: by second, the ring came round on it unharvested
 }
 
 func newStripe() *stripe {
 	w := &stripe{}
 	for i := range w.ring {
-		w.ring[i] = secStats{sec: -1, hist: results.NewHistogram()}
+		w.ring[i] = Account{sec: -1, hist: results.NewHistogram()}
 	}
-	w.late = secStats{sec: -1, hist: results.NewHistogram()}
+	w.late = Account{sec: -1, hist: results.NewHistogram()}
 	return w
 }
 
 // slot returns the stats for sec, or the late bucket when the collector has moved past it.
 // Caller holds w.mu.
-func (w *stripe) slot(sec int, finalized int) *secStats {
+func (w *stripe) slot(sec int, finalized int) *Account {
 	if sec <= finalized {
 		return &w.late
 	}
@@ -112,7 +100,7 @@ func (w *stripe) slot(sec int, finalized int) *secStats {
 			// The collector has not written that second yet and the ring has come round: keep
 			// its counts in the totals (the late bucket) and count the second as lost, never
 			// overwrite it silently.
-			w.late.add(s)
+			w.late.Add(s)
 			if s.sec < len(w.lost) {
 				w.lost[s.sec].Store(true)
 			}
@@ -124,66 +112,24 @@ func (w *stripe) slot(sec int, finalized int) *secStats {
 
 func (w *stripe) record(r *Record, finalized int) {
 	w.mu.Lock()
-	s := w.slot(r.Sec, finalized)
-	s.hist.Record(r.Latency)
-	switch {
-	case r.Err != nil:
-		s.errs[r.ErrKind]++
-	case r.Decision.Source == limiter.FailOpen:
-		s.failOpen++
-	case r.Decision.Source == limiter.FailClosed:
-		s.failClosed++
-	case r.Decision.Allowed:
-		s.allowed++
-	default:
-		s.denied++
-	}
-	switch r.Verdict {
-	case check.Overspend:
-		s.overspend++
-		s.overspendTokens += r.Cost
-	case check.FalseDeny:
-		s.falseDenies++
-	}
+	w.slot(r.Sec, finalized).Book(r)
 	w.mu.Unlock()
 }
 
 // harvest moves the stats of second sec into dst (and the slot's histogram into h), emptying it.
-func (w *stripe) harvest(sec int, dst *secStats) {
+func (w *stripe) harvest(sec int, dst *Account) {
 	w.mu.Lock()
 	s := &w.ring[sec%ringSeconds]
 	if s.sec == sec {
-		dst.add(s)
+		dst.Add(s)
 		s.reset(-1)
 	}
 	w.mu.Unlock()
 }
 
-func (w *stripe) harvestLate(dst *secStats) {
+func (w *stripe) harvestLate(dst *Account) {
 	w.mu.Lock()
-	dst.add(&w.late)
+	dst.Add(&w.late)
 	w.late.reset(-1)
 	w.mu.Unlock()
-}
-
-func (d *secStats) add(s *secStats) {
-	d.allowed += s.allowed
-	d.denied += s.denied
-	d.failOpen += s.failOpen
-	d.failClosed += s.failClosed
-	for i := range d.errs {
-		d.errs[i] += s.errs[i]
-	}
-	d.overspend += s.overspend
-	d.falseDenies += s.falseDenies
-	d.overspendTokens += s.overspendTokens
-	d.hist.Merge(s.hist)
-}
-
-func (d *secStats) errors() int64 {
-	var n int64
-	for _, e := range d.errs {
-		n += e
-	}
-	return n
 }

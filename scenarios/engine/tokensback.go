@@ -14,9 +14,8 @@ import (
 
 // backTally is the clients' side of tokens back: per key, the tokens the store allowed (the
 // decisions the clients saw allowed by the store itself, not by a fail policy or a lease) and
-// the tokens of calls whose outcome the clients never learnt (a timeout: the script may have run
-// after the client gave up; an unreplicated WAIT: the script ran on the primary). After the run
-// it is compared with the debit audit the cluster kept (limiter.audit).
+// the tokens of calls the store may have debited unseen (the records' unknown outcomes). After
+// the run it is compared with the debit audit the cluster kept (limiter.audit).
 type backTally struct {
 	tenants   map[string]int // tenant name -> dense index
 	endpoints map[string]int
@@ -40,39 +39,17 @@ func newBackTally(tenants, endpoints []string) *backTally {
 	return b
 }
 
-// Consume counts r's tokens when the store allowed them. Unknown outcomes are counted by
-// auditedStore, which sees the store's error also where a fail policy answers the request.
+// Consume counts r's tokens: those the store itself allowed (not a fail policy or a lease), and
+// those of a call the store may have debited unseen (Record.MayHaveDebited: a timeout, a
+// connection lost after the write, a fail policy's answer to one). A decision whose WAIT came
+// back short is the store's answer: its debit was made, and a lost one is certainly lost.
 func (b *backTally) Consume(r *Record) {
-	if r.Err == nil && r.Decision.Allowed && r.Decision.Source == limiter.Central {
+	switch {
+	case r.MayHaveDebited:
+		b.unknown[r.Key].Add(r.Cost)
+	case r.Outcome == OutcomeAllowed && r.Decision.Source == limiter.Central:
 		b.allowed[r.Key].Add(r.Cost)
 	}
-}
-
-// storeError counts the tokens of a failed store call whose outcome is unknown.
-func (b *backTally) storeError(req limiter.Request, err error) {
-	if !limiter.MayHaveDebited(err) {
-		return
-	}
-	t, ok := b.tenants[req.Tenant]
-	e, ok2 := b.endpoints[req.Endpoint]
-	if ok && ok2 {
-		b.unknown[t*b.nEp+e].Add(req.Cost)
-	}
-}
-
-// auditedStore is the store's token bucket as tokens back sees it: every failed call, with its
-// error, before a fail policy turns it into a decision.
-type auditedStore struct {
-	inner limiter.Limiter
-	back  *backTally
-}
-
-func (a auditedStore) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
-	d, err := a.inner.Allow(ctx, r)
-	if err != nil {
-		a.back.storeError(r, err)
-	}
-	return d, err
 }
 
 // slotAllowed sums the allowed tokens so far per slot (a tenant's keys share its slot).

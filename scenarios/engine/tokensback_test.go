@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"fmt"
+	"context"
 	"testing"
 
 	"ratelab/limiter"
@@ -58,20 +58,31 @@ func TestCountBack(t *testing.T) {
 	}
 }
 
-func TestRefusedIsNotUnknown(t *testing.T) {
+// TestTokensBackReadsTheRecords: tokens back counts what the records classify — the store's own
+// allowed decisions (a short WAIT's included: its debit was made) as allowed, every decision the
+// store may have debited unseen (a timeout, a fail policy's answer to one) as unknown — and
+// nothing for refusals (NOREPLICAS, CLUSTERDOWN) or a fail policy's own allowance.
+func TestTokensBackReadsTheRecords(t *testing.T) {
 	t.Parallel()
 	b := newBackTally([]string{"tenant-0"}, []string{"read"})
-	req := limiter.Request{Tenant: "tenant-0", Endpoint: "read", Cost: 2}
-	var noreplicas error = replyErr("NOREPLICAS Not enough good replicas to write.")
-	b.storeError(req, noreplicas)
-	req.Cost = 3
-	b.storeError(req, fmt.Errorf("%w: WAIT 1 50: 0 replicas acknowledged", limiter.ErrUnreplicated))
-	req.Cost = 4
-	b.storeError(req, replyErr("CLUSTERDOWN The cluster is down"))
-	b.Consume(&Record{Key: 0, Cost: 5, Decision: limiter.Decision{Allowed: true, Source: limiter.Central}})
-	b.Consume(&Record{Key: 0, Cost: 7, Decision: limiter.Decision{Allowed: true, Source: limiter.FailOpen}})
-	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 5 || u != 3 {
-		t.Errorf("allowed %d, unknown %d; want 5 (the store's only) and 3 (the short WAIT, not the refusals)", a, u)
+	recs := []Record{
+		{Cost: 2, Err: replyErr("NOREPLICAS Not enough good replicas to write.")},
+		{Cost: 4, Err: replyErr("CLUSTERDOWN The cluster is down")},
+		{Cost: 3, Err: context.DeadlineExceeded},
+		{Cost: 5, Decision: limiter.Decision{Allowed: true, Source: limiter.Central}},
+		{Cost: 6, Decision: limiter.Decision{Allowed: true, Source: limiter.Central, Unreplicated: true}},
+		{Cost: 1, Decision: limiter.Decision{Allowed: false, Source: limiter.Central, Unreplicated: true}},
+		{Cost: 7, Decision: limiter.Decision{Allowed: true, Source: limiter.FailOpen,
+			Failure: limiter.Failure{Failed: true, Kind: limiter.KindConn}}},
+		{Cost: 8, Decision: limiter.Decision{Source: limiter.FailClosed,
+			Failure: limiter.FailureOf(context.DeadlineExceeded)}},
+	}
+	for i := range recs {
+		Classify(&recs[i])
+		b.Consume(&recs[i])
+	}
+	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 11 || u != 11 {
+		t.Errorf("allowed %d, unknown %d; want 11 (5 + the short WAIT's 6) and 11 (the timeout's 3 + the fail-closed answer's 8)", a, u)
 	}
 }
 

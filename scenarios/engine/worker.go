@@ -57,6 +57,7 @@ func (w *worker) work(jobs <-chan []job) {
 		for _, j := range c {
 			r := &p.rec
 			p.off = j.off
+			r.Gateway = w.gateway
 			r.Sec, r.Key, r.Cost = int(j.off/time.Second), int(j.tenant)*nEp+int(j.ep), int64(j.cost)
 			tag.sec.Store(int64(r.Sec))
 			lim, gw := w.route(j, r)
@@ -106,6 +107,7 @@ func (w *worker) route(j job, r *Record) (limiter.Limiter, int) {
 	}
 	r.Region = rr.pick(j.off, j.tenant)
 	gw := rr.gateway(r.Region, w.id)
+	r.Gateway = gw
 	rr.arrive(r.Region, j.tenant)
 	return w.d.s.gateways[gw], gw
 }
@@ -120,21 +122,19 @@ func (w *worker) asyncFor(lim limiter.Limiter, async limiter.AsyncLimiter) limit
 	return a
 }
 
-// finish records decision r of a request intended at off, answered at end: its latency, whether
-// it came after the run's window, its error's kind; then hands it to the consumers and takes it
-// out of flight. Parked decisions finish from the limiter's goroutines, concurrently with the
-// workers.
+// finish records decision r of a request intended at off, answered at end: its latency, its
+// outcome's classification, whether it came after the run's window; then hands it to the
+// consumers and takes it out of flight. Parked decisions finish from the limiter's goroutines,
+// concurrently with the workers.
 func (w *worker) finish(r *Record, off time.Duration, end time.Time) {
 	d := w.d
 	r.Latency = end.Sub(d.base) - off
+	Classify(r)
 	if end.UnixNano() > d.windowEndNs.Load() {
 		d.late[r.Sec].Add(1) // any outcome: the run's window is over
-		if r.Err == nil {
+		if r.Outcome.Decided() {
 			d.lateAnswers[r.Sec].Add(1)
 		}
-	}
-	if r.Err != nil {
-		r.ErrKind = limiter.ClassifyError(r.Err)
 	}
 	d.consume(r)
 	d.pending[r.Sec].Add(-1)
