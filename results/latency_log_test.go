@@ -40,10 +40,11 @@ func seededSeconds(seed uint64, secs int) ([]*Histogram, []Interval) {
 			}
 			h.Record(d)
 		}
-		dropped, failed := int64(rng.IntN(5)), int64(min(n, rng.IntN(3)))
+		// The histogram holds the served (decided) requests; the failed ones got no decision.
+		dropped, failed := int64(rng.IntN(5)), int64(rng.IntN(3))
 		hs[s] = h
-		rows[s] = Interval{TS: float64(s), Offered: int64(n) + dropped, Sent: int64(n), Dropped: dropped,
-			Allowed: int64(n) - failed, Errors: failed, Timeout: failed}
+		rows[s] = Interval{TS: float64(s), Offered: int64(n) + failed + dropped, Sent: int64(n) + failed, Dropped: dropped,
+			Allowed: int64(n), Errors: failed, Timeout: failed}
 	}
 	return hs, rows
 }

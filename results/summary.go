@@ -4,7 +4,18 @@ import "time"
 
 // SchemaSummary is the schema of the summaries this package writes: the definitions of
 // docs/metrics.md.
-const SchemaSummary = "ratelab.summary/v2"
+const SchemaSummary = "ratelab.summary/v3"
+
+// SchemaSummaryV2 is the schema of summaries written before one classification of outcomes:
+// served latency over every answered request, errors included, with only the generator's drops
+// counted as failures over offered requests; unknown outcomes counting timeouts without a fail
+// policy only; a WAIT short of its replicas counted as an unreplicated error. ReadSummary reads
+// it into the same struct and keeps Schema = SchemaSummaryV2 (see OldDefinitions); Merge and
+// compare refuse to set it against v3.
+const SchemaSummaryV2 = "ratelab.summary/v2"
+
+// V2Note is what a reader of a v2 summary says beside its numbers.
+const V2Note = "summary v2: served latency includes errors, unknown outcomes exclude a fail policy's answers (old definitions)"
 
 // SchemaSummaryV1 is the schema of summaries written before the definitions of docs/metrics.md:
 // latency over answered requests only, overspend without ranges over unknown outcomes, a bound
@@ -399,10 +410,22 @@ func Ratio(num, den int64) float64 {
 // overspend has no ranges, and its bound is v1's (see SchemaSummaryV1 and V1Note).
 func (s *Summary) V1() bool { return s.Schema == SchemaSummaryV1 }
 
-// normalize sets the schema (v1 stays v1) and replaces nil lists and maps with empty ones, so
-// JSON readers see [] and {} rather than null.
+// OldDefinitions is the note a reader shows beside a summary read from an older schema's file
+// (V1Note, V2Note), "" for a summary of this schema.
+func (s *Summary) OldDefinitions() string {
+	switch s.Schema {
+	case SchemaSummaryV1:
+		return V1Note
+	case SchemaSummaryV2:
+		return V2Note
+	}
+	return ""
+}
+
+// normalize sets the schema (an older file's stays) and replaces nil lists and maps with empty
+// ones, so JSON readers see [] and {} rather than null.
 func (s *Summary) normalize() {
-	if s.Schema != SchemaSummaryV1 {
+	if s.Schema != SchemaSummaryV1 && s.Schema != SchemaSummaryV2 {
 		s.Schema = SchemaSummary
 	}
 	if s.Nodes == nil {

@@ -101,7 +101,7 @@ var requiredFields = []string{
 	"errors", "errors.timeout", "errors.moved", "errors.ask", "errors.tryagain", "errors.clusterdown", "errors.unreplicated",
 	"errors.noscript", "errors.conn", "errors.other",
 	"latency_ms", "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
-	"latency_ms.measurable_pct", "latency_ms.dropped",
+	"latency_ms.measurable_pct", "latency_ms.undecided",
 	"latency_served_ms", "latency_served_ms.p50", "latency_served_ms.p90", "latency_served_ms.p99",
 	"latency_served_ms.p999", "latency_served_ms.max", "latency_clamped",
 	"overspend", "overspend.requests", "overspend.tokens", "overspend.ratio",
@@ -214,7 +214,7 @@ func TestReadSummaryRejects(t *testing.T) {
 		want     error
 		wantText string
 	}{
-		{"wrong schema", `{"schema":"ratelab.summary/v3","scenario":"x"}`, ErrSchema, `"ratelab.summary/v3"; this ratelab reads "ratelab.summary/v2" and "ratelab.summary/v1"`},
+		{"wrong schema", `{"schema":"ratelab.summary/v4","scenario":"x"}`, ErrSchema, `"ratelab.summary/v4"; this ratelab reads "ratelab.summary/v3", "ratelab.summary/v2" and "ratelab.summary/v1"`},
 		{"no schema", `{"scenario":"x"}`, ErrSchema, `no "schema" field`},
 		{"not json", `{"schema":`, ErrCorrupt, "not a JSON object"},
 		{"wrong type", `{"schema":"ratelab.summary/v2","seed":"abc"}`, ErrCorrupt, "seed"},
@@ -309,5 +309,29 @@ func TestRatio(t *testing.T) {
 		if have := Ratio(tt.num, tt.den); have != tt.want {
 			t.Errorf("Ratio(%d, %d) = %v, want %v", tt.num, tt.den, have, tt.want)
 		}
+	}
+}
+
+// TestReadSummaryV2: a v2 file reads with its schema kept, its latency's "dropped" as Undecided,
+// and the old definitions' note; written back it stays v2.
+func TestReadSummaryV2(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "summary.json")
+	v2 := `{"schema":"ratelab.summary/v2","scenario":"x","latency_ms":{"p50":1,"p90":1,"p99":null,"p999":null,"max":null,"measurable_pct":98,"dropped":20}}`
+	if err := os.WriteFile(path, []byte(v2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema != SchemaSummaryV2 || s.LatencyMs.Undecided != 20 || s.OldDefinitions() != V2Note {
+		t.Fatalf("v2 read as schema %q, undecided %d, note %q; want v2, 20, V2Note", s.Schema, s.LatencyMs.Undecided, s.OldDefinitions())
+	}
+	if err := WriteSummary(path, s); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ReadSummary(path); err != nil || back.Schema != SchemaSummaryV2 {
+		t.Fatalf("v2 written back reads as %v, %v; want v2", back, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // wantHeader is the column order readers rely on: the requiredColumns (17), then the optional ones.
 const wantHeader = "t_s,offered,sent,dropped,allowed,denied,errors,timeout,moved,ask,noscript,clusterdown," +
 	"p50_ms,p99_ms,p999_ms,overspend,central_ops,failed_open,failed_closed,tryagain,conn,other,false_denies,max_ms,p90_ms,faults,policy_version," +
-	"late,dropped_share,time_utc"
+	"late,dropped_share,time_utc,unreplicated,unknown,wait_short"
 
 // seededIntervals returns n plausible rows from a seeded generator.
 func seededIntervals(seed uint64, n int) []Interval {
@@ -34,6 +34,7 @@ func seededIntervals(seed uint64, n int) []Interval {
 			Overspend: rng.Int64N(4), CentralOps: sent, FailedOpen: rng.Int64N(2), FailedClosed: rng.Int64N(2),
 			TryAgain: rng.Int64N(2), Conn: rng.Int64N(2), Other: rng.Int64N(2), FalseDenies: rng.Int64N(2),
 			MaxMs: p50*10 + rng.Float64(), PolicyVersion: 1 + int64(i)/60, Late: rng.Int64N(2),
+			Unreplicated: rng.Int64N(2), Unknown: rng.Int64N(3), WaitShort: rng.Int64N(2),
 			Time: time.Date(2026, 12, 7, 9, 30, i, 437_000_000, time.UTC),
 		}
 	}
@@ -172,18 +173,18 @@ func TestReadTimeseriesDamaged(t *testing.T) {
 		{"truncated last line", lines[0] + row(1) + row(2) + strings.Join(strings.Split(row(3), ",")[:3], ",") + ",1",
 			2, ErrTruncated, "line 4 column 4 (dropped): no end of line"},
 		{"last row without newline", lines[0] + row(1) + strings.TrimSuffix(row(2), "\n"), 1, ErrTruncated,
-			"line 3 column 30 (time_utc)"},
+			"line 3 column 33 (wait_short)"},
 		{"float in a count column", lines[0] + row(1) + withField(row(2), 2, "1.5"), 1, ErrCorrupt,
 			`line 3 column 3 (sent): "1.5" is not a count`},
 		{"garbage latency", lines[0] + row(1) + row(2) + withField(row(3), 13, "fast"), 2, ErrCorrupt,
 			`line 4 column 14 (p99_ms): "fast" is not a finite number`},
-		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 28) + "\n", 2, ErrCorrupt,
+		{"negative count", lines[0] + row(1) + row(2) + "0,-1" + strings.Repeat(",0", 31) + "\n", 2, ErrCorrupt,
 			"line 4 column 2 (offered)"},
-		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 17) + "\n", 0, ErrCorrupt,
+		{"NaN latency", lines[0] + strings.Repeat("0,", 12) + "NaN" + strings.Repeat(",0", 20) + "\n", 0, ErrCorrupt,
 			"line 2 column 13 (p50_ms)"},
 		{"garbage dropped share", lines[0] + row(1) + withField(strings.TrimSuffix(row(2), "\n"), 28, "most") + "\n", 1, ErrCorrupt,
 			`line 3 column 29 (dropped_share): "most" is not a finite number`},
-		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 30"},
+		{"too few fields", lines[0] + row(1) + "1,2,3\n" + row(3), 1, ErrCorrupt, "line 3: 3 fields, the header has 33"},
 		{"garbage time", lines[0] + row(1) + withField(strings.TrimSuffix(row(2), "\n"), 29, "yesterday") + "\n", 1, ErrCorrupt,
 			`line 3 column 30 (time_utc): "yesterday" is not an RFC 3339 time`},
 		{"empty file", "", 0, ErrTruncated, "line 1: empty file"},
@@ -235,15 +236,18 @@ func TestReadTimeseriesWithoutLaterColumns(t *testing.T) {
 		drop  int // trailing columns left out
 		clear func(*Interval)
 	}{
-		{1, func(iv *Interval) { iv.Time = time.Time{} }},
-		{3, func(iv *Interval) { iv.Late, iv.Time = 0, time.Time{} }},
-		{4, func(iv *Interval) { iv.Late, iv.PolicyVersion, iv.Time = 0, 0, time.Time{} }},
+		{3, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort = 0, 0, 0 }},
+		{4, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Time = 0, 0, 0, time.Time{} }},
+		{6, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Late, iv.Time = 0, 0, 0, 0, time.Time{} }},
+		{7, func(iv *Interval) {
+			iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Late, iv.PolicyVersion, iv.Time = 0, 0, 0, 0, 0, time.Time{}
+		}},
 	} {
 		var old strings.Builder
 		for i, line := range strings.Split(strings.TrimSuffix(string(writeRows(t, rows)), "\n"), "\n") {
 			fields := strings.Split(line, ",")
-			if i == 0 && strings.Join(fields[len(fields)-4:], ",") != "policy_version,late,dropped_share,time_utc" {
-				t.Fatalf("header %q: want policy_version, late, dropped_share, time_utc last", line)
+			if i == 0 && strings.Join(fields[len(fields)-7:], ",") != "policy_version,late,dropped_share,time_utc,unreplicated,unknown,wait_short" {
+				t.Fatalf("header %q: want policy_version, late, dropped_share, time_utc, unreplicated, unknown, wait_short last", line)
 			}
 			old.WriteString(strings.Join(fields[:len(fields)-tt.drop], ",") + "\n")
 		}
@@ -274,7 +278,7 @@ func TestTimeseriesDroppedShare(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	for i, want := range []string{"0.3333333333333333", "0", "1"} {
 		fields := strings.Split(lines[i+1], ",")
-		if have := fields[len(fields)-2]; have != want {
+		if have := fields[len(fields)-5]; have != want {
 			t.Errorf("row %d: dropped_share %s, want %s", i, have, want)
 		}
 	}

@@ -166,8 +166,8 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 	for _, s := range new.Skipped {
 		rep.Notes = append(rep.Notes, "NEW left out "+s)
 	}
-	if base.Schema == results.SchemaSummaryV1 {
-		rep.Notes = append(rep.Notes, results.V1Note)
+	if n := (&results.Summary{Schema: base.Schema}).OldDefinitions(); n != "" {
+		rep.Notes = append(rep.Notes, n)
 	}
 	for _, m := range Metrics {
 		row := Row{Metric: m, Threshold: m.Default}
@@ -187,9 +187,10 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// oldSide names the side whose runs have the v1 schema, the one to rerun.
+// oldSide names the side whose runs have an older schema than this ratelab writes, the one to
+// rerun.
 func oldSide(base, new *Set) string {
-	if new.Schema == results.SchemaSummaryV1 {
+	if new.Schema != results.SchemaSummary {
 		return "NEW"
 	}
 	return "BASE"

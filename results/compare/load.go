@@ -74,8 +74,8 @@ func Load(paths ...string) (*Set, error) {
 			if set.Schema == "" {
 				set.Schema, first = s.Schema, dir
 			} else if s.Schema != set.Schema {
-				return nil, fmt.Errorf("load runs %v: %s is a %s run, %s a %s one; rerun the %s runs with this ratelab: %w",
-					paths, first, set.Schema, dir, s.Schema, results.SchemaSummaryV1, ErrSchemas)
+				return nil, fmt.Errorf("load runs %v: %s is a %s run, %s a %s one; rerun the older runs with this ratelab (it writes %s): %w",
+					paths, first, set.Schema, dir, s.Schema, results.SchemaSummary, ErrSchemas)
 			}
 			if s.Interrupted {
 				set.Skipped = append(set.Skipped, fmt.Sprintf("%s: interrupted after %.1f s", dir, s.DurationS))
