@@ -23,8 +23,8 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		status = "INTERRUPTED (partial results)"
 	}
 	fmt.Fprintf(tw, "%s — %s, %.1f s, mode %s, provider %s\n", s.Scenario, status, s.DurationS, s.Environment.Mode, s.Environment.Provider)
-	if s.V1() {
-		t.row("NOTE", "%s", results.V1Note)
+	if n := s.OldDefinitions(); n != "" {
+		t.row("NOTE", "%s", n)
 	}
 	t.load(s)
 	t.row("outcomes", "allowed %d, denied %d, failed-open %d, failed-closed %d, errors %d",

@@ -42,7 +42,8 @@ type view struct {
 	// Scenario is the resolved scenario YAML, "" when absent.
 	Scenario string
 
-	// V1Note is results.V1Note for a summary read from a v1 file (old definitions), "" otherwise.
+	// V1Note is the old definitions' note of a summary read from an older schema's file
+	// (results.Summary.OldDefinitions), "" otherwise.
 	V1Note string
 	// Offered is the number of requests offered (sent + dropped when a v1 summary lacks it), and
 	// DroppedShare the share of them the generator dropped.
@@ -104,8 +105,8 @@ func newView(r *run, charts []*chart) *view {
 	}
 	v.Offered, v.DroppedShare = offered(&s.Load)
 	v.Mermaid, v.MermaidNote = mermaidCharts(r.rows, s.Faults)
-	if s.V1() {
-		v.V1Note = results.V1Note
+	if n := s.OldDefinitions(); n != "" {
+		v.V1Note = n
 	} else {
 		v.Measurable = measurableNote(&s.LatencyMs)
 	}

@@ -14,7 +14,6 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios/check"
 	"ratelab/scenarios/engine"
@@ -126,10 +125,10 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	if col.firsts != nil {
 		sum.Stages = col.firsts.Result()
 	}
-	if err := out.series.End(results.RunCounts(sum, col.total.hist)); err != nil && col.rowErr == nil {
+	if err := out.series.End(results.RunCounts(sum, col.total.Hist())); err != nil && col.rowErr == nil {
 		col.rowErr = err
 	}
-	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.hist, ran: ran}
+	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.Hist(), ran: ran}
 	switch ferr := out.flush(); {
 	case col.rowErr != nil:
 		return m, fmt.Errorf("writing timeseries: %w", col.rowErr)
@@ -264,7 +263,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	sum := results.NewSummary(name, int64(o.Seed), started)
 	t := c.total
 	offered := c.offered(ran)
-	decisions := t.allowed + t.denied + t.failOpen + t.failClosed + t.errors()
+	decisions := t.Decided() + t.Errors()
 	secs := min(p.duration(), ran).Seconds()
 	sum.DurationS = ran.Seconds()
 	sum.Environment = results.Environment{
@@ -277,18 +276,17 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	}
 	if secs > 0 {
 		sum.Load.OfferedRPS = float64(offered) / secs
-		sum.Load.AchievedRPS = float64(max(decisions-t.errors()-c.lateAnswers, 0)) / secs
+		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
 	sum.Load.GeneratorLimited = float64(decisions-c.lateDone) < achievedFloor*float64(offered)
 	sum.Load.Note = loadNote(o, c, decisions, offered)
-	sum.Outcomes = results.Outcomes{Allowed: t.allowed, Denied: t.denied, FailedOpen: t.failOpen, FailedClosed: t.failClosed, Errors: t.errors()}
-	sum.Errors = results.Errors{Timeout: t.errs[limiter.KindTimeout], Conn: t.errs[limiter.KindConn], Other: t.errs[limiter.KindOther]}
-	if h := t.hist; h.Count() > 0 {
-		sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(h, offered-decisions)
-	}
+	t.FillSummary(sum)
+	// Over offered requests: one that got no decision (a refused connection, a timeout, a 503)
+	// is slower than any latency, like one never sent.
+	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.Hist(), offered-t.Decided())
 	// A false deny the envelopes later took back as reordering (see check.Bucket.Observe)
 	// is in neither total: the fewer of the two is what both still call false.
-	sum.Overspend = blackBoxOverspend(c, p, t)
+	sum.Overspend = blackBoxOverspend(c, p, t, sum.Outcomes)
 	sum.HotKeys = engine.HotKeys(c.keyCounts, p.keyName)
 	sum.HeaderHonesty = c.hon.judge()
 	sum.SLO = o.SLO.Evaluate(sum)
@@ -326,16 +324,17 @@ func loadNote(o Options, c *collector, decisions, offered int64) string {
 // blackBoxOverspend is the attack's overspend: a request counts only when the envelopes at both
 // ends of its send-to-answer interval agree (see collector), so every figure is the lesser of
 // the two envelopes' — the confirmed ones from the collector's own count of agreeing verdicts.
-func blackBoxOverspend(c *collector, p *plan, t *secStats) results.Overspend {
+func blackBoxOverspend(c *collector, p *plan, t *engine.Account, out results.Outcomes) results.Overspend {
 	a, b := c.checkers[0].Totals(), c.checkers[1].Totals()
-	falseDenies := min(t.falseDenies, a.FalseDenies, b.FalseDenies)
-	allowed, denied := t.allowed+t.failOpen, t.denied+t.failClosed
+	overspend, overTokens, agreedFalse := t.Verdicts()
+	falseDenies := min(agreedFalse, a.FalseDenies, b.FalseDenies)
+	allowed, denied := out.Allowed+out.FailedOpen, out.Denied+out.FailedClosed
 	o := results.Overspend{
-		Requests: t.overspend, Tokens: t.overTokens, Ratio: results.Ratio(t.overspend, allowed),
+		Requests: overspend, Tokens: overTokens, Ratio: results.Ratio(overspend, allowed),
 		FalseDenies: falseDenies, FalseDenyRatio: results.Ratio(falseDenies, denied),
-		ByCause: c.causeNames(), UnknownOutcomes: c.unknownOutcomes,
-		PossibleRequests:    max(t.overspend, min(a.PossibleOverspendRequests, b.PossibleOverspendRequests)),
-		PossibleTokens:      max(t.overTokens, min(a.PossibleOverspendTokens, b.PossibleOverspendTokens)),
+		ByCause: c.causeNames(), UnknownOutcomes: t.Unknown(),
+		PossibleRequests:    max(overspend, min(a.PossibleOverspendRequests, b.PossibleOverspendRequests)),
+		PossibleTokens:      max(overTokens, min(a.PossibleOverspendTokens, b.PossibleOverspendTokens)),
 		PossibleFalseDenies: max(falseDenies, min(a.PossibleFalseDenies, b.PossibleFalseDenies)),
 		Bound:               results.Bound{Sources: map[string]float64{}},
 	}

@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"sort"
@@ -10,60 +11,28 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"ratelab/limiter"
+	"ratelab/limiter/gateway"
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
+	"ratelab/scenarios/engine"
 )
 
-// secStats is what the results intended in one second came to.
-type secStats struct {
-	allowed, denied, failOpen, failClosed int64
-	errs                                  [limiter.NumErrorKinds]int64
-	overspend, overTokens, falseDenies    int64
-	hist                                  *results.Histogram
-}
-
-func newSecStats() *secStats { return &secStats{hist: results.NewHistogram()} }
-
-func (d *secStats) add(s *secStats) {
-	d.allowed += s.allowed
-	d.denied += s.denied
-	d.failOpen += s.failOpen
-	d.failClosed += s.failClosed
-	for i := range d.errs {
-		d.errs[i] += s.errs[i]
-	}
-	d.overspend += s.overspend
-	d.overTokens += s.overTokens
-	d.falseDenies += s.falseDenies
-	d.hist.Merge(s.hist)
-}
-
-func (d *secStats) errors() int64 {
-	var n int64
-	for _, e := range d.errs {
-		n += e
-	}
-	return n
-}
-
-// obsKind is what the envelope is told about one response.
+// obsKind is what header honesty is told about one response.
 type obsKind uint8
 
 const (
 	obsAllowed obsKind = iota
 	obsDenied
-	obsUnknown // timed out: the target may have decided and debited
+	obsUnknown // no decision, or one the store may have debited unseen
 )
 
-// obs is one response waiting to be judged by the overspend envelopes.
+// obs is one response's record waiting to be judged by the overspend envelopes; it is booked
+// in its second's account once both have.
 type obs struct {
+	rec   engine.Record
 	ms    [2]int64 // each envelope's clock: send and arrival times, or twice the trace time
 	order uint64   // tie-break: schedule order
-	key   int32
-	cost  int32
-	sec   int32
-	kind  obsKind
 	fed   [2]bool
 	v     [2]check.Verdict
 	cause check.Cause
@@ -91,8 +60,8 @@ type collector struct {
 	traceTime bool
 
 	planned, recvd, unfed []int64
-	stats                 []*secStats // nil once written
-	late, total           *secStats
+	stats                 []*engine.Account // nil once written
+	late, total           *engine.Account
 	nextRow               int
 	keyCounts             []int64
 	lag                   *results.Histogram
@@ -106,8 +75,7 @@ type collector struct {
 	sendMs  []int64
 	pending []obs
 
-	unknownOutcomes int64
-	byCause         map[check.Cause]int64
+	byCause map[check.Cause]int64
 
 	sent        int64
 	lateAnswers int64 // answers (200 or 429) after the schedule's window ended
@@ -131,7 +99,7 @@ func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results
 		p: p, o: o, checkers: checkers, series: series, traceTime: o.TimeHeader != "",
 		causeOf: map[string]check.Cause{}, byCause: map[check.Cause]int64{},
 		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs),
-		stats: make([]*secStats, secs), late: newSecStats(), total: newSecStats(),
+		stats: make([]*engine.Account, secs), late: engine.NewAccount(), total: engine.NewAccount(),
 		keyCounts: make([]int64, p.tenants*len(p.hdr.Endpoints)),
 		lag:       results.NewHistogram(), ownLat: results.NewHistogram(),
 		got: make([]bool, len(p.off)),
@@ -148,18 +116,19 @@ func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results
 	return c
 }
 
-// statsFor returns the stats of second sec, or the late bucket once its row is written.
-func (c *collector) statsFor(sec int) *secStats {
+// statsFor returns the account of second sec, or the late bucket once its row is written.
+func (c *collector) statsFor(sec int) *engine.Account {
 	if sec < c.nextRow {
 		return c.late
 	}
 	if c.stats[sec] == nil {
-		c.stats[sec] = newSecStats()
+		c.stats[sec] = engine.NewAccount()
 	}
 	return c.stats[sec]
 }
 
-// add takes one Result.
+// add takes one Result: its record, classified as the engine's are, goes to the envelopes when
+// it can be tied to its key, and to its second's account once judged.
 func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	s := int(r.Seq)
 	if s >= len(c.p.off) {
@@ -169,15 +138,18 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	off := c.p.off[s]
 	sec := int(off / time.Second)
 	c.recvd[sec]++
-	st := c.statsFor(sec)
 	intended := c.base.Add(off)
 	end := r.Timestamp.Add(r.Latency)
+	o := obs{order: uint64(s)}
+	rec := &o.rec
 	// From the intended start: never less than vegeta's own latency, since Seq s was not
 	// handed out before its slot was due.
-	st.hist.Record(end.Sub(intended))
+	rec.Sec, rec.Latency, rec.Cost = sec, end.Sub(intended), 1
+	rec.Decision, rec.Err = answerOf(r)
+	engine.Classify(rec)
 	if end.After(c.base.Add(c.p.duration())) {
 		c.lateDone++ // completed after the schedule's window, whatever the outcome
-		if r.Code == http.StatusTooManyRequests || (r.Code >= 200 && r.Code < 300) {
+		if rec.Outcome.Decided() {
 			c.lateAnswers++ // an answer, but not within the window: not in the achieved rate
 		}
 	}
@@ -190,26 +162,23 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	} else {
 		c.unknownKs++
 	}
-	o := obs{order: uint64(s), sec: int32(sec)}
-	source := r.Headers.Get("X-RateLimit-Source")
-	judge := classifyAnswer(r, source, st, &o)
-	if k >= 0 {
+	if k < 0 {
+		c.statsFor(sec).Book(rec) // not tied to a key: nothing to judge
+	} else {
 		key := c.p.key(k)
 		c.keyCounts[key]++
-		plain := source != limiter.FailOpen.String() && source != limiter.FailClosed.String()
-		c.hon.record(key, r.Timestamp, end, o.kind, judge && plain && c.p.recs[k].Cost == 1, r.Headers)
-		if judge {
-			o.key, o.cost = int32(key), int32(min(c.p.recs[k].Cost, math.MaxInt32))
-			o.cause = c.cause(source)
-			if c.traceTime {
-				ms := c.p.traceMs(k)
-				o.ms, o.order = [2]int64{ms, ms}, uint64(k)
-			} else {
-				o.ms = [2]int64{r.Timestamp.UnixMilli(), end.UnixMilli()}
-			}
-			c.pending = append(c.pending, o)
-			c.unfed[sec]++
+		rec.Key, rec.Cost = key, int64(c.p.recs[k].Cost)
+		plain := (rec.Outcome == engine.OutcomeAllowed || rec.Outcome == engine.OutcomeDenied) && !rec.MayHaveDebited
+		c.hon.record(key, r.Timestamp, end, honestyKind(rec), plain && rec.Cost == 1, r.Headers)
+		o.cause = c.cause(r.Headers.Get(gateway.HeaderSource))
+		if c.traceTime {
+			ms := c.p.traceMs(k)
+			o.ms, o.order = [2]int64{ms, ms}, uint64(k)
+		} else {
+			o.ms = [2]int64{r.Timestamp.UnixMilli(), end.UnixMilli()}
 		}
+		c.pending = append(c.pending, o)
+		c.unfed[sec]++
 	}
 	idx := s
 	if c.traceTime {
@@ -225,34 +194,15 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	}
 }
 
-// classifyAnswer books r's outcome in st and sets what the envelopes are told of it; it
-// reports whether they judge it (an error other than a timeout says nothing of the limiter).
-func classifyAnswer(r *vegeta.Result, source string, st *secStats, o *obs) bool {
+// honestyKind is what header honesty is told of a record.
+func honestyKind(r *engine.Record) obsKind {
 	switch {
-	case r.Code >= 200 && r.Code < 300:
-		o.kind = obsAllowed
-		if source == limiter.FailOpen.String() {
-			st.failOpen++
-		} else {
-			st.allowed++
-		}
-	case r.Code == http.StatusTooManyRequests:
-		o.kind = obsDenied
-		if source == limiter.FailClosed.String() {
-			st.failClosed++
-		} else {
-			st.denied++
-		}
-	case r.Code == 0:
-		kind := classify(r.Error)
-		st.errs[kind]++
-		o.kind = obsUnknown
-		return kind == limiter.KindTimeout
-	default:
-		st.errs[limiter.KindOther]++
-		return false
+	case r.MayHaveDebited || !r.Outcome.Decided():
+		return obsUnknown
+	case r.Decision.Allowed:
+		return obsAllowed
 	}
-	return true
+	return obsDenied
 }
 
 // cause maps an X-RateLimit-Source value to the envelope's cause (central when absent).
@@ -308,11 +258,7 @@ func (c *collector) feed() {
 				continue
 			}
 			o.fed[e] = true
-			if o.kind == obsUnknown {
-				ch.ObserveUnknown(int(o.key), o.ms[e], int64(o.cost))
-				continue
-			}
-			o.v[e] = ch.ObserveAs(int(o.key), o.ms[e], int64(o.cost), o.kind == obsAllowed, o.cause)
+			o.v[e] = engine.Observe(ch, &o.rec, o.ms[e], o.cause)
 		}
 	}
 	n := 0
@@ -323,18 +269,20 @@ func (c *collector) feed() {
 			n++
 			continue
 		}
-		st := c.statsFor(int(o.sec))
+		// A verdict both envelopes give; the lesser one otherwise (see collector).
 		switch {
-		case o.kind == obsUnknown:
-			c.unknownOutcomes++
 		case o.v[0] == check.Overspend && o.v[1] == check.Overspend:
-			st.overspend++
-			st.overTokens += int64(o.cost)
+			o.rec.Verdict = check.Overspend
 			c.byCause[o.cause]++
 		case o.v[0] == check.FalseDeny && o.v[1] == check.FalseDeny:
-			st.falseDenies++
+			o.rec.Verdict = check.FalseDeny
+		case o.rec.Decision.Allowed:
+			o.rec.Verdict = check.Conforming
+		default:
+			o.rec.Verdict = check.Denied
 		}
-		c.unfed[o.sec]--
+		c.statsFor(o.rec.Sec).Book(&o.rec)
+		c.unfed[o.rec.Sec]--
 	}
 	c.pending = c.pending[:n]
 }
@@ -355,7 +303,7 @@ func (c *collector) flushRows() {
 		}
 		st := c.stats[sec]
 		if st == nil {
-			st = newSecStats()
+			st = engine.NewAccount()
 		}
 		iv := c.interval(sec, st)
 		iv.Time = results.SecondTime(c.base, iv.TS)
@@ -363,40 +311,31 @@ func (c *collector) flushRows() {
 			c.o.hooks.fillRow(sec, &iv)
 		}
 		if c.firsts != nil {
-			c.firsts.Add(scenarios.NewSecond(&iv, st.hist))
+			c.firsts.Add(scenarios.NewSecond(&iv, st.Hist()))
 		}
 		c.rowsOut = append(c.rowsOut, iv)
-		c.total.add(st)
+		c.total.Add(st)
 		c.stats[sec] = nil
 		c.nextRow++
-		if err := c.series.Write(iv, st.hist); err != nil && c.rowErr == nil {
+		if err := c.series.Write(iv, st.Hist()); err != nil && c.rowErr == nil {
 			c.rowErr = err
 		}
 		if c.o.OnInterval != nil {
 			c.o.OnInterval(iv)
 		}
 		if c.o.OnHistogram != nil {
-			c.o.OnHistogram(sec, st.hist)
+			c.o.OnHistogram(sec, st.Hist())
 		}
 	}
 }
 
-func (c *collector) interval(sec int, s *secStats) results.Interval {
-	iv := results.Interval{
-		TS: float64(sec), Offered: c.planned[sec], Sent: c.recvd[sec],
-		Allowed: s.allowed, Denied: s.denied, FailedOpen: s.failOpen, FailedClosed: s.failClosed,
-		Errors: s.errors(), Timeout: s.errs[limiter.KindTimeout], Conn: s.errs[limiter.KindConn],
-		Other:     s.errs[limiter.KindOther],
-		Overspend: s.overspend, FalseDenies: s.falseDenies,
-	}
+// interval is second sec's row: the account's, with the plan's counts.
+func (c *collector) interval(sec int, s *engine.Account) results.Interval {
+	var dropped int64
 	if c.closed {
-		iv.Dropped = c.planned[sec] - c.recvd[sec]
+		dropped = c.planned[sec] - c.recvd[sec]
 	}
-	if s.hist.Count() > 0 {
-		iv.P50Ms, iv.P90Ms, iv.P99Ms = s.hist.QuantileMs(50), s.hist.QuantileMs(90), s.hist.QuantileMs(99)
-		iv.P999Ms, iv.MaxMs = s.hist.QuantileMs(99.9), s.hist.MaxMs()
-	}
-	return iv
+	return s.Interval(sec, c.planned[sec], c.recvd[sec], dropped)
 }
 
 // finish judges everything still pending and writes the remaining rows. An interrupted run
@@ -408,10 +347,10 @@ func (c *collector) finish(interrupted bool, ran time.Duration) {
 	c.closed = true
 	c.feed()
 	c.flushRows()
-	c.total.add(c.late)
+	c.total.Add(c.late)
 	for _, st := range c.stats[c.rows:] { // cannot hold results: nothing past ran was sent
 		if st != nil {
-			c.total.add(st)
+			c.total.Add(st)
 		}
 	}
 }
@@ -421,8 +360,58 @@ func (c *collector) offered(ran time.Duration) int64 {
 	return int64(sort.Search(len(c.p.off), func(i int) bool { return c.p.off[i] >= ran }))
 }
 
-// classify sorts a failed request (no HTTP status) by vegeta's error text — the only form in
-// which vegeta keeps it — into timeout, connection and other.
+// answerOf is the decision (or the error) a result carries, as the limiter behind it answered:
+// 2xx allowed and 429 denied, with the source, the store failure a fail policy answered and a
+// short WAIT from ratelab's gateway headers (limiter/gateway); a 503 with the gateway's failure
+// headers, or any other status, an error of that kind; a failed request (no status) an error
+// classified from vegeta's text, the only form in which vegeta keeps it.
+func answerOf(r *vegeta.Result) (limiter.Decision, error) {
+	h := r.Headers
+	switch {
+	case r.Code >= 200 && r.Code < 300, r.Code == http.StatusTooManyRequests:
+		d := limiter.Decision{Allowed: r.Code != http.StatusTooManyRequests, Source: sourceOf(h.Get(gateway.HeaderSource))}
+		if kind := h.Get(gateway.HeaderFailure); kind != "" {
+			d.Failure = limiter.Failure{Failed: true, Kind: kindOf(kind), MayHaveDebited: h.Get(gateway.HeaderUnknown) == "1"}
+		}
+		d.Unreplicated = h.Get(gateway.HeaderWaitShort) == "1"
+		return d, nil
+	case r.Code == 0:
+		kind := classify(r.Error)
+		// A timeout or a connection lost once the request was written: the target may have
+		// counted it. A refused connection sent nothing.
+		unknown := kind == limiter.KindTimeout || kind == limiter.KindConn && !strings.Contains(r.Error, "connection refused")
+		return limiter.Decision{}, &limiter.RemoteError{Kind: kind, MayHaveDebited: unknown, Msg: r.Error}
+	case h.Get(gateway.HeaderFailure) != "":
+		return limiter.Decision{}, &limiter.RemoteError{Kind: kindOf(h.Get(gateway.HeaderFailure)),
+			MayHaveDebited: h.Get(gateway.HeaderUnknown) == "1", Msg: fmt.Sprintf("status %d", r.Code)}
+	}
+	// Another status from a target that is not ratelab's gateway: a 5xx may come after the
+	// target counted the request, a 4xx (but 429) before it decided anything.
+	return limiter.Decision{}, &limiter.RemoteError{Kind: limiter.KindOther, MayHaveDebited: r.Code >= 500, Msg: fmt.Sprintf("status %d", r.Code)}
+}
+
+// sourceOf maps an X-RateLimit-Source value to its Source: central when absent or unknown.
+func sourceOf(v string) limiter.Source {
+	for s := limiter.Central; s <= limiter.FailClosed; s++ {
+		if s.String() == v {
+			return s
+		}
+	}
+	return limiter.Central
+}
+
+// kindOf maps an X-RateLimit-Failure value to its ErrorKind: other when unknown.
+func kindOf(v string) limiter.ErrorKind {
+	for k := range limiter.NumErrorKinds {
+		if limiter.ErrorKind(k).String() == v {
+			return limiter.ErrorKind(k)
+		}
+	}
+	return limiter.KindOther
+}
+
+// classify sorts a failed request (no HTTP status) by vegeta's error text into timeout,
+// connection and other.
 func classify(msg string) limiter.ErrorKind {
 	switch {
 	case strings.Contains(msg, "Client.Timeout"), strings.Contains(msg, "deadline exceeded"),

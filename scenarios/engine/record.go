@@ -127,12 +127,6 @@ func (j judge) Consume(r *Record) {
 	if j.redisClock && !r.Decision.At.IsZero() {
 		r.AtMs = r.Decision.At.UnixMilli()
 	}
-	if r.Outcome == OutcomeError {
-		if r.MayHaveDebited {
-			j.checker.ObserveUnknown(r.Key, r.AtMs, r.Cost)
-		}
-		return
-	}
 	src := r.Decision.Source
 	cause := check.Cause(src)
 	if src == limiter.Central || src == limiter.Lease || !j.central {
@@ -140,11 +134,26 @@ func (j judge) Consume(r *Record) {
 			cause = c
 		}
 	}
-	r.Verdict = j.checker.ObserveAs(r.Key, r.AtMs, r.Cost, r.Decision.Allowed, cause)
-	if r.MayHaveDebited && !r.Decision.Allowed {
-		// The user was refused, but the store may have run the script and debited the tokens:
-		// the envelope's D resolution debits them too (which explains this denial there), N
-		// does not. An allowed answer is in the allowed stream whatever the store did.
-		j.checker.ObserveUnknown(r.Key, r.AtMs, r.Cost)
+	r.Verdict = Observe(j.checker, r, r.AtMs, cause)
+}
+
+// Observe judges r on c at atMs (Unix ms), labelling any overspend with cause, as every driver's
+// judge does, and returns the confirmed verdict. A request that got no decision is an unknown
+// outcome when the store may have debited it, and nothing otherwise. A decided one is judged as
+// the user got it; a refusal the store may have debited all the same (a fail policy's answer to
+// a timeout) is an unknown outcome besides: the envelope's D resolution debits it, which
+// explains the refusal there, N does not. An allowed answer is in the allowed stream whatever
+// the store did.
+func Observe(c check.Checker, r *Record, atMs int64, cause check.Cause) check.Verdict {
+	if r.Outcome == OutcomeError {
+		if r.MayHaveDebited {
+			c.ObserveUnknown(r.Key, atMs, r.Cost)
+		}
+		return check.Conforming
 	}
+	v := c.ObserveAs(r.Key, atMs, r.Cost, r.Decision.Allowed, cause)
+	if r.MayHaveDebited && !r.Decision.Allowed {
+		c.ObserveUnknown(r.Key, atMs, r.Cost)
+	}
+	return v
 }
