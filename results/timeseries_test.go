@@ -238,7 +238,9 @@ func TestReadTimeseriesWithoutLaterColumns(t *testing.T) {
 	}{
 		{3, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort = 0, 0, 0 }},
 		{4, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Time = 0, 0, 0, time.Time{} }},
-		{6, func(iv *Interval) { iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Late, iv.Time = 0, 0, 0, 0, time.Time{} }},
+		{6, func(iv *Interval) {
+			iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Late, iv.Time = 0, 0, 0, 0, time.Time{}
+		}},
 		{7, func(iv *Interval) {
 			iv.Unreplicated, iv.Unknown, iv.WaitShort, iv.Late, iv.PolicyVersion, iv.Time = 0, 0, 0, 0, 0, time.Time{}
 		}},
