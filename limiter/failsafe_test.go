@@ -545,3 +545,25 @@ func answerOf(d limiter.Decision) limiter.Decision {
 	d.Failure = limiter.Failure{}
 	return d
 }
+
+// TestFailSafeKeepsAShortWait is the reading of durability wait under fail open: a decision whose
+// WAIT came back short became an error, and fail open allowed what the script had denied. The
+// store's answer stands: a denial stays a denial, marked unreplicated, and no failure is
+// reported.
+func TestFailSafeKeepsAShortWait(t *testing.T) {
+	t.Parallel()
+	for _, allowed := range []bool{false, true} {
+		store := limiter.Decision{Allowed: allowed, Source: limiter.Central, Unreplicated: true}
+		inner := &funcLimiter{f: func(context.Context, limiter.Request) (limiter.Decision, error) { return store, nil }}
+		reported := 0
+		f, err := limiter.NewFailSafe(inner, nil, failPolicy(limiter.FailPolicy{Mode: limiter.FailModeOpen}),
+			limiter.WithOnFailure(func(limiter.Request, limiter.ErrorKind) { reported++ }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		have, err := f.Allow(context.Background(), limiter.Request{Tenant: "t", Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
+		if err != nil || have != store || reported != 0 {
+			t.Errorf("short WAIT, allowed %v: FailSafe answered %+v, %v, %d failures; want the store's %+v, none", allowed, have, err, reported, store)
+		}
+	}
+}

@@ -22,13 +22,15 @@ import (
 func feed(m *Metrics) *results.Summary {
 	m.OnInterval(results.Interval{TS: 0, Offered: 100, Sent: 98, Dropped: 2, Allowed: 60, Denied: 30, Errors: 5,
 		Timeout: 4, Moved: 2, Overspend: 1, FalseDenies: 2, CentralOps: 95})
-	m.OnInterval(results.Interval{TS: 1, Offered: 100, Sent: 100, Allowed: 70, Denied: 28, Ask: 1, CentralOps: 99,
-		P50Ms: 1.5, P90Ms: 2, P99Ms: 4, P999Ms: 8, MaxMs: 9})
+	// Two errors, no decision: not in the achieved rate (which reads 98, not 100). One write
+	// refused with NOREPLICAS: the unreplicated kind.
+	m.OnInterval(results.Interval{TS: 1, Offered: 100, Sent: 100, Allowed: 70, Denied: 28, Errors: 2, Conn: 2, Ask: 1,
+		Unreplicated: 1, CentralOps: 99, P50Ms: 1.5, P90Ms: 2, P99Ms: 4, P999Ms: 8, MaxMs: 9})
 	m.OnProgress(results.Progress{Offered: 250, Sent: 247, Dropped: 3, InFlight: 7, Fault: "pause"})
 	sum := results.NewSummary("s", 1, time.Unix(0, 0))
 	sum.Load = results.Load{Offered: 300, Sent: 297, Dropped: 3, Decisions: 297, Late: 1, OfferedRPS: 100, AchievedRPS: 98.5}
 	sum.Outcomes = results.Outcomes{Allowed: 190, Denied: 90, FailedOpen: 5, FailedClosed: 2, Errors: 10}
-	sum.Errors = results.Errors{Timeout: 6, Moved: 2, Ask: 1, TryAgain: 1, ClusterDown: 1, NoScript: 1, Conn: 1, Other: 1}
+	sum.Errors = results.Errors{Timeout: 6, Moved: 2, Ask: 1, TryAgain: 1, ClusterDown: 1, NoScript: 1, Conn: 3, Unreplicated: 2, Other: 1}
 	sum.Overspend.Requests, sum.Overspend.FalseDenies = 3, 1
 	sum.Central.Ops = 290
 	sum.LatencyServedMs = results.ServedLatency{P50: 1, P90: 2.5, P99: 5, P999: 10, Max: 20}
@@ -48,6 +50,7 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{"dropped (snapshot)", value(t, m, MetricDropped, "", ""), 3},
 		{"allowed (rows)", value(t, m, MetricDecisions, "outcome", "allowed"), 130},
 		{"timeout (rows)", value(t, m, MetricRedisErrors, "kind", "timeout"), 4},
+		{"unreplicated (rows)", value(t, m, MetricRedisErrors, "kind", "unreplicated"), 1},
 		{"central ops (rows)", value(t, m, MetricCentralOps, "", ""), 194},
 		{"fault pause active", value(t, m, MetricFaultActive, "kind", "pause"), 1},
 		{"in flight", value(t, m, MetricInFlight, "", ""), 7},
@@ -70,6 +73,7 @@ func TestMetricsFollowRowsThenEqualTheSummary(t *testing.T) {
 		{MetricDecisions, "outcome", "failed_open"}: 5, {MetricDecisions, "outcome", "failed_closed"}: 2,
 		{MetricDecisions, "outcome", "error"}:  10,
 		{MetricRedisErrors, "kind", "timeout"}: 6, {MetricRedisErrors, "kind", "other"}: 1,
+		{MetricRedisErrors, "kind", "unreplicated"}: 2, {MetricRedisErrors, "kind", "conn"}: 3,
 		{MetricOverspend}: 3, {MetricFalseDenies}: 1, {MetricCentralOps}: 290,
 		{MetricOfferedRate}: 100, {MetricAchievedRate}: 98.5, {MetricInFlight}: 0,
 		{MetricFaultActive, "kind", "pause"}: 0, {MetricRunInfo, "version", "v1"}: 1, {MetricFinished}: 1,

@@ -18,6 +18,7 @@ import (
 	"ratelab/limiter"
 	"ratelab/limiter/gateway"
 	"ratelab/results"
+	"ratelab/scenarios"
 	"ratelab/scenarios/attack"
 )
 
@@ -256,5 +257,37 @@ func checkLatencyLog(t *testing.T, dir string, rows []results.Interval) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.PercentilesFile)); err != nil {
 		t.Errorf("no %s: %v", results.PercentilesFile, err)
+	}
+}
+
+// TestAttackClosedPortFailsItsSLO is the reading of an attack on a closed port: every request
+// was refused, "served" printed a p50 of the refusals and the p99 SLO passed. A refused request
+// gets no decision: it is a failure over offered requests, served latency has nothing, and the
+// SLO fails.
+func TestAttackClosedPortFailsItsSLO(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	ln.Close() // nothing listens there now: every connection is refused
+	p99 := 100.0
+	res, err := attack.Attack(context.Background(), attack.Options{
+		URL: url, Rate: 50, Duration: 2 * time.Second, Tenants: 5, Seed: 3,
+		Policy: limiter.BucketPolicy{Rate: 5, Burst: 5}, Out: t.TempDir(), Timeout: 2 * time.Second,
+		SLO: scenarios.SLO{P99Ms: &p99},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if s.Outcomes.Errors != s.Load.Offered || s.Errors.Conn != s.Load.Offered || s.Overspend.UnknownOutcomes != 0 {
+		t.Fatalf("outcomes %+v, errors %+v, unknown %d of %d offered: want every request a refused connection, none unknown",
+			s.Outcomes, s.Errors, s.Overspend.UnknownOutcomes, s.Load.Offered)
+	}
+	if s.LatencyMs.P50.Measurable() || s.LatencyServedMs.P50 != 0 || s.SLO.Pass || s.Load.AchievedRPS != 0 {
+		t.Fatalf("p50 over offered %v, served p50 %v, SLO pass %v, achieved %v: want not measurable, nothing served, a failed SLO, 0/s",
+			s.LatencyMs.P50, s.LatencyServedMs.P50, s.SLO.Pass, s.Load.AchievedRPS)
 	}
 }
