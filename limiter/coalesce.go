@@ -225,7 +225,7 @@ func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, erro
 		}
 		audit = AuditKey(r.Tenant, r.Endpoint)
 	}
-	reply, unreplicated, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, audit, argv[:b.nargs])
+	reply, short, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, audit, argv[:b.nargs])
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}
@@ -233,6 +233,9 @@ func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, erro
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: coalescing token bucket %s: %w", key, err)
 	}
-	d.Source, d.Unreplicated = Central, unreplicated
+	d.Source = Central
+	if err := unreplicated(&d, !short, key, b.batch.wait); err != nil {
+		return Decision{}, err
+	}
 	return d, nil
 }

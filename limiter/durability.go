@@ -48,11 +48,11 @@ type Durability struct {
 }
 
 // WithDurability makes RedisTokenBucket and CoalescingBucket wait for replicas after each
-// decision (see DurabilityMode); the default, DurabilityAsync, sends nothing more. A decision
-// whose WAIT answers fewer than d.Replicas, or fails, keeps the script's answer (a denial
-// debited nothing; an allowed request's debit is on the primary) with Decision.Unreplicated
-// set: a failover may lose that debit. It is no error, so a fail policy does not replace the
-// store's answer.
+// decision (see DurabilityMode); the default, DurabilityAsync, sends nothing more. An allowed
+// decision whose WAIT answers fewer than d.Replicas, or fails, returns an error wrapping
+// ErrUnreplicated (the debit was made on the primary but is not known replicated), so a fail
+// policy decides it: availability for correctness. A denial whose WAIT falls short debited
+// nothing: it stands, with Decision.Unreplicated set.
 //
 // In the wait modes the script and its WAIT go in one pipeline to the primary that owns the key
 // (ClusterClient.MasterForKey), because WAIT names no key: a cluster client's pipeline would
@@ -244,8 +244,23 @@ func (b *RedisTokenBucket) allowSlow(ctx context.Context, r Request) (Decision, 
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: token bucket %s: %w", keys[0], err)
 	}
-	d.Source, d.Unreplicated = Central, !replicated
-	return d, nil
+	d.Source = Central
+	return d, unreplicated(&d, replicated, keys[0], b.wait)
+}
+
+// unreplicated is the outcome of a decision d whose WAIT did or did not answer enough
+// replicas: nil when it did; an ErrUnreplicated error when d allowed (the store does not vouch
+// for a debit that may be lost); nil with d.Unreplicated set for a denial, which debited
+// nothing and stands.
+func unreplicated(d *Decision, replicated bool, key string, w *waiter) error {
+	switch {
+	case replicated:
+		return nil
+	case d.Allowed:
+		return fmt.Errorf("limiter: token bucket %s: %w: WAIT %d %d fell short", key, ErrUnreplicated, w.replicas, w.timeout.Milliseconds())
+	}
+	d.Unreplicated = true
+	return nil
 }
 
 // noScriptFallback counts one NOSCRIPT->EVAL step and tells WithOnNoScript's function.

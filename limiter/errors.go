@@ -27,6 +27,13 @@ var (
 	// ErrBadConfig wraps a constructor argument or option that cannot work (invalid policy,
 	// negative timeout, nil client).
 	ErrBadConfig = errors.New("limiter: bad configuration")
+	// ErrUnreplicated wraps the error of an allowed decision whose script ran on the primary
+	// (its debit counts there) but whose WAIT (WithDurability) answered fewer replicas than
+	// asked, or failed: a failover may lose that debit, so the store does not vouch for the
+	// allowance and a fail policy decides. ClassifyError makes it KindUnreplicated; the store may
+	// have debited (MayHaveDebited). A denial whose WAIT falls short is no error: it debited
+	// nothing, and stands (Decision.Unreplicated).
+	ErrUnreplicated = errors.New("limiter: debit not known replicated")
 )
 
 // ErrorKind is the class of a failed decision, the unit in which runs count errors.
@@ -48,9 +55,9 @@ const (
 	KindNoScript
 	// KindConn: the connection failed (refused, reset, closed, EOF).
 	KindConn
-	// KindUnreplicated: the primary refused the write with NOREPLICAS (min-replicas-to-write):
-	// the script did not run. (A WAIT short of its replicas is no error: the store's answer
-	// stands, marked Decision.Unreplicated.)
+	// KindUnreplicated: the debit is not known replicated: an allowed decision's WAIT
+	// (WithDurability) answered fewer replicas than asked (ErrUnreplicated: the script ran), or
+	// the primary refused the write with NOREPLICAS (min-replicas-to-write: it did not).
 	KindUnreplicated
 	// KindOther: anything else, including a nil error.
 	KindOther
@@ -87,7 +94,8 @@ var redisPrefixes = [...]struct {
 
 // ClassifyError returns the kind of a decision error. It is the one place in ratelab that
 // matches Redis error prefixes (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, NOSCRIPT, NOREPLICAS); it sees
-// through %w wrapping. Order: timeouts (a timed-out read is also a net.OpError), then Redis error replies (values
+// through %w wrapping. Order: ErrUnreplicated first (it may wrap the WAIT's own failure), then
+// timeouts (a timed-out read is also a net.OpError), then Redis error replies (values
 // implementing redis.Error, found with errors.As; plain error text that merely starts with MOVED
 // is not a reply), then connection failures, then other. A nil error is KindOther: check err
 // first.
@@ -98,6 +106,9 @@ func ClassifyError(err error) ErrorKind {
 	var re *RemoteError
 	if errors.As(err, &re) {
 		return re.Kind
+	}
+	if errors.Is(err, ErrUnreplicated) {
+		return KindUnreplicated
 	}
 	if isTimeout(err) {
 		return KindTimeout
@@ -118,12 +129,14 @@ func ClassifyError(err error) ErrorKind {
 	return KindOther
 }
 
-// MayHaveDebited reports whether a failed decision call may still have debited its bucket: the
-// command may have reached the primary and run there although its answer never came back. That
-// is a timeout once the command could have been written (not a wait for a pooled connection,
-// which sends nothing), and a connection that broke after it could have been written (reset,
-// EOF, a closed connection — not a refused or failed dial). A Redis error reply (NOREPLICAS,
-// MOVED, CLUSTERDOWN...) means the script did not run: nothing was debited.
+// MayHaveDebited reports whether a failed decision call may still have debited its bucket, or
+// whether its debit may survive: the command may have reached the primary and run there although
+// its answer never came back — a timeout once the command could have been written (not a wait
+// for a pooled connection, which sends nothing), a connection that broke after it could have
+// been written (reset, EOF, a closed connection — not a refused or failed dial) — or it ran and
+// its WAIT fell short (ErrUnreplicated: the debit stands on the primary and may or may not
+// survive a failover). A Redis error reply (NOREPLICAS, MOVED, CLUSTERDOWN...) means the script
+// did not run: nothing was debited.
 func MayHaveDebited(err error) bool {
 	var re *RemoteError
 	if errors.As(err, &re) {
@@ -131,6 +144,9 @@ func MayHaveDebited(err error) bool {
 	}
 	if err == nil || neverSent(err) {
 		return false
+	}
+	if errors.Is(err, ErrUnreplicated) {
+		return true
 	}
 	k := ClassifyError(err)
 	return k == KindTimeout || k == KindConn

@@ -67,6 +67,8 @@ func TestClassifyError(t *testing.T) {
 		{"bad reply", limiter.ErrBadReply, limiter.KindOther},
 		{"noreplicas", redisReply("NOREPLICAS Not enough good replicas to write."), limiter.KindUnreplicated},
 		{"noreplicas from a script", wrap(redisReply("NOREPLICAS Not enough good replicas to write. script: 8f1c, on @user_script:63.")), limiter.KindUnreplicated},
+		{"unreplicated", wrap(limiter.ErrUnreplicated), limiter.KindUnreplicated},
+		{"unreplicated wrapping the WAIT's timeout", fmt.Errorf("%w: WAIT 1 50: %w", limiter.ErrUnreplicated, os.ErrDeadlineExceeded), limiter.KindUnreplicated},
 		{"plain NOREPLICAS text is not a reply", errors.New("NOREPLICAS x"), limiter.KindOther},
 		{"canceled", context.Canceled, limiter.KindOther},
 	}
@@ -93,9 +95,10 @@ func TestErrorKindString(t *testing.T) {
 	}
 }
 
-// TestMayHaveDebited: a timeout and a connection that broke once the command could have been
-// written may have debited; a wait for a pooled connection, a refused or failed dial, a
-// NOREPLICAS refusal and the other error replies did not.
+// TestMayHaveDebited: a timeout, a connection that broke once the command could have been
+// written and an allowed decision's short WAIT may have debited (or kept a debit that may be
+// lost); a wait for a pooled connection, a refused or failed dial, a NOREPLICAS refusal (of
+// the short WAIT's kind) and the other error replies did not.
 func TestMayHaveDebited(t *testing.T) {
 	t.Parallel()
 	wrap := func(err error) error { return fmt.Errorf("limiter: token bucket rl:{a}:b: %w", err) }
@@ -105,6 +108,7 @@ func TestMayHaveDebited(t *testing.T) {
 		want bool
 	}{
 		{"timeout", context.DeadlineExceeded, true},
+		{"short WAIT of an allowed decision", fmt.Errorf("%w: WAIT 1 50 fell short", limiter.ErrUnreplicated), true},
 		{"socket read timeout", wrap(&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
 		{"pool wait", wrap(redis.ErrPoolTimeout), false},
 		{"reset after the write", wrap(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},

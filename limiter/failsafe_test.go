@@ -547,14 +547,26 @@ func answerOf(d limiter.Decision) limiter.Decision {
 }
 
 // TestFailSafeKeepsAShortWait is the reading of durability wait under fail open: a decision whose
-// WAIT came back short became an error, and fail open allowed what the script had denied. The
-// store's answer stands: a denial stays a denial, marked unreplicated, and no failure is
-// reported.
+// WAIT came back short became an error even when the script denied it, and fail open allowed
+// what the script had denied. A denial debited nothing: it stands, marked unreplicated, and no
+// failure is reported. An allowance whose debit is not known replicated is the policy's to
+// decide, and may have debited.
 func TestFailSafeKeepsAShortWait(t *testing.T) {
 	t.Parallel()
-	for _, allowed := range []bool{false, true} {
-		store := limiter.Decision{Allowed: allowed, Source: limiter.Central, Unreplicated: true}
-		inner := &funcLimiter{f: func(context.Context, limiter.Request) (limiter.Decision, error) { return store, nil }}
+	denial := limiter.Decision{Source: limiter.Central, Unreplicated: true}
+	short := fmt.Errorf("limiter: token bucket rl:{t}:ep: %w: WAIT 1 50 fell short", limiter.ErrUnreplicated)
+	for _, c := range []struct {
+		name     string
+		d        limiter.Decision
+		err      error
+		want     limiter.Decision
+		reported int
+	}{
+		{"denied", denial, nil, denial, 0},
+		{"allowed", limiter.Decision{}, short, limiter.Decision{Allowed: true, Source: limiter.FailOpen,
+			Failure: limiter.Failure{Failed: true, Kind: limiter.KindUnreplicated, MayHaveDebited: true}}, 1},
+	} {
+		inner := &funcLimiter{f: func(context.Context, limiter.Request) (limiter.Decision, error) { return c.d, c.err }}
 		reported := 0
 		f, err := limiter.NewFailSafe(inner, nil, failPolicy(limiter.FailPolicy{Mode: limiter.FailModeOpen}),
 			limiter.WithOnFailure(func(limiter.Request, limiter.ErrorKind) { reported++ }))
@@ -562,8 +574,8 @@ func TestFailSafeKeepsAShortWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		have, err := f.Allow(context.Background(), limiter.Request{Tenant: "t", Endpoint: "ep", Cost: 1, Now: time.UnixMilli(t0)})
-		if err != nil || have != store || reported != 0 {
-			t.Errorf("short WAIT, allowed %v: FailSafe answered %+v, %v, %d failures; want the store's %+v, none", allowed, have, err, reported, store)
+		if err != nil || have != c.want || reported != c.reported {
+			t.Errorf("short WAIT, %s: FailSafe answered %+v, %v, %d failures; want %+v, %d", c.name, have, err, reported, c.want, c.reported)
 		}
 	}
 }

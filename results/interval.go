@@ -97,15 +97,16 @@ type Interval struct {
 	// Late is the number of this second's decisions answered after the run's window ended: in
 	// the row's outcomes and in the summary's load.late, not in its achieved rate.
 	Late int64
-	// Unreplicated is the number of store writes the primary refused with NOREPLICAS
-	// (min-replicas-to-write), counted as Timeout is.
+	// Unreplicated is the number of store calls whose debit is not known replicated: an allowed
+	// decision's WAIT that came back short, or a write the primary refused with NOREPLICAS
+	// (min-replicas-to-write); counted as Timeout is.
 	Unreplicated int64
 	// Unknown is the number of the second's requests the store may have debited although its
 	// answer never reached the client (a timeout, a connection lost after the write, a fail
 	// policy's answer to one): the unknown outcomes of the summary's overspend, second by second.
 	Unknown int64
-	// WaitShort is the number of the store's decisions whose WAIT (limiter.durability) came back
-	// short of its replicas: the answer stands, its debit may be lost in a failover.
+	// WaitShort is the number of the store's denials whose WAIT (limiter.durability) came back
+	// short of its replicas: a denial debited nothing, and stands.
 	WaitShort int64
 	// Time is the wall-clock start of the second, the run's start plus TS (column time_utc: RFC
 	// 3339 in UTC to the millisecond), so a row lines up with a dashboard's clock. Zero when the

@@ -209,11 +209,17 @@ func maxSplit(a, b *MemSplit) *MemSplit {
 	return &MemSplit{HeapInuseMB: max(a.HeapInuseMB, b.HeapInuseMB), StacksMB: max(a.StacksMB, b.StacksMB), RuntimeMB: max(a.RuntimeMB, b.RuntimeMB)}
 }
 
-// setMergedLatency sets the whole-run latency from the merged histogram and the merged drops:
-// over offered requests and over answered ones. A v1 merge keeps v1's definition, latency over
+// setMergedLatency sets the whole-run latency from the merged histogram and the merged counts:
+// over offered requests (those that got no decision — offered minus the histogram's decided —
+// are slower than any latency) and over served ones. A v2 merge keeps v2's: its histogram held
+// errors too, and only the drops were failures. A v1 merge keeps v1's definition, latency over
 // the answered requests only, in both.
 func setMergedLatency(sum *Summary, hist *Histogram) {
-	sum.LatencyMs, sum.LatencyServedMs = LatencyOf(hist, sum.Load.Dropped)
+	undecided := sum.Load.Offered - hist.Count()
+	if sum.Schema == SchemaSummaryV2 {
+		undecided = sum.Load.Dropped
+	}
+	sum.LatencyMs, sum.LatencyServedMs = LatencyOf(hist, undecided)
 	if sum.V1() {
 		sum.LatencyMs = servedAsOffered(sum.LatencyServedMs)
 	}

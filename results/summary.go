@@ -201,9 +201,9 @@ type Outcomes struct {
 	// Errors is the number of requests that ended in an error no fail policy answered: no
 	// decision.
 	Errors int64 `json:"errors"`
-	// WaitShort is the number of the store's decisions (in Allowed and Denied) whose WAIT
-	// (limiter.durability wait modes) came back short of its replicas: the answer stands — a
-	// denial debited nothing — but a failover may lose an allowed request's debit.
+	// WaitShort is the number of the store's denials (in Denied) whose WAIT (limiter.durability
+	// wait modes) came back short of its replicas: a denial debited nothing, and stands. (An
+	// allowed decision's short WAIT is an unreplicated error: Errors.Unreplicated.)
 	WaitShort int64 `json:"wait_short,omitempty"`
 }
 
@@ -226,8 +226,10 @@ type Errors struct {
 	NoScript int64 `json:"noscript"`
 	// Conn: connection errors (refused, reset, closed pool).
 	Conn int64 `json:"conn"`
-	// Unreplicated: writes the primary refused with NOREPLICAS (min-replicas-to-write): the
-	// script did not run. (A WAIT short of its replicas is no error: outcomes.wait_short.)
+	// Unreplicated: allowed decisions whose debit was made on the primary but is not known
+	// replicated (limiter.durability wait modes: WAIT acknowledged fewer replicas than asked),
+	// and writes the primary refused with NOREPLICAS (min-replicas-to-write). A denial whose WAIT
+	// came back short is no error: outcomes.wait_short.
 	Unreplicated int64 `json:"unreplicated"`
 	// Other: every other error.
 	Other int64 `json:"other"`

@@ -18,7 +18,7 @@ type Account struct {
 	// store failures a fail policy answered, by kind.
 	errs, answered [limiter.NumErrorKinds]int64
 	// unknown counts the decisions the store may have debited unseen (Record.MayHaveDebited);
-	// waitShort the store's decisions whose WAIT came back short (Decision.Unreplicated).
+	// waitShort the store's denials whose WAIT came back short (Decision.Unreplicated).
 	unknown, waitShort     int64
 	overspend, falseDenies int64
 	overspendTokens        int64

@@ -41,8 +41,8 @@ func newBackTally(tenants, endpoints []string) *backTally {
 
 // Consume counts r's tokens: those the store itself allowed (not a fail policy or a lease), and
 // those of a call the store may have debited unseen (Record.MayHaveDebited: a timeout, a
-// connection lost after the write, a fail policy's answer to one). A decision whose WAIT came
-// back short is the store's answer: its debit was made, and a lost one is certainly lost.
+// connection lost after the write, an allowed decision's short WAIT, a fail policy's answer to
+// one).
 func (b *backTally) Consume(r *Record) {
 	switch {
 	case r.MayHaveDebited:

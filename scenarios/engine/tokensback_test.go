@@ -59,9 +59,10 @@ func TestCountBack(t *testing.T) {
 }
 
 // TestTokensBackReadsTheRecords: tokens back counts what the records classify — the store's own
-// allowed decisions (a short WAIT's included: its debit was made) as allowed, every decision the
-// store may have debited unseen (a timeout, a fail policy's answer to one) as unknown — and
-// nothing for refusals (NOREPLICAS, CLUSTERDOWN) or a fail policy's own allowance.
+// allowed decisions as allowed, every decision the store may have debited unseen (a timeout, an
+// allowed decision's short WAIT, a fail policy's answer to one) as unknown — and nothing for
+// refusals (NOREPLICAS, CLUSTERDOWN), a denial whose WAIT fell short, or a fail policy's own
+// allowance.
 func TestTokensBackReadsTheRecords(t *testing.T) {
 	t.Parallel()
 	b := newBackTally([]string{"tenant-0"}, []string{"read"})
@@ -70,7 +71,7 @@ func TestTokensBackReadsTheRecords(t *testing.T) {
 		{Cost: 4, Err: replyErr("CLUSTERDOWN The cluster is down")},
 		{Cost: 3, Err: context.DeadlineExceeded},
 		{Cost: 5, Decision: limiter.Decision{Allowed: true, Source: limiter.Central}},
-		{Cost: 6, Decision: limiter.Decision{Allowed: true, Source: limiter.Central, Unreplicated: true}},
+		{Cost: 6, Err: limiter.ErrUnreplicated},
 		{Cost: 1, Decision: limiter.Decision{Allowed: false, Source: limiter.Central, Unreplicated: true}},
 		{Cost: 7, Decision: limiter.Decision{Allowed: true, Source: limiter.FailOpen,
 			Failure: limiter.Failure{Failed: true, Kind: limiter.KindConn}}},
@@ -81,8 +82,8 @@ func TestTokensBackReadsTheRecords(t *testing.T) {
 		Classify(&recs[i])
 		b.Consume(&recs[i])
 	}
-	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 11 || u != 11 {
-		t.Errorf("allowed %d, unknown %d; want 11 (5 + the short WAIT's 6) and 11 (the timeout's 3 + the fail-closed answer's 8)", a, u)
+	if a, u := b.allowed[0].Load(), b.unknown[0].Load(); a != 5 || u != 17 {
+		t.Errorf("allowed %d, unknown %d; want 5 and 17 (the timeout's 3, the short WAIT's 6, the fail-closed answer's 8)", a, u)
 	}
 }
 
