@@ -107,7 +107,7 @@ func Plot(rows []Row, path string) error {
 	p.Add(a, b)
 	p.Legend.Add("no fault", a)
 	p.Legend.Add("one fault", b)
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	p.NominalX(names...)
 	return p.Save(9*vg.Inch, 4*vg.Inch, path)
 }
