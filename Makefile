@@ -54,6 +54,14 @@ redis:
 		exit 1; \
 	fi
 
+## gubernator: build bin/gubernatord, gubernator's daemon from its Go module (tools/gubernatord pins v2.13.0) in a module of its own, so ratelab's binary never links it (kind gubernator)
+GUBERNATORD := bin/gubernatord
+.PHONY: gubernator
+gubernator:
+	@mkdir -p bin
+	cd tools/gubernatord && $(GO) build -o ../../$(GUBERNATORD) .
+	@echo "gubernatord: $(GUBERNATORD) (github.com/gubernator-io/gubernator/v2 $$(sed -n 's|.*gubernator-io/gubernator/v2 \(v[^ ]*\).*|\1|p' tools/gubernatord/go.mod))"
+
 ## demo: install Redis if needed, build, run the guided story (`ratelab demo`, ~90 s); SCENARIO=name runs that one scenario instead
 .PHONY: demo
 demo: redis build
@@ -77,7 +85,7 @@ wrk:
 
 ## test: go vet (every tier: no file is excluded by a tag) and the correctness suite with the race detector against real Redis Clusters (~5 min)
 .PHONY: test
-test: redis wrk
+test: redis wrk gubernator
 	$(GO) vet -tags faults,experiment ./...
 	$(GO) test $(TEST_FLAGS) $(TEST_FIRST) ./...
 
@@ -85,7 +93,7 @@ test: redis wrk
 # A package's fault-tier tests are the Test functions of its files tagged `faults`: the loop
 # reads them from those files, so a new one runs here without a list to keep.
 .PHONY: test-faults
-test-faults: redis
+test-faults: redis gubernator
 	@rc=0; for dir in $$(grep -rl --include='*_test.go' --exclude-dir=out --exclude-dir=.git '^//go:build faults$$' . | xargs -n1 dirname | sort -u); do \
 		tests=$$(grep -l '^//go:build faults$$' $$dir/*_test.go | xargs sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | paste -sd'|' -); \
 		echo "$(GO) test $(FAULT_TEST_FLAGS) -tags faults -run '^($$tests)$$' $$dir"; \

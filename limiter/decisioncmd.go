@@ -1,6 +1,9 @@
 package limiter
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/lua"
@@ -57,12 +60,29 @@ func IsDecisionCommand(cmd redis.Cmder) bool {
 				return true
 			}
 		}
+		return payload == redisRateAllowNSHA
 	case "eval":
 		for i := range decisionScripts {
 			if payload == decisionScripts[i].src {
 				return true
 			}
 		}
+		return len(payload) == redisRateAllowNLen && sha1Hex(payload) == redisRateAllowNSHA
 	}
 	return false
+}
+
+// redisRateAllowNSHA and redisRateAllowNLen identify the script go-redis/redis_rate v10.0.1 runs
+// for AllowN (RedisRate): its SHA1 and its length, checked against the module by
+// TestRedisRateScriptIsCounted. Its source stays in the module; only its EVAL (after NOSCRIPT)
+// pays for a SHA1, and only when the length matches.
+const (
+	redisRateAllowNSHA = "f52a5b566060d79fd321d695df55bc918339c4aa"
+	redisRateAllowNLen = 1718
+)
+
+// sha1Hex is the lowercase hex SHA1 of s, as EVALSHA names a script.
+func sha1Hex(s string) string {
+	h := sha1.Sum([]byte(s))
+	return hex.EncodeToString(h[:])
 }

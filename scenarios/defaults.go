@@ -103,7 +103,11 @@ func (s *Spec) defaultLimiter() {
 	}
 	if l.Clock == "" {
 		l.Clock = ClockGateway
+		if l.Kind == KindRedisRate {
+			l.Clock = ClockRedis // redis_rate reads Redis's TIME, whatever the gateway's clock says
+		}
 	}
+	s.defaultGubernator()
 	if l.Kind == KindLease && l.Lease == nil {
 		l.Lease = &LeaseCfg{}
 	}

@@ -16,10 +16,12 @@ const (
 	KindLease         LimiterKind = "lease"          // gateways take tokens in leases, decide locally
 	KindMemory        LimiterKind = "memory"         // the in-memory twin of the token bucket, no Redis
 	KindNoop          LimiterKind = "noop"           // allows everything: the generator alone
+	KindRedisRate     LimiterKind = "redis-rate"     // go-redis/redis_rate's GCRA on the run's cluster
+	KindGubernator    LimiterKind = "gubernator"     // a gubernator cluster started for the run
 )
 
 // limiterKinds are the valid limiter.kind values, in the order error messages list them.
-var limiterKinds = []LimiterKind{KindTokenBucket, KindGCRA, KindFixedWindow, KindSlidingWindow, KindSlidingLog, KindTwoTier, KindLease, KindMemory, KindNoop}
+var limiterKinds = []LimiterKind{KindTokenBucket, KindGCRA, KindFixedWindow, KindSlidingWindow, KindSlidingLog, KindTwoTier, KindLease, KindMemory, KindNoop, KindRedisRate, KindGubernator}
 
 // windowKinds count requests per window: their policy is limit and window.
 var windowKinds = []LimiterKind{KindFixedWindow, KindSlidingWindow, KindSlidingLog}

@@ -31,14 +31,17 @@ const (
 // NeedsCluster reports whether the limiter under test talks to Redis.
 func (s *Spec) NeedsCluster() bool {
 	switch s.Limiter.Kind {
-	case KindMemory, KindNoop:
+	case KindMemory, KindNoop, KindGubernator:
 		return false
 	}
 	return true
 }
 
 // WindowKind reports whether the limiter counts requests per window (limit/window policy).
-func (s *Spec) WindowKind() bool { return slices.Contains(windowKinds, s.Limiter.Kind) }
+// gubernator's token-bucket algorithm is one: a fixed window of limit hits (docs/limiters.md).
+func (s *Spec) WindowKind() bool {
+	return slices.Contains(windowKinds, s.Limiter.Kind) || s.gubernatorWindow()
+}
 
 // GatewayCount is the number of simulated gateway instances the workers are split across.
 func (s *Spec) GatewayCount() int {
@@ -59,6 +62,7 @@ func (s *Spec) validateLimiter(bad badFunc) {
 	s.validateTransport(bad)
 	s.validateGateways(bad)
 	s.validateLease(bad)
+	s.validateWild(bad)
 	if t := time.Duration(s.Limiter.Timeout); t < time.Millisecond || t > 10*time.Second {
 		bad("limiter.timeout", t, "must be between 1ms and 10s")
 	}
@@ -68,8 +72,8 @@ func (s *Spec) validateClock(bad badFunc) {
 	switch s.Limiter.Clock {
 	case ClockGateway:
 	case ClockRedis:
-		if s.Limiter.Kind != KindTokenBucket {
-			bad("limiter.clock", ClockRedis, fmt.Sprintf("only limiter.kind token-bucket takes its time from Redis (kind is %q): use clock: gateway", s.Limiter.Kind))
+		if s.Limiter.Kind != KindTokenBucket && s.Limiter.Kind != KindRedisRate {
+			bad("limiter.clock", ClockRedis, fmt.Sprintf("only limiter.kind token-bucket and redis-rate take their time from Redis (kind is %q): use clock: gateway", s.Limiter.Kind))
 		}
 	case ClockSchedule:
 	default:

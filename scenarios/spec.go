@@ -173,8 +173,9 @@ type QuotaCfg struct {
 // LimiterCfg picks the limiter under test.
 type LimiterCfg struct {
 	// Kind: token-bucket (Lua on Redis Cluster, default), gcra, fixed-window, sliding-window,
-	// sliding-log, two-tier, lease (the Kind* constants), memory (the in-process twin) or noop
-	// (allows everything: measures the generator itself).
+	// sliding-log, two-tier, lease (the Kind* constants), memory (the in-process twin), noop
+	// (allows everything: measures the generator itself), redis-rate (go-redis/redis_rate on the
+	// run's cluster) or gubernator (a gubernator cluster started for the run; see Gubernator).
 	Kind LimiterKind `yaml:"kind,omitempty"`
 	// Timeout of one decision. Default 50ms.
 	Timeout Duration `yaml:"timeout,omitempty"`
@@ -206,6 +207,9 @@ type LimiterCfg struct {
 	// (default 50ms).
 	DurabilityReplicas int      `yaml:"durability_replicas,omitempty"`
 	DurabilityTimeout  Duration `yaml:"durability_timeout,omitempty"`
+	// Gubernator configures kind: gubernator (the daemons and how they decide); other kinds
+	// ignore it. Default: 3 daemons, behavior batching, algorithm leaky-bucket.
+	Gubernator *GubernatorCfg `yaml:"gubernator,omitempty"`
 	// Audit makes every bucket keep a count of the tokens it debited (in a key of the tenant's
 	// slot beside the bucket), so a run can count the debits a fault returned (tokens_back).
 	Audit bool `yaml:"audit,omitempty"`

@@ -101,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 		{"hotspot", strings.Replace(validYAML, "{count: 10}", "{count: 10, distribution: hotspot, hot_share: 2, hot_keys: 11}", 1), []string{"tenants.hot_share: 2", "tenants.hot_keys: 11: must be between 1 and tenants.count (10)"}},
 		{"policy", strings.Replace(validYAML, "{rate: 10, burst: 20}", "{rate: 0, burst: 0}", 1), []string{"x.yaml:6: policy.rate: 0", "x.yaml:6: policy.burst: 0"}},
 		{"endpoint", validYAML + "endpoints: [{name: 'a b', weight: 1}, {name: x, weight: 0}, {name: x, weight: 1}]\n", []string{`x.yaml:7: endpoints[0].name: "a b"`, "x.yaml:7: endpoints[1].weight: 0", `endpoints[2].name: "x": is listed twice`}},
-		{"limiter", validYAML + "limiter: {kind: leaky, timeout: 1h}\n", []string{`limiter.kind: "leaky": use token-bucket, gcra, fixed-window, sliding-window, sliding-log, two-tier, lease, memory or noop`, "limiter.timeout: 1h0m0s"}},
+		{"limiter", validYAML + "limiter: {kind: leaky, timeout: 1h}\n", []string{`limiter.kind: "leaky": use token-bucket, gcra, fixed-window, sliding-window, sliding-log, two-tier, lease, memory, noop, redis-rate or gubernator`, "limiter.timeout: 1h0m0s"}},
 		{"cluster", validYAML + "cluster: {provider: cloud, primaries: -1, replicas: 9, node_timeout: 1ms}\n", []string{`cluster.provider: "cloud": use local, running, docker or external`, "cluster.primaries: -1", "cluster.replicas: 9", "cluster.node_timeout: 1ms"}},
 		{"fault kind", validYAML + "faults: [{at: 1s, kind: meteor}]\n", []string{`faults[0].kind: "meteor": use one of kill-primary, pause`}},
 		{"fault time", validYAML + "faults: [{at: 5s, kind: script-flush}]\n", []string{"faults[0].at: 5s: must be within the run: 0 <= at < duration (2s)"}},
@@ -133,7 +133,7 @@ func TestParseErrors(t *testing.T) {
 		{"trace", validYAML + "trace: {speed: -1}\n", []string{`trace.file: "": name the trace to replay`, `trace.speed: -1: must be in (0, 1000]`}},
 		{"via", validYAML + "via: grpc\n", []string{`x.yaml:7: via: "grpc": use process (in-process decisions, the default) or http`}},
 		{"clock", validYAML + "limiter: {clock: atomic}\n", []string{`x.yaml:7: limiter.clock: "atomic": use gateway (the request's time), redis (TIME inside the script) or schedule`}},
-		{"redis clock needs token bucket", validYAML + "limiter: {kind: gcra, clock: redis}\n", []string{`x.yaml:7: limiter.clock: redis: only limiter.kind token-bucket takes its time from Redis (kind is "gcra")`}},
+		{"redis clock needs token bucket", validYAML + "limiter: {kind: gcra, clock: redis}\n", []string{`x.yaml:7: limiter.clock: redis: only limiter.kind token-bucket and redis-rate take their time from Redis (kind is "gcra")`}},
 		{"gateways", validYAML + "limiter: {gateways: 2000}\n", []string{"x.yaml:7: limiter.gateways: 2000: must be between 1 and 1024", "load.concurrency: 256: must be at least the number of simulated gateways (2000)"}},
 		{"gateways with lease", validYAML + "limiter: {kind: lease, gateways: 2}\n", []string{"limiter.gateways: 2: kind lease counts its gateways in limiter.lease.gateways"}},
 		{"clock-skew fields", validYAML + "limiter: {gateways: 2}\nfaults: [{at: 1s, kind: clock-skew, target: gateway:2}, {at: 1s, kind: clock-skew, target: gateways:3, offset: 2h, for: -1s}, {at: 1s, kind: pause, for: 1s, offset: 1s}]\n",
@@ -310,5 +310,24 @@ func TestLimiterFamilyFieldsParse(t *testing.T) {
 	_, err = LoadFile(scen)
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:6: policy.file:") || !strings.Contains(err.Error(), "default_plan") {
 		t.Errorf("LoadFile with a broken tariff file = %v, want the scenario line and the tariff file's problem", err)
+	}
+}
+
+// TestWildKindsValidate checks the fields kinds redis-rate and gubernator refuse, by name.
+func TestWildKindsValidate(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"limiter: {kind: redis-rate, clock: gateway}\n", "limiter.clock: gateway: kind redis-rate decides at Redis's TIME"},
+		{"limiter: {kind: gubernator, gubernator: {behavior: gossip}}\n", `limiter.gubernator.behavior: "gossip": use batching, no-batching or global`},
+		{"limiter: {kind: gubernator, gubernator: {daemons: 40}}\n", "limiter.gubernator.daemons: 40: must be between 1 and 16"},
+		{"limiter: {kind: gubernator, clock: redis}\n", "limiter.clock: redis: only limiter.kind token-bucket and redis-rate"},
+	} {
+		_, err := Parse("x.yaml", []byte(validYAML+tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.yaml, err, tc.want)
+		}
+	}
+	s, err := Parse("x.yaml", []byte(validYAML+"limiter: {kind: redis-rate}\n"))
+	if err != nil || s.Limiter.Clock != ClockRedis {
+		t.Fatalf("kind redis-rate without a clock: %v, clock %q, want redis by default", err, s.Limiter.Clock)
 	}
 }

@@ -41,6 +41,7 @@ var (
 		"ratelab/scenarios/bench",
 		"ratelab/scenarios/simulate",
 		"ratelab/scenarios/tradeoff",
+		"ratelab/scenarios/wild",
 	}
 )
 
@@ -56,6 +57,8 @@ var layers = []layerRule{
 
 	// The cluster launchers are a leaf: they know nothing of limiters or scenarios.
 	{pkg: "ratelab/scenarios/cluster/...", allow: []string{"ratelab/scenarios/cluster/..."}},
+	// The gubernator daemons: started with the cluster package's spawner, its Forwarder between them.
+	{pkg: "ratelab/scenarios/cluster/gubernator", allow: []string{"ratelab/scenarios/cluster"}},
 
 	// The limiter, bottom up: the scripts, the algorithms, the HTTP gateway in front of them.
 	{pkg: "ratelab/lua"},
@@ -95,6 +98,7 @@ var layers = []layerRule{
 	{pkg: "ratelab/scenarios/bench", allow: engineAndBelow},
 	{pkg: "ratelab/scenarios/simulate", allow: join([]string{"ratelab/scenarios/capacity"}, engineAndBelow)},
 	{pkg: "ratelab/scenarios/tradeoff", allow: engineAndBelow},
+	{pkg: "ratelab/scenarios/wild", allow: engineAndBelow},
 
 	// The guided demo tells its story with the drivers and the report.
 	{pkg: "ratelab/scenarios/demo", allow: join(drivers, engineAndBelow, []string{"ratelab/report/..."})},

@@ -44,7 +44,7 @@ func newScenariosCmd() *cobra.Command {
 			return err
 		},
 	})
-	cmd.AddCommand(newSideBySideCmd())
+	cmd.AddCommand(newSideBySideCmd(), newInTheWildCmd())
 	return cmd
 }
 

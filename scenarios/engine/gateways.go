@@ -65,6 +65,10 @@ func (s *Session) newLimiter(ctx context.Context) (limiter.Limiter, error) {
 	case scenarios.KindTokenBucket:
 		s.env.Mode = "central"
 		return s.newCentralBucket(ctx)
+	case scenarios.KindRedisRate:
+		return s.newRedisRate()
+	case scenarios.KindGubernator:
+		return s.newGubernator(ctx)
 	}
 	s.env.Mode = "central " + string(spec.Limiter.Kind)
 	return newAlgorithm(ctx, spec, s.store.client)

@@ -15,6 +15,7 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
+	"ratelab/scenarios/cluster/gubernator"
 	"ratelab/scenarios/faults"
 	"ratelab/workload/trace"
 )
@@ -58,6 +59,8 @@ type Session struct {
 	cuts []atomic.Bool
 	// regions is a multi-region run's layout and accounts (regions.go); nil without regions.
 	regions *regionRun
+	// guber is kind gubernator's cluster (wild.go); nil otherwise.
+	guber *gubernator.Cluster
 	// closers release what Open started, last started first.
 	closers []func() error
 }
