@@ -27,8 +27,8 @@ const DefaultLeaseTTL = time.Second
 //   - Overspend: the central bucket debits tokens when they are leased, not when they are spent.
 //     Tokens that sit in a lease while the central bucket refills are spent later on top of
 //     what other gateways took meanwhile, so several gateways together can exceed the policy's
-//     envelope. The burst excess stays within the most tokens outstanding in leases at any
-//     moment; OutstandingMax is one gateway's, exact, and their sum bounds it for all of them.
+//     envelope. A key's burst excess stays within the most tokens outstanding in its leases
+//     at any moment (KeyOutstandingMax); OutstandingMax is the most over all keys at once.
 //     Every grant itself conforms: allowed + Outstanding + LostTokens <= burst + rate*elapsed.
 //   - False denies: leased tokens expire after the lease TTL (WithLeaseTTL, default
 //     DefaultLeaseTTL, measured on the requests' clock) and are lost when the gateway dies
@@ -47,7 +47,7 @@ const DefaultLeaseTTL = time.Second
 // how long the bucket stays empty at least; requests the lease cannot pay meanwhile are denied
 // locally, without a refused round trip each.
 //
-// A decision from the lease allocates nothing; a key's entry (64 bytes plus the key and map
+// A decision from the lease allocates nothing; a key's entry (72 bytes plus the key and map
 // overhead) is kept for the limiter's life, like TokenBucket's. It is safe for concurrent use. The zero value is
 // not usable: use NewLeaseLimiter.
 type LeaseLimiter struct {
@@ -106,9 +106,11 @@ type leaseEntry struct {
 	// requests the lease cannot pay are denied at once and never wait (see WithLeaseRefresh).
 	drainedUntil int64
 	// counted: tokens are in the limiter's held count (heldBook); queued: the expiry of the
-	// newest heap entry for this lease.
+	// newest heap entry for this lease; most: the most tokens the lease held in the count at
+	// once (KeyOutstandingMax).
 	counted bool
 	queued  int64
+	most    int64
 }
 
 // leaseCall is one fetch in flight, shared by the requests that wait for it. Its fields are
@@ -240,12 +242,32 @@ func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
 // stripe in turn.
 func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
 
-// OutstandingMax returns the most tokens this limiter's leases held at any moment so far:
-// granted, and not yet spent, expired or dropped, on the clock of Outstanding. It is what the
-// overspend's burst excess stays within (summed over the gateways: a bound on the most they held
-// at once). It is tracked exactly as grants, spends, expiries and drops happen, and costs one
-// atomic load.
+// OutstandingMax returns the most tokens this limiter's leases held at any moment so far, over
+// all keys: granted, and not yet spent, expired or dropped, on the clock of Outstanding (the
+// tokens a crash of this gateway could lose at worst). It is tracked exactly as grants, spends,
+// expiries and drops happen, and costs one atomic load. A key's burst excess is bounded by its
+// own leases: see KeyOutstandingMax.
 func (l *LeaseLimiter) OutstandingMax() int64 { return l.book.most.Load() }
+
+// KeyOutstandingMax calls fn with each key this limiter has leased tokens for and the most
+// tokens its lease on the key held at any moment, on the clock of OutstandingMax. A key's
+// burst excess stays within the most tokens outstanding in its leases at once, over every
+// gateway: with one gateway that is this figure exactly; the sum of the gateways' figures for
+// a key bounds it (and equals it when they all held their most at once). It is kept at each
+// grant, under the key's lock, so a decision from the lease pays nothing for it. It locks every
+// stripe in turn; fn must not call the limiter.
+func (l *LeaseLimiter) KeyOutstandingMax(fn func(key string, most int64)) {
+	for i := range l.stripes {
+		stripe := &l.stripes[i]
+		stripe.mu.Lock()
+		for k, e := range stripe.m {
+			if e.most > 0 {
+				fn(k, e.most)
+			}
+		}
+		stripe.mu.Unlock()
+	}
+}
 
 // OutstandingAt is Outstanding at nowMs (Unix ms).
 func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {

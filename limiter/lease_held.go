@@ -64,6 +64,7 @@ func (b *heldBook) holdGrant(stripe *leaseStripe, e *leaseEntry, was int64, cloc
 	if e.counted = e.expiresAt > clock.Load(); e.counted {
 		now = e.tokens
 	}
+	e.most = max(e.most, now)
 	if d := now - was; d > 0 {
 		b.raise(b.held.Add(d))
 	} else if d < 0 {

@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -52,6 +53,17 @@ func TestLeaseOutstandingMax(t *testing.T) {
 				i, st.ep, st.at, st.cost, out, held, most, st.wantHeld, st.wantHeld, st.want)
 		}
 	}
+	// Per key: A's two leases of 10 never overlap, C's 9 left joined its second grant of 10,
+	// and D's lease that expired unused and its second one never overlap either.
+	perKey := map[string]int64{}
+	l.KeyOutstandingMax(func(key string, most int64) { perKey[key] = most })
+	want := map[string]int64{}
+	for ep, n := range map[string]int64{"a": 10, "b": 10, "c": 19, "d": 10} {
+		want[limiter.KeyFor(tenant, ep)] = n
+	}
+	if !maps.Equal(perKey, want) {
+		t.Fatalf("KeyOutstandingMax: %v; want %v", perKey, want)
+	}
 }
 
 // TestLeaseOutstandingMaxConcurrent runs many goroutines over few keys with a moving clock,
@@ -83,5 +95,19 @@ func TestLeaseOutstandingMaxConcurrent(t *testing.T) {
 	out, held, most := l.Outstanding(), l.HeldTokens(), l.OutstandingMax()
 	if held != out || most < out || most > keys*size || most == 0 {
 		t.Fatalf("at rest: Outstanding %d, held count %d, OutstandingMax %d; want count = Outstanding <= max <= %d", out, held, most, keys*size)
+	}
+	// A key's lease holds at most a full lease plus the tokens a request for 3 found short
+	// (2); the keys' peaks together are at least the peak of all of them at once.
+	var sum int64
+	n := 0
+	l.KeyOutstandingMax(func(key string, m int64) {
+		n++
+		sum += m
+		if m < 1 || m > size+2 || m > most {
+			t.Errorf("KeyOutstandingMax %s: %d; want 1..%d and at most OutstandingMax %d", key, m, size+2, most)
+		}
+	})
+	if n != keys || sum < most {
+		t.Fatalf("KeyOutstandingMax: %d keys summing to %d; want %d keys, at least OutstandingMax %d", n, sum, keys, most)
 	}
 }

@@ -128,8 +128,8 @@ func (t *textRows) overspend(s *results.Summary) {
 	t.row("false denies", "confirmed %d (possible %d), ratio %.2g (possible %.2g)",
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
 	verdict := "; no bound applies"
-	if parts := boundParts(o.Bound.Sources); parts != "" {
-		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), parts, fmtWithin(o.Bound.Within))
+	if parts := boundAndUnmeasured(o.Bound); parts != "" {
+		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), parts, boundWithin(o.Bound))
 	}
 	worst := ""
 	if o.BurstExcess.WorstKey != "" {

@@ -99,8 +99,8 @@ func newView(r *run, charts []*chart) *view {
 		ErrorTotal: e.Total(),
 		Faults:     faultRows(s.Faults, r.rows),
 		Scenario:   r.scenario,
-		BoundParts: boundParts(s.Overspend.Bound.Sources),
-		Within:     fmtWithin(s.Overspend.Bound.Within),
+		BoundParts: boundAndUnmeasured(s.Overspend.Bound),
+		Within:     boundWithin(s.Overspend.Bound),
 		TokensBack: tokensBackLine(s),
 	}
 	v.Offered, v.DroppedShare = offered(&s.Load)
@@ -172,6 +172,28 @@ func boundParts(parts map[string]float64) string {
 		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtFloat(parts[n])
 	}
 	return strings.Join(out, " + ")
+}
+
+// boundAndUnmeasured is boundParts followed by the sources not measured, with why: "leases 10;
+// replication gap not measured (kill-primary of ...: ...)"; "" when no bound applies.
+func boundAndUnmeasured(b results.Bound) string {
+	out := boundParts(b.Sources)
+	for _, u := range b.Unmeasured {
+		if out != "" {
+			out += "; "
+		}
+		out += strings.ReplaceAll(u.Source, "_", " ") + " not measured (" + u.Reason + ")"
+	}
+	return out
+}
+
+// boundWithin is fmtWithin of the bound, "undetermined" when it could not be judged because a
+// source was not measured.
+func boundWithin(b results.Bound) string {
+	if b.Within == nil && len(b.Unmeasured) > 0 {
+		return "undetermined"
+	}
+	return fmtWithin(b.Within)
 }
 
 // inlineSVG strips what precedes the <svg> element (the XML declaration and a comment), which

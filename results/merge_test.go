@@ -25,6 +25,8 @@ type fakePart struct {
 	v1           bool // write a v1 summary, as an older ratelab did
 	// bound and worst are the part's overspend bound (nil: none) and worst key's burst excess.
 	bound    map[string]float64
+	allKeys  map[string]float64 // the bound on the excess summed over keys (nil: none)
+	unknown  []Unmeasured       // the bound's sources not measured
 	worst    float64
 	worstKey string
 	faults   []Fault
@@ -136,6 +138,10 @@ func (f fakePart) write(t testing.TB, dir string) {
 	sum.Nodes = []NodeStats{{Addr: "n1", Ops: 60}, {Addr: "n2", Ops: 47}}
 	sum.Overspend.BurstExcess = BurstExcess{Tokens: 2 * f.worst, WorstKey: f.worstKey, WorstTokens: f.worst}
 	sum.Overspend.Bound.Sources = f.bound
+	sum.Overspend.Bound.Unmeasured = f.unknown
+	if f.allKeys != nil {
+		sum.Overspend.Bound.AllKeys = &BoundSum{Sources: f.allKeys}
+	}
 	sum.Overspend.JudgeBound()
 	sum.Faults = f.faults
 	if f.v1 {

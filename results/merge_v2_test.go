@@ -110,6 +110,31 @@ func TestMergeBound(t *testing.T) {
 	}
 }
 
+// A part's unmeasured source leaves the merged verdict undetermined unless a part broke its
+// bound; every part's reasons are kept, named by part; the bound on the excess summed over
+// keys adds over the parts (their keys are disjoint) and is judged part by part.
+func TestMergeBoundUnmeasured(t *testing.T) {
+	t.Parallel()
+	lat := seededLatencies(5, 1, 10, time.Millisecond)
+	gapUnread := []Unmeasured{{Source: BoundReplicationGap, Reason: "kill-primary of n1: replica n2: INFO replication: i/o timeout"}}
+	a := fakePart{index: 0, count: 2, lat: lat, bound: map[string]float64{BoundLeases: 10}, allKeys: map[string]float64{BoundLeases: 30}, worst: 12, worstKey: "rl:{t0}:read", unknown: gapUnread}
+	b := fakePart{index: 1, count: 2, lat: lat, bound: map[string]float64{BoundLeases: 8}, allKeys: map[string]float64{BoundLeases: 16}, worst: 3, worstKey: "rl:{t1}:read"}
+	sum, out := mergeParts(t, a, b)
+	bd := sum.Overspend.Bound
+	wantUnknown := []Unmeasured{{Source: BoundReplicationGap, Reason: "[part 0] " + gapUnread[0].Reason}}
+	if bd.Tokens != 10 || bd.Within != nil || !reflect.DeepEqual(bd.Unmeasured, wantUnknown) {
+		t.Errorf("bound %+v (within %v); want 10 tokens, within undetermined (part 0's 12 is beyond its measured 10, its gap unread), reasons %v", bd, deref(bd.Within), wantUnknown)
+	}
+	// Part 0's sum over keys (24) is within its 30, part 1's (6) within its 16.
+	if bd.AllKeys == nil || bd.AllKeys.Tokens != 46 || !reflect.DeepEqual(bd.AllKeys.Within, ptr(true)) {
+		t.Errorf("all keys %+v; want 46 tokens, within", bd.AllKeys)
+	}
+	back, err := ReadSummary(filepath.Join(out, SummaryFile))
+	if err != nil || !reflect.DeepEqual(back.Overspend.Bound, bd) {
+		t.Errorf("merged summary.json bound %+v, %v; want %+v", back.Overspend.Bound, err, bd)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func deref(b *bool) any {

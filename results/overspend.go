@@ -54,34 +54,71 @@ type BurstExcess struct {
 	WorstTokens float64 `json:"worst_tokens"`
 }
 
-// Bound is the design's promise for the burst excess of every key, in tokens: for leases the
-// most tokens outstanding in leases at any moment, plus what named faults add (tokens a failover
-// can return: the replication gap at the kill). Within says whether the worst key kept it; nil
-// (JSON null) when the run's design promises none. Overspend.JudgeBound sets Tokens and Within
-// from Sources.
+// Bound is the design's promise for the burst excess of every key, in tokens, by source: for
+// leases the most tokens outstanding in one key's leases at any moment (BoundLeases), plus what
+// named faults add (BoundReplicationGap, BoundIsolatedWindow). A source the run has but could
+// not measure is listed in Unmeasured with the reason, never counted as 0. Overspend.JudgeBound
+// sets Tokens and Within from Sources and Unmeasured.
 //
 // A bound is per key, so bounds of disjoint keys do not add: Merge keeps the largest part's
 // bound (every key of the merged run was promised at most that) and judges Within part by part
 // (see Merge).
 type Bound struct {
+	// Tokens is the sum of Sources: the bound on BurstExcess.WorstTokens.
+	Tokens float64 `json:"tokens"`
+	// Sources names where the bound comes from (BoundLeases, BoundReplicationGap,
+	// BoundIsolatedWindow; BoundV1 in a summary read from a v1 file). A part present with 0
+	// tokens is a promise of no excess; no part at all is no promise.
+	Sources map[string]float64 `json:"sources"`
+	// Within is BurstExcess.WorstTokens <= Tokens. It is nil (JSON null) when no bound applies
+	// (Sources and Unmeasured empty), in a summary read from a v1 file, and when the worst key
+	// is beyond Tokens while a source is unmeasured: what that source adds is not known.
+	Within *bool `json:"within"`
+	// AllKeys is the same promise for BurstExcess.Tokens, the excess summed over keys; nil when
+	// no source measured one (a summary of an older ratelab).
+	AllKeys *BoundSum `json:"all_keys,omitempty"`
+	// Unmeasured lists the sources the run has whose tokens could not be measured, with why.
+	Unmeasured []Unmeasured `json:"unmeasured,omitempty"`
+}
+
+// BoundSum bounds the burst excess summed over keys (BurstExcess.Tokens), by source: a fault's
+// source is the same as in Bound (what it may return in all bounds any one key's share), the
+// leases' is every key's most outstanding, summed over keys.
+type BoundSum struct {
 	// Tokens is the sum of Sources.
 	Tokens float64 `json:"tokens"`
-	// Sources names where the bound comes from (BoundLeases, BoundReplicationGap; BoundV1 in a
-	// summary read from a v1 file). A part present with 0 tokens is a promise of no excess; no
-	// part at all is no promise.
+	// Sources has the names of Bound.Sources.
 	Sources map[string]float64 `json:"sources"`
-	// Within is BurstExcess.WorstTokens <= Tokens; nil when no bound applies (Sources empty), and
-	// in a summary read from a v1 file.
+	// Within is BurstExcess.Tokens <= Tokens, nil as Bound.Within is.
 	Within *bool `json:"within"`
+}
+
+// Unmeasured is a bound's source the run has but could not measure.
+type Unmeasured struct {
+	// Source is a name of Bound.Sources (BoundReplicationGap, BoundClockSkew, ...).
+	Source string `json:"source"`
+	// Reason says why it was not measured, e.g. "kill-primary of 127.0.0.1:7001: INFO
+	// replication on its replica failed: i/o timeout".
+	Reason string `json:"reason"`
 }
 
 // Names of Bound.Sources.
 const (
-	// BoundLeases is the most tokens outstanding in leases at any moment.
+	// BoundLeases is the most tokens outstanding in one key's leases at any moment.
 	BoundLeases = "leases"
-	// BoundReplicationGap is the tokens a failover can return: the replication gap measured at
-	// the fault.
+	// BoundReplicationGap is the tokens a failover can return: the replication gap read right
+	// before the fault, in script calls, times the most tokens one call debits (in lease mode a
+	// lost grant returns its whole lease).
 	BoundReplicationGap = "replication_gap"
+	// BoundIsolatedWindow is the tokens a partitioned primary may acknowledge in the window
+	// before it stops taking writes, which its promoted replica never sees.
+	BoundIsolatedWindow = "isolated_window"
+	// BoundFailOpen is what a fail-open policy lets through beyond the store; no bound is
+	// derived for it (it is listed in Unmeasured).
+	BoundFailOpen = "fail_open"
+	// BoundClockSkew is what a gateway clock set ahead lets the store refill early; no bound is
+	// derived for it (it is listed in Unmeasured).
+	BoundClockSkew = "clock_skew"
 	// BoundV1 is a v1 summary's bound_tokens: v1's bound on the whole run's overspend, not a
 	// per-key bound on the burst excess.
 	BoundV1 = "v1"
@@ -92,18 +129,31 @@ const (
 const boundSlack = 1e-9
 
 // JudgeBound sets Bound.Tokens to the sum of Bound.Sources and Bound.Within to whether
-// BurstExcess.WorstTokens is within it (nil when Sources is empty: no bound applies).
+// BurstExcess.WorstTokens is within it, and the same for Bound.AllKeys against
+// BurstExcess.Tokens. Within is nil when no bound applies (Sources and Unmeasured empty), and
+// when the excess is beyond the measured tokens while a source is unmeasured.
 func (o *Overspend) JudgeBound() {
-	o.Bound.Tokens = 0
-	o.Bound.Within = nil
-	if len(o.Bound.Sources) == 0 {
-		return
+	b := &o.Bound
+	b.Tokens, b.Within = judge(b.Sources, b.Unmeasured, o.BurstExcess.WorstTokens)
+	if b.AllKeys != nil {
+		b.AllKeys.Tokens, b.AllKeys.Within = judge(b.AllKeys.Sources, b.Unmeasured, o.BurstExcess.Tokens)
 	}
-	for _, t := range o.Bound.Sources {
-		o.Bound.Tokens += t
+}
+
+// judge sums sources and says whether excess is within the sum (see JudgeBound).
+func judge(sources map[string]float64, unmeasured []Unmeasured, excess float64) (float64, *bool) {
+	var tokens float64
+	for _, t := range sources {
+		tokens += t
 	}
-	within := o.BurstExcess.WorstTokens <= o.Bound.Tokens+boundSlack*max(1, o.Bound.Tokens)
-	o.Bound.Within = &within
+	if len(sources) == 0 && len(unmeasured) == 0 {
+		return tokens, nil
+	}
+	within := excess <= tokens+boundSlack*max(1, tokens)
+	if !within && len(unmeasured) > 0 {
+		return tokens, nil
+	}
+	return tokens, &within
 }
 
 // TokensBack counts the debits a fault returned: tokens of requests the clients saw allowed by

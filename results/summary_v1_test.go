@@ -192,15 +192,25 @@ func TestJudgeBound(t *testing.T) {
 		worst  float64
 		tokens float64
 		within string // "true", "false", "nil"
+		// unmeasured lists a source not measured.
+		unmeasured bool
 	}{
-		{"no bound", nil, 5, 0, "nil"},
-		{"within", map[string]float64{BoundLeases: 8, BoundReplicationGap: 2}, 10, 10, "true"},
-		{"beyond", map[string]float64{BoundLeases: 8}, 8.5, 8, "false"},
-		{"a promise of nothing", map[string]float64{BoundLeases: 0}, 0, 0, "true"},
-		{"rounding", map[string]float64{BoundLeases: 0.1, BoundReplicationGap: 0.2}, 0.30000000000000004, 0.30000000000000004, "true"},
+		{"no bound", nil, 5, 0, "nil", false},
+		{"within", map[string]float64{BoundLeases: 8, BoundReplicationGap: 2}, 10, 10, "true", false},
+		{"beyond", map[string]float64{BoundLeases: 8}, 8.5, 8, "false", false},
+		{"a promise of nothing", map[string]float64{BoundLeases: 0}, 0, 0, "true", false},
+		{"rounding", map[string]float64{BoundLeases: 0.1, BoundReplicationGap: 0.2}, 0.30000000000000004, 0.30000000000000004, "true", false},
+		// A source not measured adds an unknown amount: within what was measured holds,
+		// beyond it cannot be judged.
+		{"unmeasured, within the rest", map[string]float64{BoundLeases: 8}, 7, 8, "true", true},
+		{"unmeasured, beyond the rest", map[string]float64{BoundLeases: 8}, 9, 8, "nil", true},
+		{"unmeasured only", nil, 3, 0, "nil", true},
 	}
 	for _, tt := range tests {
 		o := Overspend{BurstExcess: BurstExcess{WorstTokens: tt.worst}, Bound: Bound{Tokens: 99, Sources: tt.parts}}
+		if tt.unmeasured {
+			o.Bound.Unmeasured = []Unmeasured{{Source: BoundReplicationGap, Reason: "test"}}
+		}
 		o.JudgeBound()
 		within := "nil"
 		if o.Bound.Within != nil {

@@ -59,6 +59,7 @@ func (s *Session) wireFaults() {
 	h := faults.Hooks{
 		HotKey: keyOf(s.Tenants[0]), KeyOf: keyOf, CauseFor: s.checker.CauseFor, Logf: s.logf,
 		OnInject: s.marks.fault, SlotTraffic: s.tally.slotTraffic, Gateways: len(s.gateways),
+		DebitTokens: s.debitTokens(),
 	}
 	if s.skew != nil {
 		h.SetSkew = func(g int, off time.Duration) { s.skew[g].Store(int64(off)) }

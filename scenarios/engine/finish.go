@@ -38,13 +38,10 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		sum.Regions = s.regions.summary(m.Ran)
 	}
 	if s.faults != nil {
-		var bound float64
-		sum.Faults, bound = s.faults.Recorded()
-		if bound > 0 {
-			sum.Overspend.Bound.Sources[results.BoundReplicationGap] += bound
-		}
+		sum.Faults = s.faults.Recorded()
 		faults.MeasureRecovery(sum.Faults, m.Rows)
 	}
+	s.fillBound(sum)
 	if tb, err := s.tokensBack(ctx); err != nil {
 		s.logf("%v", err)
 		sum.Load.Note += "; " + err.Error()
@@ -91,27 +88,26 @@ func (s *Session) notes() string {
 	return n + partNote(s.opts.Part)
 }
 
-// fillLeases reports what the lease layer did: the bound on the burst excess is the most tokens
-// outstanding in the leases, and the note says how many tokens expired or were dropped unused
-// (availability lost) and how many decisions waited for a central round trip.
+// fillLeases notes what the lease layer did: how many tokens expired or were dropped unused
+// (availability lost), the most one gateway held at once, and how many decisions waited for a
+// central round trip. The bound they set is fillBound's.
 func (s *Session) fillLeases(sum *results.Summary) {
 	if len(s.leases) == 0 {
 		return
 	}
-	var outstanding, outstandingMax, lost, calls, waited, refreshes, refreshErrs int64
+	var outstanding, gatewayMax, lost, calls, waited, refreshes, refreshErrs int64
 	for _, l := range s.leases {
 		outstanding += l.Outstanding()
-		outstandingMax += l.OutstandingMax()
+		gatewayMax = max(gatewayMax, l.OutstandingMax())
 		lost += l.LostTokens()
 		calls += l.CentralCalls()
 		waited += l.Waited()
 		refreshes += l.Refreshes()
 		refreshErrs += l.RefreshErrors()
 	}
-	sum.Overspend.Bound.Sources[results.BoundLeases] += s.leaseBound()
 	decisions := max(sum.Load.Decisions, 1)
-	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys",
-		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, outstandingMax)
+	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys in one gateway",
+		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, gatewayMax)
 	sum.Load.Note += fmt.Sprintf("; %d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
 		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs)
 }
@@ -129,16 +125,38 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 	return f.Close()
 }
 
-// leaseBound is what leases promise of one key's burst excess: a key can hold at most one lease
-// per gateway, of at most the lease size (or, for a request costing more, its cost), so
-// gateways x max(size, largest cost) tokens outstanding at any moment — all of which the
-// gateways may spend at once on top of a full bucket.
-func (s *Session) leaseBound() float64 {
-	size := s.Spec.Limiter.Lease.Size
+// leaseHeld is the most tokens outstanding in one key's leases at any moment (the gateways'
+// KeyOutstandingMax, summed per key): the worst key's, and the sum over keys. With one gateway
+// each key's figure is exact; with several it is the sum of each gateway's most on the key, which
+// bounds the most they held at once and equals it when they all held their most together.
+func (s *Session) leaseHeld() (worst, all int64) {
+	perKey := map[string]int64{}
+	for _, l := range s.leases {
+		l.KeyOutstandingMax(func(key string, most int64) { perKey[key] += most })
+	}
+	for _, n := range perKey {
+		worst = max(worst, n)
+		all += n
+	}
+	return worst, all
+}
+
+// maxCost is the largest cost a request of the run has: a replay's largest, else 1.
+func (s *Session) maxCost() int64 {
+	c := int64(1)
 	if s.replay != nil {
 		for _, r := range s.replay.tr.Records {
-			size = max(size, int64(r.Cost))
+			c = max(c, int64(r.Cost))
 		}
 	}
-	return float64(int64(len(s.leases)) * size)
+	return c
+}
+
+// debitTokens is the most tokens one script call debits: a lease grant's (max(size, cost)) in
+// lease mode, else the largest cost.
+func (s *Session) debitTokens() int64 {
+	if len(s.leases) > 0 {
+		return max(s.Spec.Limiter.Lease.Size, s.maxCost())
+	}
+	return s.maxCost()
 }

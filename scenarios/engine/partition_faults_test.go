@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -60,6 +61,11 @@ func TestPartitionTokensBack(t *testing.T) {
 	tb := async.TokensBack
 	if tb.Min <= 0 || tb.Verdict != results.VerdictWithin {
 		t.Errorf("async: tokens back %d..%d against bound %.1f; want some back, within the bound", tb.Min, tb.Max, tb.Bound)
+	}
+	// The same loss bounds the overspend: the isolated window and the gap are its sources.
+	ob := async.Overspend.Bound
+	if w, g := ob.Sources[results.BoundIsolatedWindow], ob.Sources[results.BoundReplicationGap]; w <= 0 || math.Abs(w+g-tb.Bound) > 1e-9 || len(ob.Unmeasured) != 0 {
+		t.Errorf("overspend bound %+v (unmeasured %v): want the isolated window (> 0) and the gap, summing to tokens back's bound %.1f", ob, ob.Unmeasured, tb.Bound)
 	}
 	if tb.ByFault["partition hottest"] != tb.Min {
 		t.Errorf("async: by fault %v, want all %d tokens the partition's", tb.ByFault, tb.Min)

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,8 +36,9 @@ type Loss struct {
 	// Slots are the slots the lost primary served at the fault.
 	Slots []cluster.SlotRange
 	// Bound is what the cluster's design lets this fault lose, in tokens: the replication
-	// gap at the fault, plus for a partition the isolated primary's window times the tokens
-	// its slots were allowed per second before the cut.
+	// gap read right before the fault, plus for a partition the isolated primary's window
+	// times the tokens its slots were allowed per second before the cut (0 for a part that
+	// was not measured: the overspend bound lists it as such).
 	Bound float64
 }
 
@@ -122,15 +124,19 @@ func (r *Runner) allowedRate(slots []cluster.SlotRange) float64 {
 	return float64(tokens) / elapsed
 }
 
-// partitionBound is the tokens a partition of the primary on addr may lose: the replication
-// gap at the cut (gap, in debits) plus the isolated window times the rate its slots were
-// allowed before the cut.
-func (r *Runner) partitionBound(addr string, gap float64, slots []cluster.SlotRange) float64 {
+// windowLoss is the tokens the primary on addr, cut off the others, may acknowledge that its
+// promoted replica never sees: its isolated window times the tokens per second allowed on its
+// slots before the cut. An error says why it cannot be measured (the run counts allowed tokens
+// per slot only with limiter.audit).
+func (r *Runner) windowLoss(addr string, slots []cluster.SlotRange) (float64, error) {
+	if r.h.SlotAllowed == nil {
+		return 0, errors.New("the tokens allowed per slot, which the isolated window's loss is counted from, are kept only with limiter.audit: true")
+	}
 	rate := r.allowedRate(slots)
 	w := r.isolatedWindow()
-	b := gap + rate*w.Seconds()
-	r.h.Logf("partition of %s: bound on lost debits %.1f tokens = gap %.1f + window %s x %.1f tokens/s allowed on its slots", addr, b, gap, w, rate)
-	return b
+	b := rate * w.Seconds()
+	r.h.Logf("partition of %s: the isolated window may lose %.1f tokens = window %s x %.1f tokens/s allowed on its slots", addr, b, w, rate)
+	return b, nil
 }
 
 // String is a loss for the log.

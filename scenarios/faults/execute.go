@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/cluster"
 )
@@ -37,18 +38,29 @@ func (r *Runner) execute(ctx context.Context, f scenarios.FaultSpec, tg target) 
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
 }
 
-// killPrimary SIGKILLs the primary on addr; its replica takes over. The replication gap before
-// the kill bounds the debits the promotion may lose.
+// killPrimary SIGKILLs the primary on addr; its replica takes over. The replication gap read
+// right before the kill bounds the debits the promotion may lose.
 func (r *Runner) killPrimary(ctx context.Context, f scenarios.FaultSpec, addr string) error {
 	if err := r.requirePrimary(addr); err != nil {
 		return err
 	}
-	r.noteLoss(f, r.slotsOf(ctx, addr), r.noteReplicationGap(ctx, addr))
+	slots := r.slotsOf(ctx, addr)
+	gap, gapErr := r.replicationGap(ctx, addr)
 	defer r.holdUntilHealthy(ctx, "failover")()
 	r.mu.Lock()
 	r.killed = addr
 	r.mu.Unlock()
-	return r.cl.Kill(addr)
+	err := r.cl.Kill(addr)
+	r.noteGap(f, addr, slots, gap, gapErr)
+	return err
+}
+
+// noteGap records what a fault that took the primary on addr away may lose: the replication
+// gap read before it, in the overspend bound (or why it was not measured) and as the loss of
+// slots for tokens back.
+func (r *Runner) noteGap(f scenarios.FaultSpec, addr string, slots []cluster.SlotRange, gap float64, err error) {
+	r.addBound(results.BoundReplicationGap, f, addr, gap, err)
+	r.noteLoss(f, slots, gap)
 }
 
 // failover asks a running replica of the primary on addr to take over (CLUSTER FAILOVER [mode])
@@ -70,9 +82,12 @@ func (r *Runner) failover(ctx context.Context, f scenarios.FaultSpec, addr strin
 	if rep.Addr == "" {
 		return fmt.Errorf("%s has no running replica to fail over to", addr)
 	}
-	r.noteLoss(f, r.slotsOf(ctx, addr), r.noteReplicationGap(ctx, addr))
+	slots := r.slotsOf(ctx, addr)
+	gap, gapErr := r.replicationGap(ctx, addr)
 	defer r.holdUntilHealthy(ctx, "failover")()
-	if err := r.clusterFailover(ctx, rep.Addr, f.Mode); err != nil {
+	err := r.clusterFailover(ctx, rep.Addr, f.Mode)
+	r.noteGap(f, addr, slots, gap, gapErr)
+	if err != nil {
 		return err
 	}
 	return r.awaitPromotion(ctx, rep.Addr)

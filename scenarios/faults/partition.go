@@ -53,10 +53,14 @@ func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr 
 	}
 	other := r.otherPrimary(addr)
 	slots := r.slotsOf(ctx, addr)
-	gap := r.noteReplicationGap(ctx, addr)
-	r.noteLoss(f, slots, r.partitionBound(addr, gap, slots))
+	gap, gapErr := r.replicationGap(ctx, addr)
 	defer r.holdUntilHealthy(ctx, "partition")()
-	if err := p.Partition(ctx, []string{addr}); err != nil {
+	err := p.Partition(ctx, []string{addr})
+	window, windowErr := r.windowLoss(addr, slots)
+	r.addBound(results.BoundReplicationGap, f, addr, gap, gapErr)
+	r.addBound(results.BoundIsolatedWindow, f, addr, window, windowErr)
+	r.noteLoss(f, slots, gap+window)
+	if err != nil {
 		return fmt.Errorf("partition of %s: %w", addr, err)
 	}
 	r.look(ctx, p, "at the cut", addr, other)

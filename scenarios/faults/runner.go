@@ -12,6 +12,8 @@ import (
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
 	"ratelab/scenarios/cluster"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // healthyWait bounds how long a fault's cause stays attached to decisions while the cluster heals.
@@ -57,6 +59,9 @@ type Hooks struct {
 	// SlotAllowed returns the tokens the store allowed so far per slot: the rate on a
 	// partitioned primary's slots bounds what its window can lose.
 	SlotAllowed func() map[int]int64
+	// DebitTokens is the most tokens one script call debits: what a lost write may return
+	// (in lease mode the lease size, or a larger request's cost; else the largest cost). 0 is 1.
+	DebitTokens int64
 }
 
 // Runner injects a scenario's faults into its cluster (or its gateways) on schedule and records
@@ -77,10 +82,17 @@ type Runner struct {
 	mu     sync.Mutex
 	killed string // the node the last kill-primary took down
 	events []results.Fault
-	bound  float64 // tokens the faults may return (replication gap at kills), summed
-	losses []Loss  // the faults that took a primary away, for tokens back
-	views  []PartitionView
-	wg     sync.WaitGroup
+	// sources are what the faults add to the overspend bound (results.Bound.Sources names);
+	// unmeasured, the sources they have that could not be measured.
+	sources    map[string]float64
+	unmeasured []results.Unmeasured
+	losses     []Loss // the faults that took a primary away, for tokens back
+	// probes are connections to every node, opened when the schedule starts, that read the
+	// replication gap right before a fault (replication.go); nil when no fault needs one.
+	probes  map[string]*redis.Client
+	tenures map[string]tenure // by primary address, guarded by mu
+	views   []PartitionView
+	wg      sync.WaitGroup
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -96,7 +108,7 @@ func New(cl cluster.Cluster, specs []scenarios.FaultSpec, h Hooks) *Runner {
 	if h.KeyOf == nil {
 		h.KeyOf = func(tenant string) string { return "{" + tenant + "}" }
 	}
-	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), h: h}
+	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), h: h, sources: map[string]float64{}, tenures: map[string]tenure{}}
 	if cl != nil && slices.ContainsFunc(specs, func(f scenarios.FaultSpec) bool { return needsPrimary(f.Kind) }) {
 		r.shards = startLineage(cl, h.Logf)
 	}
@@ -136,6 +148,13 @@ func (r *Runner) Start(base time.Time) {
 	r.cancel, r.done, r.base = cancel, make(chan struct{}), base
 	go func() {
 		defer close(r.done)
+		if r.openProbes(r.specs) {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				r.sampleTenures(ctx)
+			}()
+		}
 		r.schedule(ctx)
 	}()
 }
@@ -149,6 +168,7 @@ func (r *Runner) Stop() {
 	r.cancel()
 	<-r.done
 	r.wg.Wait()
+	r.closeProbes()
 }
 
 func (r *Runner) schedule(ctx context.Context) {
@@ -246,12 +266,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// Recorded returns the faults as injected, sorted by time, and the overspend bound they imply
-// (the replication gap at kills and failovers, in tokens).
-func (r *Runner) Recorded() ([]results.Fault, float64) {
+// Recorded returns the faults as injected, sorted by time (Bound has what they add to the
+// overspend bound).
+func (r *Runner) Recorded() []results.Fault {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := append([]results.Fault(nil), r.events...)
 	sort.Slice(out, func(i, j int) bool { return out[i].AtS < out[j].AtS })
-	return out, r.bound
+	return out
 }

@@ -23,7 +23,7 @@ func injectOne(t *testing.T, r *Runner, f scenarios.FaultSpec) results.Fault {
 	n := len(r.events)
 	r.mu.Unlock()
 	r.inject(t.Context(), f)
-	evs, _ := r.Recorded()
+	evs := r.Recorded()
 	if len(evs) != n+1 {
 		t.Fatalf("%d events after one more fault, want %d", len(evs), n+1)
 	}
