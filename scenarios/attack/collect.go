@@ -146,6 +146,7 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	// handed out before its slot was due.
 	rec.Sec, rec.Latency, rec.Cost = sec, end.Sub(intended), 1
 	rec.Decision, rec.Err = answerOf(r)
+	rec.Opaque = c.o.hooks == nil // not ratelab's gateway: a timed-out request may have passed
 	engine.Classify(rec)
 	if end.After(c.base.Add(c.p.duration())) {
 		c.lateDone++ // completed after the schedule's window, whatever the outcome

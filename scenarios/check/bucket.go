@@ -26,8 +26,9 @@ const (
 //   - N and D are exact buckets: they debit conforming requests only. N never debits an unknown
 //     outcome, D debits each one it has the tokens for (see Checker): confirmed overspend and
 //     possible false denies are judged on N, possible overspend and confirmed false denies on D.
-//   - E debits every allowed request, overspent ones included, and every unknown outcome, and
-//     may go below zero: its deepest deficit is the key's burst excess (see Totals.BurstExcess).
+//   - E debits every allowed request, overspent ones included, and every unknown outcome that
+//     may have passed (ObserveUnknown), and may go below zero: its deepest deficit is the key's
+//     burst excess (see Totals.BurstExcess).
 //     A stream that conforms to (rate, burst + x) never takes E below -x.
 //
 // Memory: 72 bytes per key, in one record so that an observation touches one or two adjacent
@@ -286,13 +287,15 @@ func (c *Bucket) debitE(sh *stripe, k *bucketKey, key int, need float64) {
 // ObserveUnknown records a decision whose outcome the caller never learnt — typically a
 // client-side timeout, after which the script may well have run and debited the bucket. N does
 // not debit it; D debits it if it has the tokens (the script allows only then), and that debit
-// may explain a provisional false deny like an allowed request's; E debits it whatever it has.
-func (c *Bucket) ObserveUnknown(key int, nowMs int64, cost int64) {
-	c.unknown(key, nowMs, cost, bothSides)
+// may explain a provisional false deny like an allowed request's; E debits it whatever it has
+// when it may have passed (see Checker).
+func (c *Bucket) ObserveUnknown(key int, nowMs int64, cost int64, passed bool) {
+	c.unknown(key, nowMs, cost, bothSides, passed)
 }
 
-// unknown books an unknown outcome, on D only if s has it, and reports whether D debited it.
-func (c *Bucket) unknown(key int, nowMs, cost int64, s sides) bool {
+// unknown books an unknown outcome, on D only if s has it, on E only if it may have passed, and
+// reports whether D debited it.
+func (c *Bucket) unknown(key int, nowMs, cost int64, s sides, passed bool) bool {
 	if uint(key) >= uint(len(c.keys)) || cost < 0 {
 		c.badObserve(key, cost)
 	}
@@ -302,7 +305,9 @@ func (c *Bucket) unknown(key int, nowMs, cost int64, s sides) bool {
 	c.refill(k, key, nowMs)
 	sh.unknown++
 	need := float64(cost)
-	c.debitE(sh, k, key, need)
+	if passed {
+		c.debitE(sh, k, key, need)
+	}
 	debited := s&sideD != 0 && k.d >= need
 	if debited {
 		k.d -= need

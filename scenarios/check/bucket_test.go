@@ -569,7 +569,7 @@ func TestOverspendUnknownOutcomes(t *testing.T) {
 			name: "applied unknown is no false deny",
 			steps: func(c *Bucket) []Verdict {
 				a := c.Observe(0, 1000, 1, true, limiter.Central)
-				c.ObserveUnknown(0, 1000, 1)
+				c.ObserveUnknown(0, 1000, 1, true)
 				return []Verdict{a, c.Observe(0, 1000, 1, false, limiter.Central)}
 			},
 			want: []Verdict{Conforming, Denied},
@@ -579,7 +579,7 @@ func TestOverspendUnknownOutcomes(t *testing.T) {
 			name: "unapplied unknown is not confirmed overspend",
 			steps: func(c *Bucket) []Verdict {
 				a := c.Observe(0, 1000, 1, true, limiter.Central)
-				c.ObserveUnknown(0, 1000, 1)
+				c.ObserveUnknown(0, 1000, 1, true)
 				b := c.Observe(0, 1000, 1, true, limiter.Central)
 				return []Verdict{a, b, c.Observe(0, 1000, 1, true, limiter.Central)}
 			},
@@ -589,7 +589,7 @@ func TestOverspendUnknownOutcomes(t *testing.T) {
 			// Once the bucket is full again an unknown outcome makes no difference.
 			name: "an unknown outcome is forgotten once the bucket is full",
 			steps: func(c *Bucket) []Verdict {
-				c.ObserveUnknown(0, 1000, 1)
+				c.ObserveUnknown(0, 1000, 1, true)
 				a := c.Observe(0, 10000, 2, true, limiter.Central) // full again at 2 tokens
 				return []Verdict{a, c.Observe(0, 10000, 1, true, limiter.Central)}
 			},

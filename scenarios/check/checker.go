@@ -21,8 +21,11 @@ type Checker interface {
 	// every unknown outcome debited.
 	ObserveAs(key int, nowMs, cost int64, allowed bool, cause Cause) Verdict
 	// ObserveUnknown books a decision whose outcome the caller never learnt (a timeout): the
-	// D resolution debits it, the N resolution does not, and the burst excess counts it.
-	ObserveUnknown(key int, nowMs, cost int64)
+	// D resolution debits it, the N resolution does not. passed says whether the request may
+	// have been let through (a black-box target's timeout, whose response may have been an
+	// allowance): only then does the burst excess, which measures the allowed stream, count it.
+	// A request the caller saw refused or failed never passed, whatever the store debited.
+	ObserveUnknown(key int, nowMs, cost int64, passed bool)
 	// Totals sums the counters of every key: confirmed and possible figures, the count of
 	// unknown outcomes and the burst excess (see Totals).
 	Totals() Totals
@@ -93,8 +96,8 @@ type Totals struct {
 	Unknown int64
 	// BurstExcess sums over keys, in tokens, each key's burst excess: the smallest b' such that
 	// the key's allowed stream conforms to a bucket of the policy's rate and burst b', minus the
-	// burst — with overspent requests and every unknown outcome debited, so an upper bound for
-	// every resolution. Unlike the overspend counts it does not grow with every idle episode of
+	// burst — with overspent requests and every unknown outcome that may have passed debited, so
+	// an upper bound for every resolution. Unlike the overspend counts it does not grow with every idle episode of
 	// a lease: it measures how far beyond the burst the stream went at its worst. Window
 	// envelopes have no burst and report 0.
 	BurstExcess float64

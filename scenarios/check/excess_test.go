@@ -88,7 +88,7 @@ func TestBurstExcess(t *testing.T) {
 			} {
 				for _, o := range tt.obs {
 					if o.unknown {
-						mk.c.ObserveUnknown(o.key, o.ms, o.cost)
+						mk.c.ObserveUnknown(o.key, o.ms, o.cost, true)
 					} else {
 						mk.c.ObserveAs(o.key, o.ms, o.cost, o.allowed, 0)
 					}
@@ -125,5 +125,27 @@ func TestBurstExcessWindowIsZero(t *testing.T) {
 	}
 	if tot := c.Totals(); tot.OverspendRequests != 7 || tot.BurstExcess != 0 || tot.WorstKey != -1 {
 		t.Errorf("totals %+v: want 7 overspend, no burst excess, worst key -1", tot)
+	}
+}
+
+// TestExcessLeavesOutUnknownsThatNeverPassed: a timed-out request the caller saw fail was never
+// let through, so the burst excess — a measure of the allowed stream — leaves it out, while a
+// black-box target's timeout may have been an allowance and counts. Both are unknown outcomes.
+func TestExcessLeavesOutUnknownsThatNeverPassed(t *testing.T) {
+	t.Parallel()
+	for _, passed := range []bool{false, true} {
+		c := NewBucket(1, func(int) limiter.BucketPolicy { return limiter.BucketPolicy{Rate: 1, Burst: 2} })
+		for range 5 {
+			c.ObserveUnknown(0, 1000, 1, passed)
+		}
+		c.ObserveAs(0, 1000, 1, true, Cause(limiter.Central))
+		tot := c.Totals()
+		want := 0.0
+		if passed {
+			want = 4 // 6 tokens debited on a burst of 2
+		}
+		if tot.BurstExcess != want || tot.Unknown != 5 {
+			t.Errorf("passed %v: burst excess %v, unknown %d; want %v and 5", passed, tot.BurstExcess, tot.Unknown, want)
+		}
 	}
 }

@@ -31,7 +31,7 @@ func runRange(t *testing.T, c Checker, steps []rangeStep, want rangeFigures) {
 	t.Helper()
 	for i, s := range steps {
 		if s.unknown {
-			c.ObserveUnknown(0, s.ms, s.cost)
+			c.ObserveUnknown(0, s.ms, s.cost, true)
 			continue
 		}
 		if have := c.ObserveAs(0, s.ms, s.cost, s.allowed, Cause(limiter.Central)); have != s.want {
@@ -114,7 +114,7 @@ func TestBucketUnknownOutcomeWithdrawsOnBothResolutions(t *testing.T) {
 	if v := c.ObserveAs(0, 1000, 1, false, 0); v != FalseDeny {
 		t.Fatalf("denial with a token in both resolutions: %v, want false deny", v)
 	}
-	c.ObserveUnknown(0, 1001, 1) // D: it took the token; the denial is explained there
+	c.ObserveUnknown(0, 1001, 1, true) // D: it took the token; the denial is explained there
 	if v := c.ObserveAs(0, 1002, 1, true, 0); v != Conforming {
 		t.Fatalf("allowed with the token in N: %v, want conforming", v)
 	}
@@ -208,7 +208,7 @@ func TestUnknownOutcomeRangesHoldUnderReplay(t *testing.T) {
 					}
 					switch r := g.r.IntN(10); {
 					case unknowns && r == 0:
-						c.ObserveUnknown(key, ms, cost)
+						c.ObserveUnknown(key, ms, cost, true)
 					default:
 						c.ObserveAs(key, ms, cost, r < 6, 0)
 					}
@@ -259,7 +259,7 @@ func TestCheckersConcurrentEqualSequential(t *testing.T) {
 	feed := func(c Checker, list []ev) {
 		for _, e := range list {
 			if e.kind == 2 {
-				c.ObserveUnknown(e.key, e.ms, e.cost)
+				c.ObserveUnknown(e.key, e.ms, e.cost, true)
 			} else {
 				c.ObserveAs(e.key, e.ms, e.cost, e.kind == 1, 0)
 			}

@@ -202,15 +202,15 @@ func (c *TwoTier) explain(p *quotaPending, idx, count, nowMs int64) int64 {
 
 // ObserveUnknown books a decision whose outcome is unknown: N counts it nowhere; D counts it in
 // the quota and debits it from the bucket when both have room (the script allows it only then);
-// the bucket's E debits it regardless.
-func (c *TwoTier) ObserveUnknown(key int, nowMs, cost int64) {
+// the bucket's E debits it when it may have passed.
+func (c *TwoTier) ObserveUnknown(key int, nowMs, cost int64, passed bool) {
 	sh, q, w := c.lockTenant(key, nowMs)
 	defer sh.mu.Unlock()
 	var s sides
 	if w.d+cost <= c.quota {
 		s = sideD
 	}
-	if c.bucket.unknown(key, nowMs, cost, s) {
+	if c.bucket.unknown(key, nowMs, cost, s, passed) {
 		c.countD(sh, q, w, cost, nowMs)
 	}
 }

@@ -75,7 +75,7 @@ func TestTwoTierCheckerUnknownOutcomeIsNotConfirmedOverspend(t *testing.T) {
 	c := NewTwoTier(1, 1, limiter.BucketPolicy{Rate: 100, Burst: 100}, 2, 60_000)
 	const t0 = 6_000_000
 	c.ObserveAs(0, t0, 1, true, 0)
-	c.ObserveUnknown(0, t0+1, 1)
+	c.ObserveUnknown(0, t0+1, 1, true)
 	if v := c.ObserveAs(0, t0+2, 1, true, 0); v != Conforming {
 		t.Errorf("allowed after an unknown outcome that must not have run: %v, want conforming", v)
 	}

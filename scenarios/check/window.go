@@ -142,8 +142,9 @@ func (c *Window) explainD(sh *stripe, l *windowLog, in int64) {
 }
 
 // ObserveUnknown books a decision whose outcome is unknown (a timeout): D counts it in its window
-// if there is room (window algorithms count what they allow), N does not.
-func (c *Window) ObserveUnknown(key int, nowMs, cost int64) {
+// if there is room (window algorithms count what they allow), N does not. Window envelopes have
+// no burst excess, so whether it passed does not matter.
+func (c *Window) ObserveUnknown(key int, nowMs, cost int64, _ bool) {
 	sh := &c.stripes[key%stripeCount]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -42,6 +42,10 @@ type Record struct {
 	MayHaveDebited bool
 	// Verdict is the checker's (set by the judge, the first consumer); Conforming on an error.
 	Verdict check.Verdict
+	// Opaque: the limiter is a black box (an HTTP target that is not ratelab's gateway), so a
+	// request that got no answer may have been let through all the same. Through ratelab's own
+	// limiters and gateway a request that got no decision never passed.
+	Opaque bool
 }
 
 // Outcome is what one decision came to for the user: the one classification every consumer
@@ -139,7 +143,8 @@ func (j judge) Consume(r *Record) {
 
 // Observe judges r on c at atMs (Unix ms), labelling any overspend with cause, as every driver's
 // judge does, and returns the confirmed verdict. A request that got no decision is an unknown
-// outcome when the store may have debited it, and nothing otherwise. A decided one is judged as
+// outcome when the store may have debited it, and nothing otherwise; it may have passed only
+// through an opaque target (Record.Opaque). A decided one is judged as
 // the user got it; a refusal the store may have debited all the same (a fail policy's answer to
 // a timeout) is an unknown outcome besides: the envelope's D resolution debits it, which
 // explains the refusal there, N does not. An allowed answer is in the allowed stream whatever
@@ -147,13 +152,13 @@ func (j judge) Consume(r *Record) {
 func Observe(c check.Checker, r *Record, atMs int64, cause check.Cause) check.Verdict {
 	if r.Outcome == OutcomeError {
 		if r.MayHaveDebited {
-			c.ObserveUnknown(r.Key, atMs, r.Cost)
+			c.ObserveUnknown(r.Key, atMs, r.Cost, r.Opaque)
 		}
 		return check.Conforming
 	}
 	v := c.ObserveAs(r.Key, atMs, r.Cost, r.Decision.Allowed, cause)
 	if r.MayHaveDebited && !r.Decision.Allowed {
-		c.ObserveUnknown(r.Key, atMs, r.Cost)
+		c.ObserveUnknown(r.Key, atMs, r.Cost, false)
 	}
 	return v
 }
