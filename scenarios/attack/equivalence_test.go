@@ -35,6 +35,7 @@ const (
 	classFailClosed                     // a fail policy's refusal of a CLUSTERDOWN: failed closed
 	classWaitShort                      // the bucket's answer with a short WAIT: the answer stands
 	classBucket                         // the bucket's answer
+	classAlternate                      // by turns a timeout and an admission: the possible range opens
 	numClasses
 )
 
@@ -50,6 +51,9 @@ func classOf(tenant, endpoint string) answerClass {
 // keyAnswers is what the limiter answered one key: its admissions, refusals and errors.
 type keyAnswers struct{ allowed, denied, errs int64 }
 
+// calls is how many requests of the key the limiter has answered.
+func (k *keyAnswers) calls() int64 { return k.allowed + k.denied + k.errs }
+
 // classLimiter answers each key by its class (the bucket classes from the in-memory bucket it
 // wraps) and counts its answers per key: the limiter's own view of the run, which both drivers
 // must book as it is.
@@ -60,6 +64,13 @@ type classLimiter struct {
 }
 
 func (c *classLimiter) Allow(ctx context.Context, r limiter.Request) (d limiter.Decision, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.keys[limiter.KeyFor(r.Tenant, r.Endpoint)]
+	if k == nil {
+		k = &keyAnswers{}
+		c.keys[limiter.KeyFor(r.Tenant, r.Endpoint)] = k
+	}
 	switch classOf(r.Tenant, r.Endpoint) {
 	case classDenyAll:
 		d = limiter.Decision{Source: limiter.Local, RetryAfter: time.Second}
@@ -78,15 +89,14 @@ func (c *classLimiter) Allow(ctx context.Context, r limiter.Request) (d limiter.
 	case classWaitShort:
 		d, err = c.inner.Allow(ctx, r)
 		d.Unreplicated = true
+	case classAlternate:
+		if k.calls()%2 == 0 {
+			err = &limiter.RemoteError{Kind: limiter.KindTimeout, MayHaveDebited: true, Msg: "test: timeout"}
+		} else {
+			d = limiter.Decision{Allowed: true, Source: limiter.Local}
+		}
 	default:
 		d, err = c.inner.Allow(ctx, r)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := c.keys[limiter.KeyFor(r.Tenant, r.Endpoint)]
-	if k == nil {
-		k = &keyAnswers{}
-		c.keys[limiter.KeyFor(r.Tenant, r.Endpoint)] = k
 	}
 	switch {
 	case err != nil:
@@ -147,8 +157,9 @@ type driverFigures struct {
 // The figures are made deterministic, not merely close: the policy refills 0.001 token/s, so
 // what the envelope allows a key in 2 s is its burst whenever the request is judged (the HTTP
 // driver judges at the send and the arrival, the in-process one at the decision); each key's
-// class fixes its answers, and the bucket classes see each tenant's requests in trace order in
-// both drivers (lanes in process, the sequencer over HTTP). What legitimately differs is left
+// class fixes its answers, and each key's requests reach the limiter in trace order in both
+// drivers (lanes in process, the sequencer over HTTP), which the bucket and alternating classes
+// rely on. What legitimately differs is left
 // out: latency, the late decisions and achieved rate (timing), load.sent's meaning over HTTP
 // (answered, not started: equal here as nothing is dropped), concurrency, notes, environment.
 func TestDriversAgreeOnOneTrace(t *testing.T) {
@@ -243,7 +254,7 @@ limiter: {kind: memory, timeout: 2s}
 	// Every class must have shown, or the comparison proves less than it says.
 	o := p.outcomes
 	if o.Allowed == 0 || o.Denied == 0 || o.FailedOpen == 0 || o.FailedClosed == 0 || o.Errors == 0 || o.WaitShort == 0 ||
-		po.Requests == 0 || po.FalseDenies == 0 || po.UnknownOutcomes == 0 || p.errors.Timeout == 0 || p.errors.Conn == 0 || p.errors.ClusterDown == 0 {
+		po.Requests == 0 || po.FalseDenies == 0 || po.UnknownOutcomes == 0 || po.PossibleRequests <= po.Requests || p.errors.Timeout == 0 || p.errors.Conn == 0 || p.errors.ClusterDown == 0 {
 		t.Errorf("outcomes %+v, errors %+v, overspend %+v: want every class of answer in the trace", o, p.errors, po)
 	}
 	t.Logf("both drivers: outcomes %+v, errors %+v, overspend %d (possible %d), false denies %d (possible %d), unknown %d",
