@@ -36,6 +36,8 @@ type obs struct {
 	fed   [2]bool
 	v     [2]check.Verdict
 	cause check.Cause
+	// lateAnswer: an answer after the schedule's window ended (load.late).
+	lateAnswer bool
 }
 
 // collector turns vegeta's Results into rows, histograms and overspend. It runs on one
@@ -60,6 +62,7 @@ type collector struct {
 	traceTime bool
 
 	planned, recvd, unfed []int64
+	lateRow               []int64           // by second: late answers booked in its row (its late column)
 	stats                 []*engine.Account // nil once written
 	late, total           *engine.Account
 	nextRow               int
@@ -98,7 +101,7 @@ func newCollector(p *plan, o Options, checkers [2]check.Checker, series *results
 	c := &collector{
 		p: p, o: o, checkers: checkers, series: series, traceTime: o.TimeHeader != "",
 		causeOf: map[string]check.Cause{}, byCause: map[check.Cause]int64{},
-		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs),
+		planned: make([]int64, secs), recvd: make([]int64, secs), unfed: make([]int64, secs), lateRow: make([]int64, secs),
 		stats: make([]*engine.Account, secs), late: engine.NewAccount(), total: engine.NewAccount(),
 		keyCounts: make([]int64, p.tenants*len(p.hdr.Endpoints)),
 		lag:       results.NewHistogram(), ownLat: results.NewHistogram(),
@@ -127,6 +130,16 @@ func (c *collector) statsFor(sec int) *engine.Account {
 	return c.stats[sec]
 }
 
+// book adds a judged record to its second's account, or to the late bucket once the second's
+// row is written; a late answer booked in its second counts in that row's late column, as the
+// engine's rows count theirs.
+func (c *collector) book(r *engine.Record, lateAnswer bool) {
+	if lateAnswer && r.Sec >= c.nextRow {
+		c.lateRow[r.Sec]++
+	}
+	c.statsFor(r.Sec).Book(r)
+}
+
 // add takes one Result: its record, classified as the engine's are, goes to the envelopes when
 // it can be tied to its key, and to its second's account once judged.
 func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
@@ -152,6 +165,7 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 		c.lateDone++ // completed after the schedule's window, whatever the outcome
 		if rec.Outcome.Decided() {
 			c.lateAnswers++ // an answer, but not within the window: not in the achieved rate
+			o.lateAnswer = true
 		}
 	}
 	c.lag.Record(max(r.Timestamp.Sub(intended), 0))
@@ -164,7 +178,7 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 		c.unknownKs++
 	}
 	if k < 0 {
-		c.statsFor(sec).Book(rec) // not tied to a key: nothing to judge
+		c.book(rec, o.lateAnswer) // not tied to a key: nothing to judge
 	} else {
 		key := c.p.key(k)
 		c.keyCounts[key]++
@@ -282,7 +296,7 @@ func (c *collector) feed() {
 		default:
 			o.rec.Verdict = check.Denied
 		}
-		c.statsFor(o.rec.Sec).Book(&o.rec)
+		c.book(&o.rec, o.lateAnswer)
 		c.unfed[o.rec.Sec]--
 	}
 	c.pending = c.pending[:n]
@@ -336,7 +350,9 @@ func (c *collector) interval(sec int, s *engine.Account) results.Interval {
 	if c.closed {
 		dropped = c.planned[sec] - c.recvd[sec]
 	}
-	return s.Interval(sec, c.planned[sec], c.recvd[sec], dropped)
+	iv := s.Interval(sec, c.planned[sec], c.recvd[sec], dropped)
+	iv.Late = c.lateRow[sec]
+	return iv
 }
 
 // finish judges everything still pending and writes the remaining rows. An interrupted run

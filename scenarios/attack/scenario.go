@@ -7,12 +7,9 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"ratelab/limiter"
 	"ratelab/limiter/gateway"
-	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/engine"
 )
@@ -69,7 +66,6 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.Options)
 		return nil, err
 	}
 	logf("via http: %d decisions in %v", m.sum.Load.Decisions, time.Since(began).Round(time.Millisecond))
-	gws.nameErrors(&m.sum.Errors)
 	m.sum.Load.Note += fmt.Sprintf("; via http: %d ratelab gateway(s) on %v in this process (above what a bare net/http handler serves on this machine, the HTTP path, not the limiter, is measured)",
 		len(gws.urls), gws.urls)
 	res, ferr := s.Finish(ctx, &engine.Measured{Summary: m.sum, Rows: m.rows, Hist: m.hist, Ran: m.ran})
@@ -103,13 +99,13 @@ func scenarioOptions(s *engine.Session, opts engine.Options, urls []string) (Opt
 	return o, nil
 }
 
-// gateways are the HTTP servers of a scenario's gateways, one per gateway limiter, with the
-// limiters' errors counted by kind (over HTTP every error is a 503).
+// gateways are the HTTP servers of a scenario's gateways, one per gateway limiter. A limiter's
+// error reaches the driver as a 503 whose failure headers name its kind (limiter/gateway), so
+// the driver classifies it as it arrives (answerOf), once.
 type gateways struct {
 	srvs   []*gateway.Server
 	served []chan error
 	urls   []string
-	errs   []*kindCounter
 }
 
 // serveGateways starts one gateway server per session gateway on a free loopback port.
@@ -130,15 +126,14 @@ func serveGateways(s *engine.Session, logf func(string, ...any)) (*gateways, err
 		if err != nil {
 			return g, errors.Join(fmt.Errorf("via http: listen on loopback: %w", err), g.shutdown(logf))
 		}
-		kc := &kindCounter{Limiter: lim}
-		srv, err := gateway.NewServer(ln.Addr().String(), kc, nil, opts...)
+		srv, err := gateway.NewServer(ln.Addr().String(), lim, nil, opts...)
 		if err != nil {
 			ln.Close()
 			return g, errors.Join(err, g.shutdown(logf))
 		}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
-		g.srvs, g.served, g.errs = append(g.srvs, srv), append(g.served, served), append(g.errs, kc)
+		g.srvs, g.served = append(g.srvs, srv), append(g.served, served)
 		g.urls = append(g.urls, "http://"+ln.Addr().String()+"/")
 	}
 	logf("via http: %d ratelab gateway(s) on %v (%s limiter), driven by vegeta", len(g.urls), g.urls, s.Spec.Limiter.Kind)
@@ -162,45 +157,4 @@ func (g *gateways) shutdown(logf func(string, ...any)) error {
 	}
 	g.srvs, g.served = nil, nil
 	return errors.Join(errs...)
-}
-
-// nameErrors replaces the 503s the driver counted as other errors with their kinds, as the
-// gateways' limiters classified them.
-func (g *gateways) nameErrors(e *results.Errors) {
-	var n [limiter.NumErrorKinds]int64
-	for _, kc := range g.errs {
-		for k := range kc.n {
-			n[k] += kc.n[k].Load()
-		}
-	}
-	var classified int64
-	for k := range n {
-		if limiter.ErrorKind(k) != limiter.KindOther {
-			classified += n[k]
-		}
-	}
-	e.Other = max(0, e.Other-classified)
-	e.Timeout += n[limiter.KindTimeout]
-	e.Conn += n[limiter.KindConn]
-	e.TryAgain += n[limiter.KindTryAgain]
-	e.ClusterDown += n[limiter.KindClusterDown]
-	e.Moved += n[limiter.KindMoved]
-	e.Ask += n[limiter.KindAsk]
-	e.NoScript += n[limiter.KindNoScript]
-	e.Unreplicated += n[limiter.KindUnreplicated]
-}
-
-// kindCounter wraps a gateway's limiter and counts its errors by kind: over HTTP they all
-// arrive as 503, and the summary should still say which were timeouts.
-type kindCounter struct {
-	limiter.Limiter
-	n [limiter.NumErrorKinds]atomic.Int64
-}
-
-func (k *kindCounter) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
-	d, err := k.Limiter.Allow(ctx, r)
-	if err != nil && !errors.Is(err, limiter.ErrBadRequest) {
-		k.n[limiter.ClassifyError(err)].Add(1)
-	}
-	return d, err
 }
