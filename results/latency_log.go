@@ -22,19 +22,21 @@ const maxLogLine = 4 << 20
 // another), so for microseconds it reads in seconds.
 const logUnitNote = "[ratelab latency.hlog: one interval per second of the load, t_s 0 at StartTime; " +
 	"values in microseconds (HistogramLogProcessor -outputValueUnitRatio 1000 prints ms); " +
-	"Interval_Max in seconds; served requests only (answered, errors included), " +
+	"Interval_Max in seconds; served requests only (decided; errors and drops are in none), " +
 	"the counts in the comment before each interval; latency over offered requests is summary.json's latency_ms]"
 
 // RequestCounts are the counts a latency file states beside its histograms. A histogram holds
-// the served requests only: a dropped request has no latency to record.
+// the served (decided) requests only: a dropped request and one that ended in an error got no
+// decision to time. Offered = Served + Failed + Dropped.
 type RequestCounts struct {
 	// Offered is the number of requests the schedule offered.
 	Offered int64
-	// Served is the number answered, errors included: the histogram's count.
+	// Served is the number decided (allowed or denied, a fail policy's answer included): the
+	// histogram's count.
 	Served int64
 	// Dropped is the number of offered requests never sent, in no histogram.
 	Dropped int64
-	// Failed is the number of served requests answered with an error, in the histogram.
+	// Failed is the number of requests that ended in an error (no decision), in no histogram.
 	Failed int64
 }
 
