@@ -193,7 +193,9 @@ type traceInfo struct {
 	Path      string  `json:"path"`
 	Requests  int     `json:"requests"`
 	DurationS float64 `json:"duration_s"`
-	// RatePerS is requests per second over the duration; 0 for a trace of no duration.
+	// WindowS is the window the requests fill and RatePerS their mean rate over it
+	// (trace.Trace.Window at speed 1); DurationS is the last request's offset.
+	WindowS  float64 `json:"window_s"`
 	RatePerS float64 `json:"rate_per_s"`
 	// Start is the recording's start (RFC 3339), "" when the trace has none.
 	Start        string   `json:"start,omitempty"`
@@ -202,6 +204,7 @@ type traceInfo struct {
 	Endpoints    []string `json:"endpoints"`
 	CostTokens   uint64   `json:"cost_tokens"`
 	duration     time.Duration
+	window       time.Duration
 }
 
 func describeTrace(path string, t *trace.Trace) traceInfo {
@@ -213,9 +216,8 @@ func describeTrace(path string, t *trace.Trace) traceInfo {
 	}
 	info := traceInfo{Path: path, Requests: len(t.Records), DurationS: t.Duration().Seconds(), Tenants: len(tenants),
 		Endpoints: t.Endpoints, CostTokens: cost, duration: t.Duration()}
-	if info.DurationS > 0 {
-		info.RatePerS = float64(len(t.Records)) / info.DurationS
-	}
+	window, rate := t.Window(1)
+	info.WindowS, info.RatePerS, info.window = window.Seconds(), rate, window
 	if !t.Start.IsZero() {
 		info.Start = t.Start.Format(time.RFC3339Nano)
 	}
@@ -228,8 +230,8 @@ func describeTrace(path string, t *trace.Trace) traceInfo {
 func (i traceInfo) writeText(w io.Writer) error {
 	fmt.Fprintf(w, "%s\n", i.Path)
 	fmt.Fprintf(w, "  requests   %d over %v", i.Requests, i.duration)
-	if i.DurationS > 0 {
-		fmt.Fprintf(w, " (%.0f/s)", i.RatePerS)
+	if i.Requests > 0 {
+		fmt.Fprintf(w, " (window %v, %.0f/s)", i.window, i.RatePerS)
 	}
 	fmt.Fprintln(w)
 	if i.Start != "" {

@@ -116,6 +116,9 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	answers := atk.Attack(p.targeter(o), pacer{p}, p.duration()+max(minScheduleGrace, o.Timeout), name)
 	interrupted := col.consume(ctx, answers, atk, out.enc)
 	ran := time.Since(col.base)
+	if !interrupted {
+		ran = max(ran, p.window) // the schedule's window, though its last request may end sooner
+	}
 	// Connections vegeta's transport dialed but never used look "new" to a server, which
 	// then waits seconds for them at shutdown; none is needed any more.
 	tr.base.(*http.Transport).CloseIdleConnections()
@@ -264,7 +267,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	t := c.total
 	offered := c.offered(ran)
 	decisions := t.Decided() + t.Errors()
-	secs := min(p.duration(), ran).Seconds()
+	secs := min(p.window, ran).Seconds()
 	sum.DurationS = ran.Seconds()
 	sum.Environment = results.Environment{
 		Provider: "http", Mode: "black-box http", Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: o.Version,

@@ -161,7 +161,7 @@ func (c *collector) add(r *vegeta.Result, seqPlan []int32) {
 	rec.Decision, rec.Err = answerOf(r)
 	rec.Opaque = c.o.hooks == nil // not ratelab's gateway: a timed-out request may have passed
 	engine.Classify(rec)
-	if end.After(c.base.Add(c.p.duration())) {
+	if end.After(c.base.Add(c.p.window)) {
 		c.lateDone++ // completed after the schedule's window, whatever the outcome
 		if rec.Outcome.Decided() {
 			c.lateAnswers++ // an answer, but not within the window: not in the achieved rate
@@ -465,10 +465,7 @@ const progressEvery = 250 * time.Millisecond
 // progress is the live snapshot at now: the schedule covered, the requests planned up to now
 // and the answers heard so far. Total is the attack's --duration, or a trace replay's length.
 func (c *collector) progress(now time.Time) results.Progress {
-	total := c.p.duration()
-	if c.o.Trace == nil {
-		total = max(total, c.o.Duration)
-	}
+	total := c.p.window
 	el := min(now.Sub(c.base), total)
 	p := results.Progress{Elapsed: el, Total: total}
 	// The plan's offsets are in schedule order.

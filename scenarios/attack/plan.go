@@ -32,6 +32,7 @@ type plan struct {
 	tenants int             // dense tenant ids are < tenants
 	epochMs int64           // Unix ms of trace offset 0
 	rate    float64         // mean offered rate, for vegeta's Pacer.Rate
+	window  time.Duration   // the schedule's window at the replay's speed (trace.Trace.Window)
 	// nextSame[i] is the next request of recs[i]'s tenant (-1: none); nil without tenant order.
 	nextSame []int32
 	first    []int32 // per tenant: its first request (-1: none); nil without tenant order
@@ -79,12 +80,7 @@ func newPlan(o Options) (*plan, error) {
 		start = traceEpoch
 	}
 	p.epochMs = start.UnixMilli()
-	if d := p.off[len(p.off)-1]; d > 0 {
-		p.rate = float64(len(p.off)) / d.Seconds()
-	}
-	if o.Trace == nil && len(o.Stages) == 0 {
-		p.rate = o.Rate
-	}
+	p.window, p.rate = t.Window(o.Speed)
 	if o.Trace != nil && !o.NoTenantOrder {
 		p.nextSame = make([]int32, len(p.recs))
 		p.first = make([]int32, p.tenants)

@@ -1,6 +1,7 @@
 package attack_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -90,4 +91,50 @@ func TestReplayIsExact(t *testing.T) {
 		t.Errorf("allowed/denied %v: want both, or the test shows nothing", counts[0])
 	}
 	t.Logf("%d requests, allowed/denied %v in both replays", len(tr.Records), counts[0])
+}
+
+// A schedule over a fractional window offers its rate over that window: 1,500 requests at
+// 1,000/s fill 1.5 s, whether the attack generates them or replays them from a file (which keeps
+// no window), at any speed.
+func TestAttackFractionalWindow(t *testing.T) {
+	t.Parallel()
+	url := startGateway(t, limiter.Noop{})
+	keys, err := workload.NewZipf(10, 0.99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := trace.Generate(trace.GenOptions{Rate: 1000, Duration: 1500 * time.Millisecond, Seed: 1, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := trace.Write(&buf, gen); err != nil {
+		t.Fatal(err)
+	}
+	file, err := trace.ReadAll(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		o          attack.Options
+		wantRate   float64
+		wantWindow time.Duration
+	}{
+		{"generated", attack.Options{Rate: 1000, Duration: 1500 * time.Millisecond, Tenants: 10, Seed: 1}, 1000, 1500 * time.Millisecond},
+		{"file", attack.Options{Trace: file, NoTenantOrder: true}, 1000, 1500 * time.Millisecond},
+		{"file at speed 2", attack.Options{Trace: file, Speed: 2, NoTenantOrder: true}, 2000, 750 * time.Millisecond},
+	} {
+		o := tc.o
+		o.URL, o.Out, o.Timeout = url, t.TempDir(), 20*time.Second
+		o.Policy = limiter.BucketPolicy{Rate: 1000, Burst: 1000}
+		res, err := attack.Attack(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := res.Summary.Load
+		if l.Offered != 1500 || l.OfferedRPS < tc.wantRate-0.01 || l.OfferedRPS > tc.wantRate+0.01 {
+			t.Errorf("%s: offered %d at %.3f/s; want 1500 at %v/s over %v", tc.name, l.Offered, l.OfferedRPS, tc.wantRate, tc.wantWindow)
+		}
+	}
 }

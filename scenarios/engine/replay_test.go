@@ -221,3 +221,47 @@ func TestReplayRefusesBadTraces(t *testing.T) {
 		}
 	}
 }
+
+// A trace that fills a fractional window replays over that window: 1,500 requests at 1,000/s
+// (offsets 0..1.499 s) offer 1,000/s over 1.5 s, not 750/s over two whole seconds.
+func TestReplayFractionalWindow(t *testing.T) {
+	t.Parallel()
+	spec := testSpec(t, "noop", 1000, 1500*time.Millisecond)
+	keys, mix, names, err := traffic(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := trace.Generate(trace.GenOptions{Rate: 1000, Duration: 1500 * time.Millisecond, Seed: 1, Keys: keys, Mix: mix, Endpoints: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "frac.trace")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Write(f, gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		speed      float64
+		wantRate   float64
+		wantWindow float64
+	}{{1, 1000, 1.5}, {2, 2000, 0.75}} {
+		s := *spec
+		s.Trace = &scenarios.TraceCfg{File: path, Speed: tc.speed}
+		s.Tenants.Count = 0
+		res, err := Run(context.Background(), &s, Options{Out: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := res.Summary.Load
+		if l.Offered != 1500 || res.Summary.DurationS != tc.wantWindow || l.OfferedRPS < tc.wantRate-0.01 || l.OfferedRPS > tc.wantRate+0.01 {
+			t.Errorf("speed %v: offered %d over %v s at %.3f/s; want 1500 over %v s at %v/s",
+				tc.speed, l.Offered, res.Summary.DurationS, l.OfferedRPS, tc.wantWindow, tc.wantRate)
+		}
+	}
+}

@@ -48,10 +48,10 @@ type replay struct {
 // traceSchedule follows a trace: Next gives record i's offset (divided by the speed), next its
 // tenant, endpoint and cost.
 type traceSchedule struct {
-	r          *replay
-	i, k       int
-	rate       float64
-	maxSeconds int
+	r      *replay
+	i, k   int
+	rate   float64
+	window time.Duration
 }
 
 var _ workload.Pacer = (*traceSchedule)(nil)
@@ -66,7 +66,7 @@ func (t *traceSchedule) Next() (time.Duration, bool) {
 }
 
 func (t *traceSchedule) Rate(elapsed time.Duration) float64 {
-	if elapsed < 0 || elapsed >= time.Duration(t.maxSeconds)*time.Second {
+	if elapsed < 0 || elapsed >= t.window {
 		return 0
 	}
 	return t.rate
@@ -84,11 +84,6 @@ func (r *replay) offset(at time.Duration) time.Duration {
 		return at
 	}
 	return time.Duration(float64(at) / r.speed)
-}
-
-// seconds is how many whole seconds the replay's schedule spans: its last request is in the last.
-func (r *replay) seconds() int {
-	return int(r.offset(r.tr.Duration())/time.Second) + 1
 }
 
 // maxReplayCost is the largest cost a replayed request may have (the dispatcher's job holds 16 bits).
@@ -153,9 +148,8 @@ func loadReplay(spec *scenarios.Spec) (*scenarios.Spec, *replay, error) {
 		rp.tenants[i] = tr.TenantName(uint32(i))
 	}
 	s := *spec
-	secs := rp.seconds()
-	s.Duration = scenarios.Duration(time.Duration(secs) * time.Second)
-	s.Load.Rate = float64(len(tr.Records)) / float64(secs)
+	window, rate := tr.Window(rp.speed)
+	s.Duration, s.Load.Rate = scenarios.Duration(window), rate
 	s.Tenants.Count = nTenants
 	return &s, rp, nil
 }
@@ -163,7 +157,7 @@ func loadReplay(spec *scenarios.Spec) (*scenarios.Spec, *replay, error) {
 // newSchedule returns the pacer and key source of a run: the trace's, or the seeded ones.
 func newSchedule(spec *scenarios.Spec, rp *replay) (workload.Pacer, keySource, error) {
 	if rp != nil {
-		ts := &traceSchedule{r: rp, rate: spec.Load.Rate, maxSeconds: rp.seconds()}
+		ts := &traceSchedule{r: rp, rate: spec.Load.Rate, window: time.Duration(spec.Duration)}
 		return ts, ts, nil
 	}
 	keys, mix, _, err := traffic(spec)

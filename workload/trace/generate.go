@@ -101,7 +101,10 @@ func Generate(o GenOptions) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
-	t := &Trace{Header: Header{Start: o.Start, TenantPrefix: o.TenantPrefix, Endpoints: o.Endpoints}}
+	t := &Trace{Header: Header{Start: o.Start, TenantPrefix: o.TenantPrefix, Endpoints: o.Endpoints}, Span: o.Duration}
+	if o.Profile != nil {
+		t.Span = o.Profile.Duration()
+	}
 	if err := t.Header.Validate(); err != nil {
 		return nil, err
 	}

@@ -122,6 +122,9 @@ func (h *Header) checkRecord(r Record) error {
 type Trace struct {
 	Header
 	Records []Record
+	// Span is the window the records were scheduled in, when known: Generate sets the duration
+	// it drew them for. A file does not keep it (a read trace has 0), so Window estimates it.
+	Span time.Duration
 }
 
 // Duration is the offset of the last record (0 for an empty trace).
