@@ -92,6 +92,7 @@ func addLoad(l, s *Load) {
 	l.MaxInflight += s.MaxInflight
 	l.Concurrency += s.Concurrency
 	l.GeneratorLimited = l.GeneratorLimited || s.GeneratorLimited
+	l.Limit = l.Limit.worse(s.Limit)
 	l.ScheduleLagP99Ms = max(l.ScheduleLagP99Ms, s.ScheduleLagP99Ms)
 }
 

@@ -175,10 +175,14 @@ type Load struct {
 	MaxInflight int `json:"max_inflight"`
 	// Concurrency is the number of workers (callers) issuing requests.
 	Concurrency int `json:"concurrency"`
-	// GeneratorLimited is true when the generator, not the limiter, capped the rate: the
-	// completed decisions fell short of the requests offered by more than the scenario engine
-	// tolerates (1%). A merged run is generator-limited when any input was.
+	// GeneratorLimited is true when the generator, not the limiter, capped the run: it did not
+	// keep its schedule (Limit is LimitGenerator; see Load.JudgeLimit). A merged run is
+	// generator-limited when any input was.
 	GeneratorLimited bool `json:"generator_limited"`
+	// Limit names what held the run below its schedule: LimitNone, LimitGenerator or
+	// LimitLimiter (a slow limiter or store); "" in a summary written before it. A merged run
+	// takes the worst of its parts'.
+	Limit Limit `json:"limit,omitempty"`
 	// ScheduleLagP99Ms is the 99th percentile of how late the generator dispatched requests
 	// after their intended start, in ms. It is part of every latency (measured from the intended
 	// start); a large value means the generator, not the limiter, was slow.

@@ -31,7 +31,7 @@ func sampleSummary() *Summary {
 			Cores: 2, Go: "go1.26.8", Ratelab: "v0.1.0", Mode: "central"},
 		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Offered: 1210000, Decisions: 1119280, Late: 20,
 			Sent: 1119300, Dropped: 90700, DroppedInflight: 90000, DroppedBehind: 700, LostSeconds: 1,
-			MaxInflight: 512, Concurrency: 64, GeneratorLimited: true, ScheduleLagP99Ms: 0.375,
+			MaxInflight: 512, Concurrency: 64, GeneratorLimited: true, Limit: LimitGenerator, ScheduleLagP99Ms: 0.375,
 			Note: "achieved 18500.5/s < offered 20000/s: 90700 requests dropped at max_inflight 512"},
 		Outcomes: Outcomes{Allowed: 900000, Denied: 200000, FailedOpen: 10000, FailedClosed: 9000, Errors: 280},
 		Errors:   Errors{Timeout: 1, Moved: 2, Ask: 3, TryAgain: 4, ClusterDown: 5, NoScript: 6, Conn: 7, Unreplicated: 9, Other: 8},
@@ -86,15 +86,15 @@ func TestSummaryGolden(t *testing.T) {
 }
 
 // requiredFields is every JSON field summary.json always writes (those without omitempty), the
-// names readers rely on, plus the optional ones sampleSummary sets (faults[].for_s, failed,
-// error).
+// names readers rely on, plus the optional ones sampleSummary sets (load.limit, faults[].for_s,
+// failed, error).
 var requiredFields = []string{
 	"schema", "scenario", "seed", "started_at", "duration_s", "interrupted",
 	"environment", "environment.redis_version", "environment.provider", "environment.primaries",
 	"environment.replicas", "environment.cores", "environment.go", "environment.ratelab", "environment.mode",
 	"load", "load.offered_rps", "load.achieved_rps", "load.offered", "load.decisions", "load.late",
 	"load.sent", "load.dropped", "load.dropped_inflight", "load.dropped_behind", "load.lost_seconds",
-	"load.max_inflight", "load.concurrency", "load.generator_limited", "load.note",
+	"load.max_inflight", "load.concurrency", "load.generator_limited", "load.limit", "load.note",
 	"load.schedule_lag_p99_ms",
 	"outcomes", "outcomes.allowed", "outcomes.denied", "outcomes.failed_open", "outcomes.failed_closed",
 	"outcomes.errors",

@@ -23,10 +23,6 @@ import (
 // to `vegeta report` or `vegeta plot`.
 const ResultsFile = "results.bin"
 
-// achievedFloor is the share of the offered rate below which a run is called generator-limited
-// (the engine's rule).
-const achievedFloor = 0.99
-
 // minScheduleGrace is how long past the schedule's end vegeta may at least still send late
 // requests (the request timeout, if longer); requests not sent by then are counted as dropped.
 const minScheduleGrace = time.Second
@@ -281,7 +277,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 		sum.Load.OfferedRPS = float64(offered) / secs
 		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
-	sum.Load.GeneratorLimited = float64(decisions-c.lateDone) < achievedFloor*float64(offered)
+	sum.Load.JudgeLimit(c.lateDone)
 	sum.Load.Note = loadNote(o, c, decisions, offered)
 	t.FillSummary(sum)
 	// Over offered requests: one that got no decision (a refused connection, a timeout, a 503)

@@ -291,3 +291,30 @@ func TestAttackClosedPortFailsItsSLO(t *testing.T) {
 			s.LatencyMs.P50, s.LatencyServedMs.P50, s.SLO.Pass, s.Load.AchievedRPS)
 	}
 }
+
+// slowTarget answers every request after delay.
+type slowTarget struct{ delay time.Duration }
+
+func (s slowTarget) Allow(context.Context, limiter.Request) (limiter.Decision, error) {
+	time.Sleep(s.delay)
+	return limiter.Decision{Allowed: true}, nil
+}
+
+// A target slower than the offered rate (two workers, 20 ms per answer: ~100/s of 300/s) holds
+// the attack below its schedule: the summary names the limiter as the limit, and does not blame
+// the generator, which kept its schedule.
+func TestAttackNamesASlowTarget(t *testing.T) {
+	t.Parallel()
+	url := startGateway(t, slowTarget{delay: 20 * time.Millisecond})
+	res, err := attack.Attack(context.Background(), attack.Options{
+		URL: url, Rate: 300, Duration: time.Second, Tenants: 5, Seed: 3, Workers: 2, MaxWorkers: 2,
+		Policy: limiter.BucketPolicy{Rate: 1000, Burst: 1000}, Out: t.TempDir(), Timeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Summary.Load
+	if l.AchievedRPS > 200 || l.GeneratorLimited || l.Limit != results.LimitLimiter {
+		t.Errorf("load %+v: a 100/s target under 300/s is the limit, not the generator", l)
+	}
+}

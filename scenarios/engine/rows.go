@@ -29,9 +29,6 @@ func (s *Session) FillRow(sec int, iv *results.Interval) {
 	}
 }
 
-// achievedFloor is the share of the offered rate below which a run is called generator-limited.
-const achievedFloor = 0.99
-
 // counts are the dispatcher's totals over the seconds written, and the late decisions (any
 // outcome) and late answers (not errors).
 type counts struct{ offered, sent, dropped, behind, late, lateAnswers int64 }
@@ -54,9 +51,7 @@ func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, 
 		sum.Load.OfferedRPS = float64(c.offered) / secs
 		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
-	// Generator-limited: the requests completed within the window, whatever their outcome, fell
-	// short of the offered ones: the machine did not keep the schedule.
-	sum.Load.GeneratorLimited = c.offered > 0 && float64(decisions-c.late) < achievedFloor*float64(c.offered)
+	sum.Load.JudgeLimit(c.late)
 	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
 	t.FillSummary(sum)
 	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.offered-t.Decided())
