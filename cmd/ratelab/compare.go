@@ -42,7 +42,9 @@ configuration line before each set's runs, so that
 
   ratelab compare -o benchfmt BASE NEW > runs.txt && benchstat -col side runs.txt
 
-puts the two sets side by side. The exit code stays the comparison's.
+puts the two sets side by side. A latency percentile that was not measurable is written as the
+largest float64, so that run stays in benchstat's median as the slowest (a median among such
+runs prints as +Inf). The exit code stays the comparison's.
 
 Exit code: 0 no regression, 3 a regression, 1 bad input or too few runs for any verdict.`,
 		Example: `  ratelab compare results/baselines/ci-smoke out/ci-smoke

@@ -58,8 +58,12 @@ func seconds(ms results.Ms) float64 {
 // a "Unit NAME better=lower|higher" line per unit, then "side: base" and one result line per
 // run of base, then "side: new" and one per run of new. A result line is
 // "BenchmarkRatelab/scenario=NAME DECISIONS v1 unit1 v2 unit2 ...": the iteration count is the
-// run's decisions. A value that is not finite (a latency percentile among the dropped requests)
-// is left out of its line: benchstat cannot summarise an infinity.
+// run's decisions. A latency percentile that is not measurable (it fell among the dropped
+// requests) is written as the largest float64, never left out: a run that could not be measured
+// stays in benchstat's median as the slowest value, where leaving it out would take the median
+// of the runs that survived. (benchstat reads "+Inf" but its interpolated median turns it into
+// NaN: 0 x Inf.) benchstat prints a median among such runs as "+Inf" beside finite ones, and a
+// row of nothing else as a 309-digit number.
 func WriteBenchfmt(w io.Writer, base, new *Set) error {
 	bw := bufio.NewWriter(w)
 	fw := benchfmt.NewWriter(bw)
@@ -95,9 +99,14 @@ func benchResult(side string, s *results.Summary) *benchfmt.Result {
 		Iters: int(max(s.Load.Decisions, 1)),
 	}
 	for _, u := range benchUnits {
-		if v := u.value(s); !math.IsInf(v, 0) && !math.IsNaN(v) {
-			r.Values = append(r.Values, benchfmt.Value{Value: v, Unit: u.name})
+		v := u.value(s)
+		switch {
+		case math.IsNaN(v): // no summary.json holds one; benchstat could not rank it
+			continue
+		case math.IsInf(v, 1):
+			v = infStandIn
 		}
+		r.Values = append(r.Values, benchfmt.Value{Value: v, Unit: u.name})
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
 
 	"ratelab/results"
 )
@@ -23,7 +24,7 @@ func TestBenchfmtReadsBack(t *testing.T) {
 	next := load(t, writeReps(t, t.TempDir(), []float64{2, 2.1, 2.2, 2.3, 2.4, 2.5}, func(i int, s *results.Summary) {
 		s.Overspend.Ratio = 0.01 * float64(i)
 		if i == 5 {
-			s.LatencyMs.P999 = results.Ms(math.Inf(1)) // not measurable: left out of its line
+			s.LatencyMs.P999 = results.Ms(math.Inf(1)) // not measurable: the largest float64
 		}
 	}))
 	var buf bytes.Buffer
@@ -59,12 +60,11 @@ func TestBenchfmtReadsBack(t *testing.T) {
 			if res.Iters != int(s.Load.Decisions) {
 				t.Errorf("%s run %d: iterations %d, want the decisions %d", side, i, res.Iters, s.Load.Decisions)
 			}
-			wantUnits := len(benchUnits)
-			if side == SideNew && i == 5 {
-				wantUnits--
+			if len(res.Values) != len(benchUnits) {
+				t.Errorf("%s run %d: %d values, want %d", side, i, len(res.Values), len(benchUnits))
 			}
-			if len(res.Values) != wantUnits {
-				t.Errorf("%s run %d: %d values, want %d", side, i, len(res.Values), wantUnits)
+			if v, _ := res.Value("p999-sec"); side == SideNew && i == 5 && v != math.MaxFloat64 {
+				t.Errorf("%s run %d: p999-sec %v, want the largest float64 for not measurable", side, i, v)
 			}
 			for _, tt := range []struct {
 				unit string
@@ -116,6 +116,61 @@ func TestReportJSON(t *testing.T) {
 	for _, r := range back.Rows {
 		if r.Metric == "p999_ms" && (r.NewMedian != nil || r.BaseMedian == nil) {
 			t.Errorf("p999_ms medians: base %v new %v; want a number and null", r.BaseMedian, r.NewMedian)
+		}
+	}
+}
+
+// benchValues reads side's values in unit from a benchfmt stream, as benchstat does.
+func benchValues(t *testing.T, stream []byte, side, unit string) []float64 {
+	t.Helper()
+	r := benchfmt.NewReader(bytes.NewReader(stream), "compare.bench")
+	var out []float64
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok && string(res.GetConfig(SideKey)) == side {
+			if v, ok := res.Value(unit); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// A run whose p99 was not measurable stays in benchstat's sample, as the slowest value: the
+// median benchstat takes (benchmath's, over the values it reads) is the one compare takes, not
+// the median of the runs that survived. Three of five runs not measurable put the median among
+// them; one of five leaves it finite, at the third value, not the mean of the middle survivors.
+func TestBenchstatMedianCountsUnmeasurableRuns(t *testing.T) {
+	t.Parallel()
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		p99s []float64 // ms
+	}{
+		{"most runs not measurable", []float64{1, 2, inf, inf, inf}},
+		{"one run not measurable", []float64{1, 2, 3, 4, inf}},
+		{"every run not measurable", []float64{inf, inf, inf, inf, inf}},
+	} {
+		set := load(t, writeReps(t, t.TempDir(), []float64{1, 2, 3, 4, 5}, func(i int, s *results.Summary) {
+			s.LatencyMs.P99 = results.Ms(tc.p99s[i])
+		}))
+		var buf bytes.Buffer
+		if err := WriteBenchfmt(&buf, set, set); err != nil {
+			t.Fatal(err)
+		}
+		vs := benchValues(t, buf.Bytes(), SideBase, "p99-sec")
+		if len(vs) != len(tc.p99s) {
+			t.Errorf("%s: benchstat reads %d p99 values of %d runs:\n%s", tc.name, len(vs), len(tc.p99s), buf.String())
+			continue
+		}
+		ms := make([]float64, len(tc.p99s))
+		copy(ms, tc.p99s)
+		want := median(ms) / 1e3 // compare's median, in seconds
+		got := benchmath.AssumeNothing.Summary(benchmath.NewSample(vs, &benchmath.DefaultThresholds), 0.95).Center
+		switch {
+		case math.IsInf(want, 1) && got < math.MaxFloat64/2:
+			t.Errorf("%s: benchstat's median %v s; want it among the runs not measurable (above any latency)", tc.name, got)
+		case !math.IsInf(want, 1) && math.Abs(got-want) > 1e-12:
+			t.Errorf("%s: benchstat's median %v s, compare's %v s", tc.name, got, want)
 		}
 	}
 }

@@ -24,14 +24,20 @@ func sample(xs []float64) *benchmath.Sample {
 	return benchmath.NewSample(slices.Clone(xs), &benchmath.DefaultThresholds)
 }
 
-// finiteSample wraps a copy of xs with +Inf replaced by math.MaxFloat64, and returns the largest
+// infStandIn stands in for +Inf where benchmath's medians would make NaN of it: the largest
+// float64, above every latency, so order statistics and the U test rank it as +Inf does, and an
+// interpolation between it and a finite value stays finite. WriteBenchfmt writes it too, so
+// benchstat's medians count the runs that could not be measured.
+const infStandIn = math.MaxFloat64
+
+// finiteSample wraps a copy of xs with +Inf replaced by infStandIn, and returns the largest
 // finite value of xs (-Inf when there is none) to map the results back with (unInf).
 func finiteSample(xs []float64) (*benchmath.Sample, float64) {
 	c := slices.Clone(xs)
 	top := math.Inf(-1)
 	for i, x := range c {
 		if math.IsInf(x, 1) {
-			c[i] = math.MaxFloat64
+			c[i] = infStandIn
 		} else {
 			top = max(top, x)
 		}
