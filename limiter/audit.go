@@ -16,32 +16,59 @@ import (
 // run: a counter that expired would read as tokens a fault returned.
 const AuditTTL = time.Hour
 
-// auditSuffix ends every audit key. The audit key of endpoint e is the bucket key of an endpoint
-// named e + auditSuffix, so endpoints must not end with it.
+// auditSuffix marks every audit key: the audit key of endpoint e is the bucket key of e followed
+// by ":debited" and, for a named run, ":" and the run. Endpoints must not contain it, so no
+// bucket key is an audit key, and (runs holding no ':') no two audit keys coincide.
 const auditSuffix = ":debited"
 
-// AuditKey returns the audit counter of a tenant's endpoint: its bucket key (KeyFor) followed by
-// ":debited". It shares the bucket key's hash tag, so it lives in the same slot and a script
-// can write both atomically.
-func AuditKey(tenant, endpoint string) string {
-	return keyPrefix + tenant + "}:" + endpoint + auditSuffix
+// MaxAuditRunLen is the longest run name WithAudit takes.
+const MaxAuditRunLen = 64
+
+// AuditKey returns run's audit counter of a tenant's endpoint: its bucket key (KeyFor) followed
+// by ":debited", and by ":" + run when run is not "" (WithAudit). It shares the bucket key's hash
+// tag, so it lives in the same slot and a script can write both atomically.
+func AuditKey(tenant, endpoint, run string) string {
+	if run == "" {
+		return keyPrefix + tenant + "}:" + endpoint + auditSuffix
+	}
+	return keyPrefix + tenant + "}:" + endpoint + auditSuffix + ":" + run // one allocation
 }
 
-// checkAuditable refuses a request whose bucket key would be another endpoint's audit counter.
+// checkAuditable refuses a request whose bucket key could be an audit counter.
 func checkAuditable(r Request) error {
-	if strings.HasSuffix(r.Endpoint, auditSuffix) {
-		return fmt.Errorf("%w: endpoint %q ends with %q, the audit counters' suffix (WithAudit): rename the endpoint", ErrBadRequest, r.Endpoint, auditSuffix)
+	if strings.Contains(r.Endpoint, auditSuffix) {
+		return fmt.Errorf("%w: endpoint %q contains %q, the audit counters' mark (WithAudit): rename the endpoint", ErrBadRequest, r.Endpoint, auditSuffix)
+	}
+	return nil
+}
+
+// checkAuditRun reports a run name WithAudit cannot key counters by.
+func checkAuditRun(run string) error {
+	if len(run) > MaxAuditRunLen {
+		return fmt.Errorf("%w: audit run %q: %d bytes, at most %d", ErrBadConfig, run, len(run), MaxAuditRunLen)
+	}
+	for _, c := range []byte(run) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%w: audit run %q: byte %q; use letters, digits, '-', '_' and '.'", ErrBadConfig, run, c)
+		}
 	}
 	return nil
 }
 
 // WithAudit makes RedisTokenBucket and CoalescingBucket count the tokens they debit: each
-// allowed decision also adds its cost to the key's audit counter (AuditKey), in the same script
-// run as the debit, so the counter is replicated (or lost in a failover) exactly with it. The
-// counter lives AuditTTL after its last debit. Reading the counters after a fault
-// (ReadDebited) and comparing them with the allowed costs the clients saw counts the debits
-// the fault returned. The other limiters ignore this option.
-func WithAudit() Option { return func(c *config) { c.audit = true } }
+// allowed decision also adds its cost to the key's audit counter (AuditKey(tenant, endpoint,
+// run)), in the same script run as the debit, so the counter is replicated (or lost in a
+// failover) exactly with it. The counter lives AuditTTL after its last debit. Reading the
+// counters after a fault (ReadDebited) and comparing them with the allowed costs the clients saw
+// counts the debits the fault returned.
+//
+// run names the counters' owner: runs with different names count in different keys, so a run on
+// a cluster an earlier run used (within AuditTTL) does not read that run's debits as its own. ""
+// counts in the one unnamed counter per key. A name holds at most MaxAuditRunLen letters,
+// digits, '-', '_' and '.'. The other limiters ignore this option.
+func WithAudit(run string) Option {
+	return func(c *config) { c.audit, c.auditRun = true, run }
+}
 
 // readDebitedBatch is how many GETs ReadDebited sends per pipeline.
 const readDebitedBatch = 512

@@ -82,7 +82,8 @@ type CoalescingBucket struct {
 	policyFor PolicyFunc
 	timeout   time.Duration
 	nargs     int
-	audit     bool // WithAudit: KEYS[2] is the audit counter
+	audit     bool   // WithAudit: KEYS[2] is the audit counter
+	auditRun  string // WithAudit's run: the counters' name (AuditKey)
 	batch     *scriptBatcher
 }
 
@@ -184,7 +185,7 @@ func NewCoalescingBucket(c PipelineScripter, p BucketPolicy, opts ...CoalesceOpt
 		}
 		b.timeout = b.batch.wait.extend(b.timeout)
 	}
-	b.audit = cfg.audit
+	b.audit, b.auditRun = cfg.audit, cfg.auditRun
 	return b, nil
 }
 
@@ -223,7 +224,7 @@ func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, erro
 		if err := checkAuditable(r); err != nil {
 			return Decision{}, err
 		}
-		audit = AuditKey(r.Tenant, r.Endpoint)
+		audit = AuditKey(r.Tenant, r.Endpoint, b.auditRun)
 	}
 	reply, short, err := b.batch.run(ctx, b.timeout, b.sha, b.src, key, audit, argv[:b.nargs])
 	if err != nil {

@@ -223,7 +223,7 @@ func (b *RedisTokenBucket) allowSlow(ctx context.Context, r Request) (Decision, 
 	keys := make([]string, 1, 2)
 	keys[0] = KeyFor(r.Tenant, r.Endpoint)
 	if b.audit {
-		keys = append(keys, AuditKey(r.Tenant, r.Endpoint))
+		keys = append(keys, AuditKey(r.Tenant, r.Endpoint, b.auditRun))
 	}
 	args := argv[:b.nargs]
 	var reply any

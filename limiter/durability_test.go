@@ -343,7 +343,7 @@ func TestDurabilityOptions(t *testing.T) {
 	if _, err := limiter.NewCoalescingBucket(ring, suitePolicy, limiter.WithBucketOptions(waitOpt(limiter.DurabilityWait))); !errors.Is(err, limiter.ErrBadConfig) {
 		t.Errorf("coalescing over a ring: err = %v, want ErrBadConfig", err)
 	}
-	if _, err := limiter.NewTokenBucket(suitePolicy, waitOpt(limiter.DurabilityWaitPipeline), limiter.WithAudit()); err != nil {
+	if _, err := limiter.NewTokenBucket(suitePolicy, waitOpt(limiter.DurabilityWaitPipeline), limiter.WithAudit("")); err != nil {
 		t.Errorf("the twin refused options it ignores: %v", err)
 	}
 }

@@ -24,6 +24,7 @@ type config struct {
 	redisClock bool       // WithRedisClock
 	durability Durability // WithDurability; checked by the buckets that honour it
 	audit      bool       // WithAudit
+	auditRun   string     // WithAudit's run
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -33,6 +34,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if c.timeout < 0 {
 		return c, fmt.Errorf("%w: timeout %v: must be >= 0 (0 leaves only the caller's context deadline)", ErrBadConfig, c.timeout)
+	}
+	if err := checkAuditRun(c.auditRun); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -49,6 +49,7 @@ type RedisTokenBucket struct {
 	wait       *waiter   // nil: async
 	nodes      primaries // the key's primary, for the wait modes
 	audit      bool      // WithAudit: KEYS[2] is the audit counter
+	auditRun   string    // WithAudit's run: the counters' name (AuditKey)
 	noScript   atomic.Int64
 	calls      sync.Pool // *evalCall
 }
@@ -114,7 +115,7 @@ func NewRedisTokenBucket(c redis.Scripter, p BucketPolicy, opts ...Option) (*Red
 		}
 		b.timeout = b.wait.extend(b.timeout)
 	}
-	b.audit = cfg.audit
+	b.audit, b.auditRun = cfg.audit, cfg.auditRun
 	b.slow = b.wait != nil || b.audit
 	b.calls.New = func() any { return new(evalCall) }
 	return b, nil

@@ -7,7 +7,7 @@ import _ "embed"
 // from the server's TIME instead of now_ms), returning
 // {allowed, remaining, retry_after_ms, reset_after_ms}, plus now_ms (the TIME it decided at)
 // with the "redis" clock. An optional KEYS[2] is an audit counter that each allowed decision
-// adds its cost to (limiter.WithAudit). The contract is written at the top of the script;
+// adds its cost to (limiter.WithAudit; limiter.AuditKey names it, by run). The contract is written at the top of the script;
 // limiter.RedisTokenBucket runs it and limiter.TokenBucket is its in-memory twin.
 //
 //go:embed token_bucket.lua

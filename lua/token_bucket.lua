@@ -2,8 +2,9 @@
 --
 -- Contract. The caller builds every name and number; this script builds no key names.
 --   KEYS[1]  the bucket key, rl:{tenant}:endpoint (the hash tag puts all of a tenant in one slot)
---   KEYS[2]  OPTIONAL. The audit counter, rl:{tenant}:endpoint:debited (limiter.AuditKey: same
---            slot). Present: an allowed decision with cost > 0 also INCRBYs it by cost and sets
+--   KEYS[2]  OPTIONAL. The audit counter, rl:{tenant}:endpoint:debited[:run] (limiter.AuditKey:
+--            same slot; the run names the counters of one run, so runs on one cluster never
+--            share one; the script does not look at the name). Present: an allowed decision with cost > 0 also INCRBYs it by cost and sets
 --            its PEXPIRE to AUDIT_TTL_MS (one hour, limiter.AuditTTL), in this same atomic run, so
 --            the counter is replicated, or lost in a failover, exactly with the debit. Absent:
 --            nothing else is read or written (the one-key contract).

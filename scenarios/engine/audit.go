@@ -1,15 +1,23 @@
 package engine
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"ratelab/limiter"
 	"ratelab/scenarios"
 )
 
+// newAuditRun names a run's audit counters: random, so that no two runs on one cluster (a
+// running one, reused for an hour, the counters' TTL) share a counter.
+func newAuditRun() string {
+	return "run" + strconv.FormatUint(rand.Uint64(), 36)
+}
+
 // durabilityOptions are the token bucket's options for the spec's limiter.durability and
-// limiter.audit, and the mode's note for the environment.
-func durabilityOptions(spec *scenarios.Spec) ([]limiter.Option, string) {
+// limiter.audit (counters named auditRun), and the mode's note for the environment.
+func durabilityOptions(spec *scenarios.Spec, auditRun string) ([]limiter.Option, string) {
 	var opts []limiter.Option
 	var note string
 	l := spec.Limiter
@@ -19,7 +27,7 @@ func durabilityOptions(spec *scenarios.Spec) ([]limiter.Option, string) {
 		note += ", durability " + d
 	}
 	if l.Audit {
-		opts = append(opts, limiter.WithAudit())
+		opts = append(opts, limiter.WithAudit(auditRun))
 		note += ", debit audit"
 	}
 	return opts, note

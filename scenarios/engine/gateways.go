@@ -95,7 +95,7 @@ func (s *Session) newCentralBucket(ctx context.Context) (limiter.Limiter, error)
 		opts = append(opts, limiter.WithRedisClock())
 		s.env.Mode += ", redis clock"
 	}
-	dur, note := durabilityOptions(spec)
+	dur, note := durabilityOptions(spec, s.back.auditRun())
 	opts = append(opts, dur...)
 	s.env.Mode += note
 	var rb limiter.Limiter

@@ -98,7 +98,7 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 		}
 	}
 	if s.Spec.Limiter.Audit && s.store != nil && s.Spec.Via != scenarios.ViaHTTP {
-		s.back = newBackTally(s.Tenants, s.Endpoints)
+		s.back = newBackTally(s.Tenants, s.Endpoints, newAuditRun())
 	}
 	if err := s.buildGateways(ctx); err != nil {
 		return nil, err

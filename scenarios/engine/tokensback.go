@@ -23,12 +23,16 @@ type backTally struct {
 	allowed   []atomic.Int64
 	unknown   []atomic.Int64
 	names     func(key int) string // key k's audit counter (limiter.AuditKey)
+	// run names this run's audit counters (limiter.WithAudit): a run on a cluster an earlier
+	// run used reads its own counters, never the earlier run's debits as its own.
+	run string
 }
 
-func newBackTally(tenants, endpoints []string) *backTally {
+// newBackTally returns the tally of a run whose audit counters are named run.
+func newBackTally(tenants, endpoints []string, run string) *backTally {
 	n := len(endpoints)
-	keyName := func(k int) string { return limiter.AuditKey(tenants[k/n], endpoints[k%n]) }
-	b := &backTally{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName,
+	keyName := func(k int) string { return limiter.AuditKey(tenants[k/n], endpoints[k%n], run) }
+	b := &backTally{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName, run: run,
 		allowed: make([]atomic.Int64, len(tenants)*len(endpoints)), unknown: make([]atomic.Int64, len(tenants)*len(endpoints))}
 	for i, t := range tenants {
 		b.tenants[t] = i
@@ -37,6 +41,15 @@ func newBackTally(tenants, endpoints []string) *backTally {
 		b.endpoints[e] = i
 	}
 	return b
+}
+
+// auditRun is the name of the run's audit counters; "" without a tally (a run whose counters
+// are never read: no store, or decisions over HTTP).
+func (b *backTally) auditRun() string {
+	if b == nil {
+		return ""
+	}
+	return b.run
 }
 
 // Consume counts r's tokens: those the store itself allowed (not a fail policy or a lease), and
@@ -152,7 +165,7 @@ func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
 		losses = s.faults.Losses()
 	}
 	tb := countBack(counts, func(i int) int { return cluster.KeySlot(names[i]) }, losses)
-	s.logf("tokens back: %d..%d tokens over %d keys (bound %.1f)", tb.Min, tb.Max, tb.Keys, tb.Bound)
+	s.logf("tokens back: %d..%d tokens over %d keys (bound %.1f; audit counters of run %s)", tb.Min, tb.Max, tb.Keys, tb.Bound, s.back.run)
 	return &tb, nil
 }
 
