@@ -127,7 +127,7 @@ func measure(ctx context.Context, o Options) (*measurement, error) {
 	if err := out.series.End(results.RunCounts(sum, col.total.Hist())); err != nil && col.rowErr == nil {
 		col.rowErr = err
 	}
-	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.Hist(), ran: ran}
+	m := &measurement{dir: dir, sum: sum, rows: col.rowsOut, hist: col.total.Hist(), ran: min(p.window, ran)}
 	switch ferr := out.flush(); {
 	case col.rowErr != nil:
 		return m, fmt.Errorf("writing timeseries: %w", col.rowErr)
@@ -264,7 +264,9 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	offered := c.offered(ran)
 	decisions := t.Decided() + t.Errors()
 	secs := min(p.window, ran).Seconds()
-	sum.DurationS = ran.Seconds()
+	// The run's length is the schedule's window it covered, as in process: the wait for the
+	// last answers after it is in no rate.
+	sum.DurationS = secs
 	sum.Environment = results.Environment{
 		Provider: "http", Mode: "black-box http", Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: o.Version,
 	}
