@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +214,13 @@ func TestDriverCountsDropsAtTheInflightBound(t *testing.T) {
 	d.summarize(sum, total, 2*time.Second, counts{offered: offered, sent: sent, dropped: dropped})
 	if !sum.Load.GeneratorLimited || !strings.Contains(sum.Load.Note, "max_inflight") {
 		t.Errorf("load %+v: a run that could not reach its offered rate must say so and why", sum.Load)
+	}
+	var kinds []results.NoteKind
+	for _, n := range sum.Load.Notes {
+		kinds = append(kinds, n.Kind)
+	}
+	if want := []results.NoteKind{results.NoteLoad, results.NoteDrops, results.NoteLag}; !slices.Equal(kinds, want) {
+		t.Errorf("notes of kinds %v, want %v: the shortfall, its drops, the schedule lag", kinds, want)
 	}
 }
 

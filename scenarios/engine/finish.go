@@ -44,7 +44,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	s.fillBound(sum)
 	if tb, err := s.tokensBack(ctx); err != nil {
 		s.logf("%v", err)
-		sum.Load.Note += "; " + err.Error()
+		sum.Load.AddNote(results.NoteTokensBack, err.Error())
 	} else {
 		sum.TokensBack = tb
 	}
@@ -53,7 +53,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	if s.store != nil {
 		cleanupErr = s.store.cleanup()
 	}
-	sum.Load.Note += s.notes()
+	s.addNotes(&sum.Load)
 	sum.SLO = s.Spec.SLO.Evaluate(sum)
 	res := &Result{Dir: s.Dir, Summary: sum}
 	if m.Keys != nil {
@@ -67,25 +67,24 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	return res, cleanupErr
 }
 
-// notes are the summary's notes on what the session knows: the two-tier quota, the tariff
+// addNotes adds the summary's notes on what the session knows: the two-tier quota, the tariff
 // versions, the replay, the external cluster's keys and the part.
-func (s *Session) notes() string {
-	var n string
+func (s *Session) addNotes(l *results.Load) {
 	if tc, ok := s.checker.(*check.TwoTier); ok {
 		over, denied := tc.QuotaTotals()
-		n += fmt.Sprintf("; two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
-			s.Spec.Policy.Quota.Limit, time.Duration(s.Spec.Policy.Quota.Window), over, denied)
+		l.AddNote(results.NoteTwoTier, fmt.Sprintf("two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
+			s.Spec.Policy.Quota.Limit, time.Duration(s.Spec.Policy.Quota.Window), over, denied))
 	}
 	if s.tariffs != nil {
-		n += "; " + s.tariffs.note(time.Unix(0, s.marks.baseNs.Load()))
+		l.AddNote(results.NoteTariffs, s.tariffs.note(time.Unix(0, s.marks.baseNs.Load())))
 	}
 	if rp := s.replay; rp != nil {
-		n += fmt.Sprintf("; replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants))
+		l.AddNote(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants)))
 	}
-	if s.store != nil && s.store.note != "" {
-		n += "; " + s.store.note
+	if s.store != nil {
+		l.AddNote(results.NoteExternal, s.store.note)
 	}
-	return n + partNote(s.opts.Part)
+	l.AddNote(results.NotePart, partNote(s.opts.Part))
 }
 
 // fillLeases notes what the lease layer did: how many tokens expired or were dropped unused
@@ -106,10 +105,10 @@ func (s *Session) fillLeases(sum *results.Summary) {
 		refreshErrs += l.RefreshErrors()
 	}
 	decisions := max(sum.Load.Decisions, 1)
-	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys in one gateway",
-		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, gatewayMax)
-	sum.Load.Note += fmt.Sprintf("; %d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
-		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs)
+	sum.Load.AddNote(results.NoteLeases, fmt.Sprintf("leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys in one gateway",
+		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, gatewayMax))
+	sum.Load.AddNote(results.NoteLeases, fmt.Sprintf("%d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
+		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs))
 }
 
 // writeLedger writes keys.csv into dir.
