@@ -155,22 +155,3 @@ func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
 	s.logf("tokens back: %d..%d tokens over %d keys (bound %.1f)", tb.Min, tb.Max, tb.Keys, tb.Bound)
 	return &tb, nil
 }
-
-// faultHooks adds to h what a partition needs from the run: the cluster's timeouts that bound
-// an isolated primary's window, the allowed tokens per slot, and the gateways' cut switches.
-func (s *Session) faultHooks(h *faults.Hooks) {
-	c := s.Spec.Cluster
-	h.NodeTimeout = time.Duration(c.NodeTimeout)
-	if c.MinReplicasToWrite > 0 {
-		h.MinReplicasLag = time.Duration(c.MinReplicasMaxLag)
-	}
-	if s.back != nil {
-		h.SlotAllowed = s.back.slotAllowed
-	}
-	if s.cuts != nil {
-		h.CutGateway = func(g int, cut bool) { s.cuts[g].Store(cut) }
-	}
-	if s.regions != nil {
-		h.PartitionRegion = func(_ context.Context, region string, cut bool) error { return s.setRegionCut(region, cut) }
-	}
-}
