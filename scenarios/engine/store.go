@@ -48,6 +48,9 @@ func (s *Session) openStore(ctx context.Context) (*store, error) {
 	}
 	s.onClose(cl.Close)
 	s.env.Provider = string(spec.Cluster.Provider)
+	if s.opts.sharedLocal {
+		s.env.Provider = string(scenarios.ProviderLocal) // where it ran; "running" is how it got there
+	}
 	s.env.RedisVersion = cl.RedisVersion()
 	s.env.Durability = spec.DurabilityName()
 	s.env.Primaries = len(cl.Primaries())
