@@ -109,9 +109,9 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	rows, seconds := mergeRows(runs)
 	keys := mergeLedgers(runs)
 	sum := mergeSummaries(runs, hist, keys)
-	sum.Load.Note += startSkewNote(runs)
+	sum.Load.AddNote(NoteMerge, startSkewNote(runs))
 	if cfg.finish == nil {
-		sum.Load.Note += "; SLO checks not re-evaluated (merged without the scenario): they are the first part's"
+		sum.Load.AddNote(NoteSLO, "SLO checks not re-evaluated (merged without the scenario): they are the first part's")
 	}
 
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -88,7 +88,7 @@ const MaxStartSkew = 500 * time.Millisecond
 func startSkewNote(runs []*partRun) string {
 	first, last := partStarts(runs)
 	if skew := last.Sub(first); skew > MaxStartSkew {
-		return fmt.Sprintf("; WARNING: the parts' loads started %s apart, so their seconds are added out of step (per-second rows smeared, totals exact); start them with one --start-at",
+		return fmt.Sprintf("WARNING: the parts' loads started %s apart, so their seconds are added out of step (per-second rows smeared, totals exact); start them with one --start-at",
 			skew.Round(time.Millisecond))
 	}
 	return ""

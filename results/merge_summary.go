@@ -16,12 +16,12 @@ func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary 
 	nodes := nodeTotals{byAddr: map[string]*NodeStats{}}
 	hotNode := map[string]string{}
 	var merged []int
-	var notes []string
+	var notes []Note
 	for i, r := range runs {
 		s := r.sum
 		merged = append(merged, s.Part.Index)
 		if s.Load.Note != "" {
-			notes = append(notes, fmt.Sprintf("[part %d] %s", s.Part.Index, s.Load.Note))
+			notes = append(notes, Note{Kind: NoteParts, Text: fmt.Sprintf("[part %d] %s", s.Part.Index, s.Load.Note)})
 		}
 		addRunTotals(sum, s)
 		nodes.add(s.Nodes)
@@ -42,7 +42,10 @@ func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary 
 	count := runs[0].sum.Part.Count
 	missing := missingIndexes(merged, count)
 	sum.Part = &Part{Index: -1, Count: count, Merged: merged, Missing: missing}
-	sum.Load.Note = mergedNote(sum.V1(), merged, missing, count, notes)
+	sum.Load.AddNote(NoteMerge, mergedNote(sum.V1(), merged, missing, count))
+	for _, n := range notes {
+		sum.Load.AddNote(n.Kind, n.Text)
+	}
 	return sum
 }
 
@@ -237,10 +240,10 @@ func missingIndexes(merged []int, count int) []int {
 	return missing
 }
 
-// mergedNote is the merged summary's load note: a warning naming missing parts, how the merge
-// combined the inputs (and, for v1 parts, that their definitions are the old ones), then each
-// input's own note.
-func mergedNote(v1 bool, merged, missing []int, count int, notes []string) string {
+// mergedNote is the merged summary's first note: a warning naming missing parts and how the
+// merge combined the inputs (and, for v1 parts, that their definitions are the old ones). Each
+// input's own note follows it (NoteParts).
+func mergedNote(v1 bool, merged, missing []int, count int) string {
 	bound := "the overspend bound is the largest part's (a bound per key: bounds of disjoint keys do not add), judged part by part"
 	if v1 {
 		bound = "the v1 overspend bounds (whole-run bounds) add"
@@ -254,7 +257,7 @@ func mergedNote(v1 bool, merged, missing []int, count int, notes []string) strin
 	if len(missing) > 0 {
 		head = fmt.Sprintf("WARNING: parts %s of %d missing: every total covers parts %s only; ", joinInts(missing), count, joinInts(merged)) + head
 	}
-	return strings.Join(append([]string{head}, notes...), "; ")
+	return head
 }
 
 func joinInts(xs []int) string {

@@ -307,6 +307,13 @@ func TestMergeWarnsOnMissingPart(t *testing.T) {
 	if !slices.Equal(sum.Part.Missing, []int{1}) || !strings.Contains(sum.Load.Note, "WARNING: parts 1 of 3 missing") {
 		t.Errorf("missing %v, note %q; want part 1 named missing", sum.Part.Missing, sum.Load.Note)
 	}
+	var kinds []NoteKind
+	for _, n := range sum.Load.Notes {
+		kinds = append(kinds, n.Kind)
+	}
+	if len(kinds) < 2 || kinds[0] != NoteMerge || kinds[len(kinds)-1] != NoteSLO {
+		t.Errorf("merged notes of kinds %v: want the merge's first and the SLO not re-evaluated last", kinds)
+	}
 }
 
 func TestMergeRefuses(t *testing.T) {

@@ -187,7 +187,11 @@ type Load struct {
 	// after their intended start, in ms. It is part of every latency (measured from the intended
 	// start); a large value means the generator, not the limiter, was slow.
 	ScheduleLagP99Ms float64 `json:"schedule_lag_p99_ms"`
-	// Note says in words why achieved < offered (empty when it is not).
+	// Notes say in words what a reader needs beside the numbers — why achieved < offered, what
+	// the lease layer or the tariffs did, what a part is a part of — one typed entry each, in
+	// the order the run added them (AddNote). Absent in files of older schemas.
+	Notes []Note `json:"notes,omitempty"`
+	// Note is Notes' texts joined with "; " (AddNote keeps it so), or an older file's note.
 	Note string `json:"note"`
 }
 

@@ -2,21 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"ratelab/report"
 	"ratelab/report/progress"
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/engine"
 )
 
@@ -25,17 +22,17 @@ func repDir(out string, i int) string { return filepath.Join(out, fmt.Sprintf("r
 
 // repeater is one `run --repeat`: where the repetitions go and the cluster they share.
 type repeater struct {
-	cmd       *cobra.Command
-	spec      *scenarios.Spec
-	o         runOptions
-	out       string
-	stateFile string
-	shared    []string // the shared cluster's nodes; nil when every repetition starts its own
+	cmd    *cobra.Command
+	spec   *scenarios.Spec
+	o      runOptions
+	out    string
+	shared *engine.Shared
 }
 
 // runRepeated runs spec o.repeat times with the same seed, each repetition in OUT/rep-NN with
-// its summary, timeseries, plots and report. A local cluster is started once for all of them
-// unless the scenario's faults change or instrument the cluster.
+// its summary, timeseries, plots and report. The repetitions share one cluster where they can
+// (engine.Share: a local one is started once unless the scenario's faults change or instrument
+// the cluster), emptied before each.
 func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err error) {
 	ctx, stop := interruptContext(cmd.Context())
 	defer stop()
@@ -46,33 +43,25 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 	defer stopProfiles()
 	stderr, lines := cmd.ErrOrStderr(), progressOut(cmd, o.output.value)
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "ratelab: "+f+"\n", a...) }
-	r := &repeater{cmd: cmd, spec: spec, o: o, out: o.out, stateFile: o.stateFile}
+	r := &repeater{cmd: cmd, spec: spec, o: o, out: o.out}
 	if r.out == "" {
 		r.out = engine.DefaultDir(spec.Name, time.Now())
 	}
 	if err := os.MkdirAll(r.out, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", r.out, err)
 	}
-	local := spec.NeedsCluster() && spec.Cluster.Provider == scenarios.ProviderLocal
-	if local && len(spec.Faults) > 0 {
-		logf("the scenario has faults: each repetition starts its own cluster, as a single run does")
+	// One cluster owned by this process (its nodes die with it, even on a second Ctrl-C or a
+	// crash); the repetitions attach to it through a state file, as to `ratelab cluster up`'s.
+	sopts := engine.Options{Logf: logf, StateFile: o.stateFile}
+	o.clusterOptions(&sopts)
+	if r.shared, err = engine.Share(ctx, sopts, spec); err != nil {
+		return err
 	}
-	if local && len(spec.Faults) == 0 {
-		// One cluster owned by this process (its nodes die with it, even on a second Ctrl-C or a
-		// crash); the repetitions attach to it through a state file, as to `ratelab cluster up`'s.
-		cl, state, serr := startSharedCluster(ctx, spec, logf)
-		if serr != nil {
-			return serr
+	defer func() {
+		if cerr := r.shared.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stopping the shared cluster: %w", cerr)
 		}
-		r.shared = cl.Addrs()
-		defer func() {
-			if cerr := cl.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("stopping the shared cluster: %w", cerr)
-			}
-			os.RemoveAll(filepath.Dir(state))
-		}()
-		spec.Cluster.Provider, r.stateFile = scenarios.ProviderRunning, state
-	}
+	}()
 	var sums []*results.Summary
 	for i := 1; i <= o.repeat && ctx.Err() == nil; i++ {
 		s, rerr := r.repetition(ctx, i)
@@ -99,27 +88,15 @@ func runRepeated(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) (err er
 func (r *repeater) repetition(ctx context.Context, i int) (*results.Summary, error) {
 	dir, n := repDir(r.out, i), r.o.repeat
 	stderr := r.cmd.ErrOrStderr()
-	if r.shared != nil {
-		if err := flushCluster(ctx, r.shared); err != nil {
-			return nil, fmt.Errorf("repetition %d of %d: emptying the shared cluster: %w", i, n, err)
-		}
-	}
 	fmt.Fprintf(stderr, "ratelab: repetition %d of %d -> %s\n", i, n, dir)
 	live := newLiveProgress(stderr, time.Duration(r.spec.Duration), r.o.quiet, progress.WithPrefix(fmt.Sprintf("rep %d/%d", i, n)))
-	ropts := engine.Options{Out: dir, Version: version, StateFile: r.stateFile,
+	ropts := engine.Options{Out: dir, Version: version, StateFile: r.o.stateFile,
 		Logf: live.logf, OnInterval: live.onInterval, OnProgress: live.onProgress}
 	r.o.clusterOptions(&ropts)
-	res, err := runOne(ctx, r.spec, ropts)
+	res, err := r.shared.Run(ctx, r.spec, ropts, runOne)
 	live.close()
 	if res == nil {
 		return nil, fmt.Errorf("repetition %d of %d: %w (earlier repetitions are in %s)", i, n, err, r.out)
-	}
-	if r.shared != nil {
-		// The repetitions ran on a local cluster; "running" is only how they reached it.
-		res.Summary.Environment.Provider = string(scenarios.ProviderLocal)
-		if werr := results.WriteSummary(filepath.Join(dir, results.SummaryFile), res.Summary); werr != nil && err == nil {
-			err = werr
-		}
 	}
 	if gerr := report.Generate(dir); gerr != nil && err == nil {
 		err = fmt.Errorf("writing the report of %s: %w", dir, gerr)
@@ -144,39 +121,4 @@ func repLine(i, n int, s *results.Summary) string {
 	}
 	return fmt.Sprintf("rep %2d/%d  p50 %8s ms  p99 %8s ms  p99.9 %8s ms  achieved %8.0f/s  overspend %.2g  errors %d  %s",
 		i, n, s.LatencyMs.P50, s.LatencyMs.P99, s.LatencyMs.P999, s.Load.AchievedRPS, s.Overspend.Ratio, s.Outcomes.Errors, verdict)
-}
-
-// startSharedCluster starts the local cluster spec describes, owned by this process, and records
-// it in a state file in a temp dir for the repetitions to attach to.
-func startSharedCluster(ctx context.Context, spec *scenarios.Spec, logf func(string, ...any)) (*cluster.Local, string, error) {
-	logf("starting one local Redis Cluster for every repetition: %d primaries x %d replicas", spec.Cluster.Primaries, *spec.Cluster.Replicas)
-	// The options openCluster in scenarios uses for a single run, so both measure the same cluster.
-	cl, err := cluster.StartLocal(ctx, cluster.Options{
-		Primaries: spec.Cluster.Primaries, Replicas: *spec.Cluster.Replicas,
-		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout), Logf: logf,
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	dir, err := os.MkdirTemp("", "ratelab-repeat-")
-	if err == nil {
-		state := filepath.Join(dir, "cluster.json")
-		if err = cl.SaveState(state); err == nil {
-			return cl, state, nil
-		}
-		os.RemoveAll(dir)
-	}
-	return nil, "", errors.Join(fmt.Errorf("recording the shared cluster: %w", err), cl.Close())
-}
-
-// flushCluster empties every primary of the shared cluster before a repetition, so that each
-// starts from empty buckets as a run on a fresh cluster does: the overspend envelope assumes every
-// bucket starts full, and the previous repetition's keys (same seed, same keys) outlive it by
-// their TTL. Scripts stay cached: FLUSHALL does not touch the script cache.
-func flushCluster(ctx context.Context, addrs []string) error {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	defer c.Close()
-	return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		return n.FlushAll(ctx).Err()
-	})
 }

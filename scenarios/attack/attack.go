@@ -280,7 +280,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
 	sum.Load.JudgeLimit(c.lateDone)
-	sum.Load.Note = loadNote(o, c, decisions, offered)
+	addLoadNotes(&sum.Load, o, c, decisions, offered)
 	t.FillSummary(sum)
 	// Over offered requests: one that got no decision (a refused connection, a timeout, a 503)
 	// is slower than any latency, like one never sent.
@@ -294,32 +294,29 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 	return sum
 }
 
-// loadNote says how the attack was driven and judged, and why it fell short, if it did.
-func loadNote(o Options, c *collector, decisions, offered int64) string {
-	var notes []string
+// addLoadNotes says how the attack was driven and judged, and why it fell short, if it did.
+func addLoadNotes(l *results.Load, o Options, c *collector, decisions, offered int64) {
 	if float64(decisions) < 0.99*float64(offered) {
-		notes = append(notes, fmt.Sprintf("%d of %d scheduled requests completed: the rest were not sent within %v of the schedule's end (vegeta's %d workers were busy) or the run was interrupted",
+		l.AddNote(results.NoteLoad, fmt.Sprintf("%d of %d scheduled requests completed: the rest were not sent within %v of the schedule's end (vegeta's %d workers were busy) or the run was interrupted",
 			decisions, offered, max(minScheduleGrace, o.Timeout), o.MaxWorkers))
 	}
-	notes = append(notes,
-		fmt.Sprintf("HTTP via vegeta, %d..%d workers; latency from each request's intended start (schedule lag p99 %.3f ms, counted in latency); vegeta's own dequeue-based latency p99 %.3f ms (results.bin)",
-			o.Workers, o.MaxWorkers, c.lag.QuantileMs(99), c.ownLat.QuantileMs(99)))
-	notes = append(notes, o.requestNote())
+	l.AddNote(results.NoteDriver, fmt.Sprintf("HTTP via vegeta, %d..%d workers; latency from each request's intended start (schedule lag p99 %.3f ms, counted in latency); vegeta's own dequeue-based latency p99 %.3f ms (results.bin)",
+		o.Workers, o.MaxWorkers, c.lag.QuantileMs(99), c.ownLat.QuantileMs(99)))
+	l.AddNote(results.NoteDriver, o.requestNote())
 	if o.windowed() {
-		notes = append(notes, "declared policy: sliding window "+o.Window.String())
+		l.AddNote(results.NotePolicy, "declared policy: sliding window "+o.Window.String())
 	}
 	if o.TimeHeader != "" {
-		notes = append(notes, "overspend judged at each request's trace time ("+o.TimeHeader+")")
+		l.AddNote(results.NoteJudge, "overspend judged at each request's trace time ("+o.TimeHeader+")")
 	} else {
-		notes = append(notes, "black-box overspend: a request counts as overspend (or a false deny) only when the envelope says so both at its send time and at its response's arrival, the two ends of the interval in which the target decided")
+		l.AddNote(results.NoteJudge, "black-box overspend: a request counts as overspend (or a false deny) only when the envelope says so both at its send time and at its response's arrival, the two ends of the interval in which the target decided")
 	}
 	if c.hon.capped {
-		notes = append(notes, fmt.Sprintf("header honesty judged the first %d answers only", honestyMaxAnswers))
+		l.AddNote(results.NoteHonesty, fmt.Sprintf("header honesty judged the first %d answers only", honestyMaxAnswers))
 	}
 	if c.unknownKs > 0 {
-		notes = append(notes, fmt.Sprintf("%d responses could not be tied to their tenant (request failed before sending)", c.unknownKs))
+		l.AddNote(results.NoteKeys, fmt.Sprintf("%d responses could not be tied to their tenant (request failed before sending)", c.unknownKs))
 	}
-	return strings.Join(notes, "; ")
 }
 
 // blackBoxOverspend is the attack's overspend: a request counts only when the envelopes at both

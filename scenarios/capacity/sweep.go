@@ -10,11 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/engine"
 )
 
@@ -234,42 +231,24 @@ func validateSearch(s Search, step time.Duration) error {
 
 func isZeroSLO(s scenarios.SLO) bool { return len(s.Evaluate(&results.Summary{}).Checks) == 0 }
 
-// sweepSize starts one cluster of p primaries and searches its knee.
+// sweepSize starts one local cluster of p primaries (engine.Share) and searches its knee, each
+// step on the cluster emptied first: it starts from full buckets, as its overspend envelope
+// assumes.
 func sweepSize(ctx context.Context, run scenarios.Spec, p int, s Search, dir, version string, logf func(string, ...any), mode *string) (Series, error) {
 	series := Series{Primaries: p, Limiter: string(run.Limiter.Kind)}
 	logf("capacity: %d primaries x %d replicas (%s): starting a local cluster", p, *run.Cluster.Replicas, run.Limiter.Kind)
-	cl, err := cluster.StartLocal(ctx, cluster.Options{
-		Primaries: p, Replicas: *run.Cluster.Replicas, NodeTimeout: time.Duration(run.Cluster.NodeTimeout),
-		Logf: logf,
-	})
+	run.Cluster.Provider = scenarios.ProviderLocal
+	run.Cluster.Primaries = p
+	sh, err := engine.Share(ctx, engine.Options{Logf: logf}, &run)
 	if err != nil {
 		return series, err
 	}
-	defer cl.Close()
-	state := filepath.Join(dir, fmt.Sprintf("cluster-p%d.json", p))
-	if err := cl.SaveState(state); err != nil {
-		return series, err
-	}
-	defer os.Remove(state)
-	var primaries []*redis.Client
-	for _, n := range cl.Primaries() {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer c.Close()
-		primaries = append(primaries, c)
-	}
-	run.Cluster.Provider = "running"
-	run.Cluster.Primaries = p
+	defer sh.Close()
 	measure := func(ctx context.Context, rate float64, phase string) (Step, error) {
-		// Each step starts from full buckets, as its overspend envelope assumes.
-		for _, c := range primaries {
-			if err := c.FlushAll(ctx).Err(); err != nil {
-				return Step{}, fmt.Errorf("FLUSHALL before the step: %w", err)
-			}
-		}
 		spec := run
 		spec.Load.Rate = rate
 		out := filepath.Join(dir, "steps", fmt.Sprintf("p%d-%s-r%.0f", p, run.Limiter.Kind, rate))
-		r, err := engine.Run(ctx, &spec, engine.Options{Out: out, Version: version, StateFile: state})
+		r, err := sh.Run(ctx, &spec, engine.Options{Out: out, Version: version}, nil)
 		if err != nil {
 			return Step{}, err
 		}

@@ -3,16 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
 )
 
 // AlgorithmKinds are the algorithms Algorithms runs by default, in table order.
@@ -34,9 +30,9 @@ func (r AlgorithmRun) OpsPerDecision() float64 {
 // Algorithms runs spec once per limiter kind on the same trace (same seed, same load, same
 // policy) and returns one run per kind. The policy must be written as limit per window: the
 // window kinds read it as such, the bucket kinds as burst limit refilled at limit per window
-// (Spec.Validate), and each run is judged by its own algorithm's envelope. With provider local,
-// one cluster is started for all runs and flushed between them, so no run inherits another's
-// keys. Runs go to opts.Out/<kind> (default out/<name>-<time>/<kind>).
+// (Spec.Validate), and each run is judged by its own algorithm's envelope. The runs share one
+// cluster where they can (Share), emptied before each, so no run inherits another's keys. Runs
+// go to opts.Out/<kind> (default out/<name>-<time>/<kind>).
 func Algorithms(ctx context.Context, spec *scenarios.Spec, kinds []scenarios.LimiterKind, opts Options) ([]AlgorithmRun, error) {
 	if spec.Policy.Limit < 1 || spec.Policy.Window <= 0 || spec.Policy.Rate != 0 || spec.Policy.Burst != 0 {
 		return nil, fmt.Errorf("scenario %s: policy: running algorithms side by side needs one limit every algorithm reads: write it as {limit: L, window: W} without rate and burst", spec.Name)
@@ -54,23 +50,17 @@ func Algorithms(ctx context.Context, spec *scenarios.Spec, kinds []scenarios.Lim
 	if err != nil {
 		return nil, err
 	}
-	flush, release, err := shareCluster(ctx, spec, specs, &opts)
+	sh, err := Share(ctx, opts, specs...)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer sh.Close()
 	out := make([]AlgorithmRun, 0, len(kinds))
-	base := opts.Out
 	for i, s := range specs {
-		if flush != nil {
-			if err := flush(); err != nil {
-				return out, fmt.Errorf("flushing the cluster before %s: %w", s.Limiter.Kind, err)
-			}
-		}
 		o := opts
-		o.Out = filepath.Join(base, string(kinds[i]))
+		o.Out = filepath.Join(opts.Out, string(kinds[i]))
 		opts.Logf("side by side: %s", kinds[i])
-		res, err := Run(ctx, s, o)
+		res, err := sh.Run(ctx, s, o, nil)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", kinds[i], err)
 		}
@@ -100,54 +90,6 @@ func algorithmSpecs(spec *scenarios.Spec, kinds []scenarios.LimiterKind) ([]*sce
 		specs[i] = &s
 	}
 	return specs, nil
-}
-
-// shareCluster starts one cluster for every run (or attaches to the running one) and returns a
-// func that flushes it before each run and one that releases it. Docker runs start a fresh
-// cluster each and external runs keep their keys apart by prefix and are never flushed: only
-// local and running clusters are shared (flush is nil otherwise). A local cluster is handed to
-// the runs as a running one, through a state file in opts.Out.
-func shareCluster(ctx context.Context, spec *scenarios.Spec, specs []*scenarios.Spec, opts *Options) (flush func() error, release func(), err error) {
-	release = func() {}
-	needs := false
-	for _, s := range specs {
-		needs = needs || s.NeedsCluster()
-	}
-	p := spec.Cluster.Provider
-	if !needs || (p != scenarios.ProviderLocal && p != scenarios.ProviderRunning) {
-		return nil, release, nil
-	}
-	cl, err := openCluster(ctx, spec, *opts, opts.Logf)
-	if err != nil {
-		return nil, release, err
-	}
-	release = func() { cl.Close() }
-	if local, ok := cl.(*cluster.Local); ok && p == scenarios.ProviderLocal {
-		state := filepath.Join(opts.Out, "cluster-state.json")
-		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-			return nil, release, err
-		}
-		if err := local.SaveState(state); err != nil {
-			return nil, release, err
-		}
-		release = func() { os.Remove(state); cl.Close() }
-		opts.StateFile = state
-		for _, s := range specs {
-			s.Cluster.Provider = scenarios.ProviderRunning
-		}
-	}
-	return func() error { return flushCluster(ctx, cl) }, release, nil
-}
-
-// flushCluster empties every primary of cl.
-func flushCluster(ctx context.Context, cl cluster.Cluster) error {
-	o := *cl.ClientOptions() // credentials and TLS, where the provider has them
-	o.MaxRetries = -1
-	c := redis.NewClusterClient(&o)
-	defer c.Close()
-	return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		return n.FlushAll(ctx).Err()
-	})
 }
 
 // FormatAlgorithms renders the runs as a Markdown table: overspend, false denies, Redis

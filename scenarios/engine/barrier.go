@@ -43,5 +43,5 @@ func waitStart(ctx context.Context, at time.Time, logf func(string, ...any)) (ti
 // startNote is the summary note's part about the barrier of a run given a start time: that the
 // run waited, and how long.
 func startNote(at time.Time, waited time.Duration) string {
-	return fmt.Sprintf("; started at --start-at %s (waited %s after set-up)", at.UTC().Format(time.RFC3339Nano), waited.Round(time.Millisecond))
+	return fmt.Sprintf("started at --start-at %s (waited %s after set-up)", at.UTC().Format(time.RFC3339Nano), waited.Round(time.Millisecond))
 }

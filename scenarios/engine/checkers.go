@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"sync/atomic"
 	"time"
 
 	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/faults"
 )
 
 // NewChecker returns a fresh overspend checker for the run's limiter over the session's keys.
@@ -43,41 +40,6 @@ func (s *Session) CheckerFor(tenants, endpoints []string) check.Checker {
 // apart.
 func (s *Session) ReorderWindow() time.Duration {
 	return max(2*time.Duration(s.Spec.Limiter.Timeout), check.DefaultReorderWindowMs*time.Millisecond)
-}
-
-// wireFaults builds the fault runner of a spec with faults, wired to the session: the hottest
-// tenant's key, the checker's causes, the per-second marks, the gateways' clocks and leases, and
-// the traffic per slot the in-process driver tallies.
-func (s *Session) wireFaults() {
-	if s.Spec.HasFault(scenarios.FaultClockSkew) {
-		s.skew = make([]atomic.Int64, len(s.gateways))
-	}
-	if len(s.Spec.Faults) == 0 {
-		return
-	}
-	keyOf := func(tenant string) string { return limiter.KeyFor(tenant, s.Endpoints[0]) }
-	h := faults.Hooks{
-		HotKey: keyOf(s.Tenants[0]), KeyOf: keyOf, CauseFor: s.checker.CauseFor, Logf: s.logf,
-		OnInject: s.marks.fault, SlotTraffic: s.tally.slotTraffic, Gateways: len(s.gateways),
-		DebitTokens: s.debitTokens(),
-	}
-	if s.skew != nil {
-		h.SetSkew = func(g int, off time.Duration) { s.skew[g].Store(int64(off)) }
-	}
-	if len(s.leases) > 0 {
-		h.DropGateway = func(g int) int64 {
-			l := s.leases[g]
-			before := l.LostTokens()
-			l.Drop()
-			return l.LostTokens() - before
-		}
-	}
-	s.faultHooks(&h)
-	var cl cluster.Cluster // nil without Redis: gateway faults only
-	if s.store != nil {
-		cl = s.store.cl
-	}
-	s.faults = faults.New(cl, s.Spec.Faults, h)
 }
 
 // OverspendOf is the summary's overspend from a checker's totals: confirmed and possible

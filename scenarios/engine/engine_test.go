@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,13 @@ func TestDriverCountsDropsAtTheInflightBound(t *testing.T) {
 	// generator.
 	if sum.Load.GeneratorLimited || sum.Load.Limit != results.LimitLimiter || !strings.Contains(sum.Load.Note, "max_inflight") {
 		t.Errorf("load %+v: a run that could not reach its offered rate must say so and why (a slow limiter)", sum.Load)
+	}
+	var kinds []results.NoteKind
+	for _, n := range sum.Load.Notes {
+		kinds = append(kinds, n.Kind)
+	}
+	if want := []results.NoteKind{results.NoteLoad, results.NoteDrops, results.NoteLag}; !slices.Equal(kinds, want) {
+		t.Errorf("notes of kinds %v, want %v: the shortfall, its drops, the schedule lag", kinds, want)
 	}
 }
 

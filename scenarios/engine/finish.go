@@ -6,110 +6,84 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"ratelab/results"
 	"ratelab/scenarios/check"
-	"ratelab/scenarios/faults"
 )
 
 // Finish completes a driver's measurement with what the session knows and writes the run
-// directory's summary.json, latency histogram and (when m has them) keys.csv: the environment,
-// the faults with their detection and recovery (from m's rows), the store's operations,
-// redirects and per-node counts, the hot keys' nodes, what leases and tariffs did, and the SLO
-// verdict. It stops the faults first, and deletes an external run's keys.
+// directory's summary.json, latency histogram and (when m has them) keys.csv. Each component
+// returns its piece — the store its operations, redirects, per-node counts and the hot keys'
+// nodes; the leases and the faults their notes, events and bound sources; the regions their
+// accounts; tokens back its count — and Finish assembles them once, then judges the bound and
+// the SLO. It stops the faults first, and deletes an external run's keys.
 func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 	if m == nil {
 		return nil, errors.New("finish: nothing was measured")
 	}
 	s.faults.Stop()
 	sum := m.Summary
-	if sum.Overspend.Bound.Sources == nil {
-		sum.Overspend.Bound.Sources = map[string]float64{}
-	}
 	sum.Scenario, sum.Seed = s.Spec.Name, int64(s.Spec.Seed)
 	sum.Environment = s.env
 	sum.Part = partSummary(s.opts.Part)
 	if s.store != nil {
-		s.store.fillSummary(ctx, sum, m.Ran)
+		st := s.store.summary(ctx, m.Ran, sum.HotKeys)
+		sum.Nodes, sum.Central, sum.HotKeys, sum.Errors = st.nodes, st.central, st.hotKeys, st.errors(sum.Errors)
 	}
-	s.fillLeases(sum)
-	if s.regions != nil {
-		sum.Regions = s.regions.summary(m.Ran)
-	}
-	if s.faults != nil {
-		sum.Faults = s.faults.Recorded()
-		faults.MeasureRecovery(sum.Faults, m.Rows)
-	}
-	s.fillBound(sum)
-	if tb, err := s.tokensBack(ctx); err != nil {
-		s.logf("%v", err)
-		sum.Load.Note += "; " + err.Error()
-	} else {
-		sum.TokensBack = tb
-	}
+	leases := s.leaseSummary(sum.Load.Decisions)
+	fs := s.faults.Summary(m.Rows)
+	sum.Faults = fs.Events
+	sum.Regions = s.regions.summary(m.Ran)
+	sum.Overspend.Bound = s.bound(leases, fs, sum.Outcomes.FailedOpen)
+	tb, backNotes := s.backSummary(ctx, fs.Losses)
+	sum.TokensBack = tb
 	sum.Overspend.JudgeBound()
 	var cleanupErr error
 	if s.store != nil {
 		cleanupErr = s.store.cleanup()
 	}
-	sum.Load.Note += s.notes()
+	for _, n := range slices.Concat(leases.notes, backNotes, s.notes()) {
+		sum.Load.AddNote(n.Kind, n.Text)
+	}
 	sum.SLO = s.Spec.SLO.Evaluate(sum)
+	res, err := s.writeRun(sum, m)
+	return res, errors.Join(err, cleanupErr)
+}
+
+// writeRun writes the run directory's summary.json, latency histogram and keys.csv.
+func (s *Session) writeRun(sum *results.Summary, m *Measured) (*Result, error) {
 	res := &Result{Dir: s.Dir, Summary: sum}
 	if m.Keys != nil {
 		if err := writeLedger(s.Dir, m.Keys); err != nil {
 			return res, err
 		}
 	}
-	if err := results.WriteRunFiles(s.Dir, sum, m.Hist); err != nil {
-		return res, err
-	}
-	return res, cleanupErr
+	return res, results.WriteRunFiles(s.Dir, sum, m.Hist)
 }
 
 // notes are the summary's notes on what the session knows: the two-tier quota, the tariff
 // versions, the replay, the external cluster's keys and the part.
-func (s *Session) notes() string {
-	var n string
+func (s *Session) notes() []results.Note {
+	var n []results.Note
+	add := func(kind results.NoteKind, text string) { n = append(n, results.Note{Kind: kind, Text: text}) }
 	if tc, ok := s.checker.(*check.TwoTier); ok {
 		over, denied := tc.QuotaTotals()
-		n += fmt.Sprintf("; two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
-			s.Spec.Policy.Quota.Limit, time.Duration(s.Spec.Policy.Quota.Window), over, denied)
+		add(results.NoteTwoTier, fmt.Sprintf("two tiers: quota %d per %s per tenant; %d allowed requests beyond the quota (in overspend), %d denials the full quota explains",
+			s.Spec.Policy.Quota.Limit, time.Duration(s.Spec.Policy.Quota.Window), over, denied))
 	}
 	if s.tariffs != nil {
-		n += "; " + s.tariffs.note(time.Unix(0, s.marks.baseNs.Load()))
+		add(results.NoteTariffs, s.tariffs.note(time.Unix(0, s.marks.baseNs.Load())))
 	}
 	if rp := s.replay; rp != nil {
-		n += fmt.Sprintf("; replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants))
+		add(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants)))
 	}
-	if s.store != nil && s.store.note != "" {
-		n += "; " + s.store.note
+	if s.store != nil {
+		add(results.NoteExternal, s.store.note)
 	}
-	return n + partNote(s.opts.Part)
-}
-
-// fillLeases notes what the lease layer did: how many tokens expired or were dropped unused
-// (availability lost), the most one gateway held at once, and how many decisions waited for a
-// central round trip. The bound they set is fillBound's.
-func (s *Session) fillLeases(sum *results.Summary) {
-	if len(s.leases) == 0 {
-		return
-	}
-	var outstanding, gatewayMax, lost, calls, waited, refreshes, refreshErrs int64
-	for _, l := range s.leases {
-		outstanding += l.Outstanding()
-		gatewayMax = max(gatewayMax, l.OutstandingMax())
-		lost += l.LostTokens()
-		calls += l.CentralCalls()
-		waited += l.Waited()
-		refreshes += l.Refreshes()
-		refreshErrs += l.RefreshErrors()
-	}
-	decisions := max(sum.Load.Decisions, 1)
-	sum.Load.Note += fmt.Sprintf("; leases: %d gateways, %d central lease fetches (%.4f per decision, %.0fx fewer than one per decision), %d tokens expired unused, %d outstanding at the end, at most %d at once over all keys in one gateway",
-		len(s.leases), calls, float64(calls)/float64(decisions), float64(decisions)/float64(max(calls, 1)), lost, outstanding, gatewayMax)
-	sum.Load.Note += fmt.Sprintf("; %d decisions (%.2f%%) waited for a lease fetch, %d refresh-ahead fetches (%d failed)",
-		waited, 100*float64(waited)/float64(decisions), refreshes, refreshErrs)
+	add(results.NotePart, partNote(s.opts.Part))
+	return n
 }
 
 // writeLedger writes keys.csv into dir.
@@ -123,22 +97,6 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
 	}
 	return f.Close()
-}
-
-// leaseHeld is the most tokens outstanding in one key's leases at any moment (the gateways'
-// KeyOutstandingMax, summed per key): the worst key's, and the sum over keys. With one gateway
-// each key's figure is exact; with several it is the sum of each gateway's most on the key, which
-// bounds the most they held at once and equals it when they all held their most together.
-func (s *Session) leaseHeld() (worst, all int64) {
-	perKey := map[string]int64{}
-	for _, l := range s.leases {
-		l.KeyOutstandingMax(func(key string, most int64) { perKey[key] += most })
-	}
-	for _, n := range perKey {
-		worst = max(worst, n)
-		all += n
-	}
-	return worst, all
 }
 
 // maxCost is the largest cost a request of the run has: a replay's largest, else 1.

@@ -14,6 +14,7 @@ import (
 	"ratelab/scenarios/check"
 	"ratelab/scenarios/cluster"
 	"ratelab/scenarios/cluster/clustertest"
+	"ratelab/scenarios/faults"
 	"ratelab/workload/trace"
 )
 
@@ -131,9 +132,8 @@ func TestLeaseBoundReachedAtOnce(t *testing.T) {
 	s := &Session{Spec: &scenarios.Spec{}, leases: gws}
 	sum := &results.Summary{Overspend: results.Overspend{
 		BurstExcess: results.BurstExcess{Tokens: tot.BurstExcess, WorstTokens: tot.WorstExcess},
-		Bound:       results.Bound{Sources: map[string]float64{}},
 	}}
-	s.fillBound(sum)
+	sum.Overspend.Bound = s.bound(s.leaseSummary(0), faults.Summary{}, 0)
 	o := &sum.Overspend
 	o.JudgeBound()
 	t.Logf("burst excess %+v; bound %+v, all keys %+v", o.BurstExcess, o.Bound, o.Bound.AllKeys)

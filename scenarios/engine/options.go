@@ -58,6 +58,9 @@ type Options struct {
 	// started with one StartAt share their base time to the hosts' clock sync. A StartAt more
 	// than MaxStartLate in the past when the set-up is done is refused (ErrStartPast).
 	StartAt time.Time
+
+	// sharedLocal is set by Shared.Run: the run attaches to a local cluster Share started.
+	sharedLocal bool
 }
 
 // MaxStartLate is how far past Options.StartAt a run may finish its set-up and still start:

@@ -51,12 +51,12 @@ func partSummary(sh workload.Part) *results.Part {
 	return &results.Part{Index: sh.Index, Count: sh.Count}
 }
 
-// partNote says in the summary what a part's numbers are a part of.
+// partNote says in the summary what a part's numbers are a part of ("" for a whole run).
 func partNote(sh workload.Part) string {
 	if !sh.Split() {
 		return ""
 	}
-	return fmt.Sprintf("; part %s: this generator ran tenants i with i mod %d == %d and their share of the schedule only; "+
+	return fmt.Sprintf("part %s: this generator ran tenants i with i mod %d == %d and their share of the schedule only; "+
 		"`ratelab merge` combines the parts into the whole run", sh, sh.Count, sh.Index)
 }
 
@@ -86,7 +86,7 @@ func MergeRuns(out string, dirs ...string) (*Result, error) {
 			}
 		}
 		// The data is merged either way; say what could not be judged.
-		sum.Load.Note += fmt.Sprintf("; scenarios.SLO checks and fault recovery not re-evaluated (%v): they are the first part's", err)
+		sum.Load.AddNote(results.NoteSLO, fmt.Sprintf("scenarios.SLO checks and fault recovery not re-evaluated (%v): they are the first part's", err))
 		return nil
 	}))
 	if err != nil {

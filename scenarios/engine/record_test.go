@@ -40,6 +40,7 @@ func decide(d *driver, r *Record, lim limiter.Limiter, i int) {
 		Tenant: d.s.Tenants[r.Key/2], Endpoint: d.s.Endpoints[r.Key%2], Cost: 1, Now: d.base.Add(time.Duration(i%1000) * time.Millisecond),
 	})
 	r.Latency = time.Millisecond
+	Classify(r) // as worker.finish does
 	d.consume(r)
 }
 

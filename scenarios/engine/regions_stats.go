@@ -45,8 +45,11 @@ func (rr *regionRun) consume(r *Record) {
 }
 
 // summary is the run's account per region, over ran of schedule: the same figures, by the same
-// functions, as the run's.
+// functions, as the run's; nil for a run without regions.
 func (rr *regionRun) summary(ran time.Duration) *results.Regions {
+	if rr == nil {
+		return nil
+	}
 	out := &results.Regions{
 		Design: rr.design, Home: rr.names[0],
 		RTTMs: ms(rr.rtt), JitterMs: ms(rr.jitter), BudgetMs: ms(rr.budget),

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"ratelab/results"
@@ -52,7 +51,7 @@ func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, 
 		sum.Load.AchievedRPS = float64(max(t.Decided()-c.lateAnswers, 0)) / secs
 	}
 	sum.Load.JudgeLimit(c.late)
-	sum.Load.Note = d.loadNote(sum.Load, decisions, c)
+	d.addLoadNotes(&sum.Load, decisions, c)
 	t.FillSummary(sum)
 	sum.LatencyMs, sum.LatencyServedMs = results.LatencyOf(t.hist, c.offered-t.Decided())
 	sum.LatencyClamped = t.hist.Clamped()
@@ -61,25 +60,23 @@ func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, 
 	sum.HotKeys = d.s.tally.hotKeys()
 }
 
-// loadNote says why the run fell short of its schedule, if it did, and its schedule lag.
-func (d *driver) loadNote(l results.Load, decisions int64, c counts) string {
-	var notes []string
+// addLoadNotes says why the run fell short of its schedule, if it did, and its schedule lag.
+func (d *driver) addLoadNotes(l *results.Load, decisions int64, c counts) {
 	if l.GeneratorLimited {
-		notes = append(notes, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%%): the numbers describe this machine at this load, not the limiter's ceiling",
+		l.AddNote(results.NoteLoad, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%%): the numbers describe this machine at this load, not the limiter's ceiling",
 			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions-c.late)/float64(c.offered)))
 	}
 	if c.late > 0 {
-		notes = append(notes, fmt.Sprintf("%d decisions answered after the run's window ended (late: counted in decisions, not in the achieved rate)", c.late))
+		l.AddNote(results.NoteLate, fmt.Sprintf("%d decisions answered after the run's window ended (late: counted in decisions, not in the achieved rate)", c.late))
 	}
 	if l.LostSeconds > 0 {
-		notes = append(notes, fmt.Sprintf("WARNING: %d per-second rows were written out of order (the collector fell behind); their counts are in the totals", l.LostSeconds))
+		l.AddNote(results.NoteRows, fmt.Sprintf("WARNING: %d per-second rows were written out of order (the collector fell behind); their counts are in the totals", l.LostSeconds))
 	}
 	if n := c.dropped - c.behind; n > 0 {
-		notes = append(notes, fmt.Sprintf("%d requests dropped because %d were already in flight (load.max_inflight): decisions were slower than the offered rate", n, d.spec.Load.MaxInflight))
+		l.AddNote(results.NoteDrops, fmt.Sprintf("%d requests dropped because %d were already in flight (load.max_inflight): decisions were slower than the offered rate", n, d.spec.Load.MaxInflight))
 	}
 	if c.behind > 0 {
-		notes = append(notes, fmt.Sprintf("%d requests dropped because the generator fell more than %s behind its schedule (CPU-bound)", c.behind, maxScheduleLag))
+		l.AddNote(results.NoteDrops, fmt.Sprintf("%d requests dropped because the generator fell more than %s behind its schedule (CPU-bound)", c.behind, maxScheduleLag))
 	}
-	notes = append(notes, fmt.Sprintf("schedule lag p99 %.3f ms (time from intended start to dispatch; counted in latency)", l.ScheduleLagP99Ms))
-	return strings.Join(notes, "; ")
+	l.AddNote(results.NoteLag, fmt.Sprintf("schedule lag p99 %.3f ms (time from intended start to dispatch; counted in latency)", l.ScheduleLagP99Ms))
 }

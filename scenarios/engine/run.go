@@ -95,17 +95,17 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 	if !s.opts.StartAt.IsZero() {
 		// Every part of one barrier then has the same started_at, to the nanosecond.
 		sum.StartedAt = base
-		sum.Load.Note += startNote(base, base.Sub(waitFrom))
+		sum.Load.AddNote(results.NoteStart, startNote(base, base.Sub(waitFrom)))
 	}
 	if firsts != nil {
 		sum.Stages = firsts.Result()
-		sum.Load.Note += stagesNote(spec)
+		sum.Load.AddNote(results.NoteStages, stagesNote(spec))
 	}
 	w.end(d.base, results.RunCounts(sum, total.hist))
 	m.Keys = s.tally.ledger()
 	if s.opts.RecordTrace != "" {
 		n, rerr := recordSchedule(s.opts.RecordTrace, spec, s.replay, d.clockBase, m.Ran, d.seconds)
-		sum.Load.Note += fmt.Sprintf("; schedule recorded to %s (%d requests, sent or dropped)", s.opts.RecordTrace, n)
+		sum.Load.AddNote(results.NoteTrace, fmt.Sprintf("schedule recorded to %s (%d requests, sent or dropped)", s.opts.RecordTrace, n))
 		return m, errors.Join(w.err, rerr)
 	}
 	return m, w.err

@@ -31,7 +31,7 @@ func stagesNote(spec *scenarios.Spec) string {
 	case len(spec.Load.Stages) == 0 || total == d:
 		return ""
 	case d < total:
-		return fmt.Sprintf("; duration %s cut load.stages (%s in all) short", d, total)
+		return fmt.Sprintf("duration %s cut load.stages (%s in all) short", d, total)
 	}
-	return fmt.Sprintf("; load.stages last %s: the last rate was held to the end of duration %s", total, d)
+	return fmt.Sprintf("load.stages last %s: the last rate was held to the end of duration %s", total, d)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ func (s *Session) openStore(ctx context.Context) (*store, error) {
 	}
 	s.onClose(cl.Close)
 	s.env.Provider = string(spec.Cluster.Provider)
+	if s.opts.sharedLocal {
+		s.env.Provider = string(scenarios.ProviderLocal) // where it ran; "running" is how it got there
+	}
 	s.env.RedisVersion = cl.RedisVersion()
 	s.env.Durability = spec.DurabilityName()
 	s.env.Primaries = len(cl.Primaries())
@@ -127,43 +131,59 @@ func (st *store) fillRow(sec int, iv *results.Interval) {
 	iv.NoScript = st.counters.noscript[sec].Load()
 }
 
-// fillSummary adds what only a Redis-backed run knows: ops per node, the redirects and NOSCRIPT
-// replies the node hooks counted, and the node of every hot key.
-func (st *store) fillSummary(ctx context.Context, sum *results.Summary, ran time.Duration) {
-	var ops, other, all int64
-	var byKind [limiter.NumErrorKinds]int64
+// storeSummary is what only a Redis-backed run knows: the operations per node and in all, the
+// MOVED, ASK and NOSCRIPT replies the node hooks counted, and the node of every hot key.
+type storeSummary struct {
+	nodes   []results.NodeStats
+	central results.Central
+	// hooked counts the node hooks' replies by kind: redirects followed inside the cluster
+	// client and NOSCRIPT answered with EVAL never surface as decision errors.
+	hooked  [limiter.NumErrorKinds]int64
+	hotKeys []results.HotKey
+}
+
+// summary is the store's piece of a run of ran: its counters, and hot (the run's hot keys) with
+// the node of each.
+func (st *store) summary(ctx context.Context, ran time.Duration, hot []results.HotKey) storeSummary {
+	var p storeSummary
+	var ops, other int64
 	nodes := st.counters.snapshot()
 	for _, n := range nodes {
 		ops += n.decision.Load()
 		other += n.other.Load()
 		for k := range n.errs {
-			byKind[k] += n.errs[k].Load()
+			p.hooked[k] += n.errs[k].Load()
 		}
 	}
-	all = ops + other
 	for _, n := range nodes {
 		nodeOps := n.decision.Load() + n.other.Load()
-		ns := results.NodeStats{Addr: n.addr, Ops: nodeOps, Share: results.Ratio(nodeOps, all)}
+		ns := results.NodeStats{Addr: n.addr, Ops: nodeOps, Share: results.Ratio(nodeOps, ops+other)}
 		ns.Moved, ns.Ask, ns.NoScript = n.errs[limiter.KindMoved].Load(), n.errs[limiter.KindAsk].Load(), n.errs[limiter.KindNoScript].Load()
 		ns.Timeout, ns.Conn = n.errs[limiter.KindTimeout].Load(), n.errs[limiter.KindConn].Load()
 		ns.TryAgain, ns.ClusterDown = n.errs[limiter.KindTryAgain].Load(), n.errs[limiter.KindClusterDown].Load()
-		sum.Nodes = append(sum.Nodes, ns)
+		p.nodes = append(p.nodes, ns)
 	}
-	sum.Central = results.Central{Ops: ops, OtherOps: other}
+	p.central = results.Central{Ops: ops, OtherOps: other}
 	if ran > 0 {
-		sum.Central.OpsPerS = float64(ops) / ran.Seconds()
+		p.central.OpsPerS = float64(ops) / ran.Seconds()
 	}
-	// Redirects followed inside the cluster client and NOSCRIPT answered with EVAL never surface
-	// as decision errors; the node hooks counted them. A MOVED that ended a decision was seen by
-	// a hook too, so the hook count replaces the decision count rather than adding to it.
-	sum.Errors.Moved = max(sum.Errors.Moved, byKind[limiter.KindMoved])
-	sum.Errors.Ask = max(sum.Errors.Ask, byKind[limiter.KindAsk])
-	sum.Errors.NoScript = max(sum.Errors.NoScript, byKind[limiter.KindNoScript])
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	for i := range sum.HotKeys {
-		sum.HotKeys[i].Node = nodeOf(nctx, st.client, sum.HotKeys[i].Key)
+	p.hotKeys = slices.Clone(hot)
+	for i := range p.hotKeys {
+		p.hotKeys[i].Node = nodeOf(nctx, st.client, p.hotKeys[i].Key)
 	}
+	return p
+}
+
+// errors is e, the decisions' store failures, with the node hooks' MOVED, ASK and NOSCRIPT
+// counts where larger: a MOVED that ended a decision was seen by a hook too, so the hook count
+// replaces the decision count rather than adding to it.
+func (p storeSummary) errors(e results.Errors) results.Errors {
+	e.Moved = max(e.Moved, p.hooked[limiter.KindMoved])
+	e.Ask = max(e.Ask, p.hooked[limiter.KindAsk])
+	e.NoScript = max(e.NoScript, p.hooked[limiter.KindNoScript])
+	return e
 }
 
 // nodeOf returns the address of the primary that owns key's slot, or "" if it cannot tell.

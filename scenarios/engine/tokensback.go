@@ -128,10 +128,21 @@ func countBack(counts []backCounts, slotOf func(key int) int, losses []faults.Lo
 // settleWait bounds the wait for a healthy cluster before the audit is read.
 const settleWait = time.Minute
 
+// backSummary is tokens back's piece of the summary: the tokens the faults' losses returned
+// (tokensBack), or a note saying why they could not be counted.
+func (s *Session) backSummary(ctx context.Context, losses []faults.Loss) (*results.TokensBack, []results.Note) {
+	tb, err := s.tokensBack(ctx, losses)
+	if err != nil {
+		s.logf("%v", err)
+		return nil, []results.Note{{Kind: results.NoteTokensBack, Text: err.Error()}}
+	}
+	return tb, nil
+}
+
 // tokensBack reads every key's debit audit from the primaries, once the faults are stopped (a
-// partition healed) and the cluster is healthy, and counts the tokens the faults returned; nil
-// when the run does not audit its buckets, with an error when the audit cannot be read.
-func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
+// partition healed) and the cluster is healthy, and counts the tokens losses returned; nil when
+// the run does not audit its buckets, with an error when the audit cannot be read.
+func (s *Session) tokensBack(ctx context.Context, losses []faults.Loss) (*results.TokensBack, error) {
 	if s.back == nil || s.store == nil {
 		return nil, nil
 	}
@@ -160,30 +171,7 @@ func (s *Session) tokensBack(ctx context.Context) (*results.TokensBack, error) {
 	for i, k := range keys {
 		counts[i] = backCounts{allowed: s.back.allowed[k].Load(), debited: debited[i], unknown: s.back.unknown[k].Load()}
 	}
-	var losses []faults.Loss
-	if s.faults != nil {
-		losses = s.faults.Losses()
-	}
 	tb := countBack(counts, func(i int) int { return cluster.KeySlot(names[i]) }, losses)
 	s.logf("tokens back: %d..%d tokens over %d keys (bound %.1f; audit counters of run %s)", tb.Min, tb.Max, tb.Keys, tb.Bound, s.back.run)
 	return &tb, nil
-}
-
-// faultHooks adds to h what a partition needs from the run: the cluster's timeouts that bound
-// an isolated primary's window, the allowed tokens per slot, and the gateways' cut switches.
-func (s *Session) faultHooks(h *faults.Hooks) {
-	c := s.Spec.Cluster
-	h.NodeTimeout = time.Duration(c.NodeTimeout)
-	if c.MinReplicasToWrite > 0 {
-		h.MinReplicasLag = time.Duration(c.MinReplicasMaxLag)
-	}
-	if s.back != nil {
-		h.SlotAllowed = s.back.slotAllowed
-	}
-	if s.cuts != nil {
-		h.CutGateway = func(g int, cut bool) { s.cuts[g].Store(cut) }
-	}
-	if s.regions != nil {
-		h.PartitionRegion = func(_ context.Context, region string, cut bool) error { return s.setRegionCut(region, cut) }
-	}
 }

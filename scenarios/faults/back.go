@@ -97,26 +97,23 @@ func (l Loss) Covers(slot int) bool {
 // node_timeout, plus one cron period) or, with min-replicas-to-write, until its replicas'
 // acknowledgements are older than the max lag — whichever comes first.
 func (r *Runner) isolatedWindow() time.Duration {
-	w := time.Duration(pingSlack*float64(r.h.NodeTimeout)) + clusterCron
-	if lag := r.h.MinReplicasLag; lag > 0 {
+	w := time.Duration(pingSlack*float64(r.cfg.NodeTimeout)) + clusterCron
+	if lag := r.cfg.MinReplicasLag; lag > 0 {
 		w = min(w, lag+minReplicasSlack)
 	}
 	return w
 }
 
 // allowedRate is the tokens per second the store allowed on slots, averaged from the start of
-// the run to now (0 without SlotAllowed).
-func (r *Runner) allowedRate(slots []cluster.SlotRange) float64 {
-	if r.h.SlotAllowed == nil {
-		return 0
-	}
+// the run to now, from allowed (Run.SlotAllowed).
+func (r *Runner) allowedRate(allowed map[int]int64, slots []cluster.SlotRange) float64 {
 	elapsed := time.Since(r.base).Seconds()
 	if elapsed <= 0 {
 		return 0
 	}
 	mine := Loss{Slots: slots}
 	var tokens int64
-	for slot, n := range r.h.SlotAllowed() {
+	for slot, n := range allowed {
 		if mine.Covers(slot) {
 			tokens += n
 		}
@@ -129,13 +126,14 @@ func (r *Runner) allowedRate(slots []cluster.SlotRange) float64 {
 // slots before the cut. An error says why it cannot be measured (the run counts allowed tokens
 // per slot only with limiter.audit).
 func (r *Runner) windowLoss(addr string, slots []cluster.SlotRange) (float64, error) {
-	if r.h.SlotAllowed == nil {
+	allowed, ok := r.run.SlotAllowed()
+	if !ok {
 		return 0, errors.New("the tokens allowed per slot, which the isolated window's loss is counted from, are kept only with limiter.audit: true")
 	}
-	rate := r.allowedRate(slots)
+	rate := r.allowedRate(allowed, slots)
 	w := r.isolatedWindow()
 	b := rate * w.Seconds()
-	r.h.Logf("partition of %s: the isolated window may lose %.1f tokens = window %s x %.1f tokens/s allowed on its slots", addr, b, w, rate)
+	r.cfg.Logf("partition of %s: the isolated window may lose %.1f tokens = window %s x %.1f tokens/s allowed on its slots", addr, b, w, rate)
 	return b, nil
 }
 

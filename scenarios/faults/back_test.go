@@ -21,7 +21,7 @@ func TestIsolatedWindow(t *testing.T) {
 		{3 * time.Second, time.Second, 3 * time.Second},
 		{time.Second, 10 * time.Second, 1600 * time.Millisecond},
 	} {
-		r := New(nil, nil, Hooks{NodeTimeout: tt.nodeTimeout, MinReplicasLag: tt.lag})
+		r := New(nil, nil, nil, nil, Config{NodeTimeout: tt.nodeTimeout, MinReplicasLag: tt.lag})
 		if got := r.isolatedWindow(); got != tt.want {
 			t.Errorf("node timeout %s, max lag %s: window %s, want %s", tt.nodeTimeout, tt.lag, got, tt.want)
 		}

@@ -12,6 +12,7 @@
 // — is recorded as failed with the reason (results.Fault.Failed, Error), never passed off as
 // injected: the run did not test what its scenario asked.
 //
-// It reaches the run only through Hooks (which gateway to skew, which slots are busiest, where
-// to book an injection); it never decides a request and never writes a run directory.
+// It reaches the run only through two interfaces it declares, Run and Gateways (which slots are
+// busiest, how the checker names a cause, which gateway to skew, where to book an injection);
+// it never decides a request and never writes a run directory.
 package faults

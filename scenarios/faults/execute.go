@@ -184,10 +184,7 @@ const slotMigrateWait = 3 * cluster.DefaultMigrateTimeout
 // decisions so far first (then the highest numbers): moving hot slots is what a resharding does
 // to a limiter, and it makes the ASK and MOVED replies visible.
 func (r *Runner) busiestSlots(from cluster.Shard, n int) []int {
-	var traffic map[int]int64
-	if r.h.SlotTraffic != nil {
-		traffic = r.h.SlotTraffic()
-	}
+	traffic := r.run.SlotTraffic()
 	owned := make([]int, 0, from.SlotCount())
 	for i := len(from.Slots) - 1; i >= 0; i-- {
 		for sl := from.Slots[i].End; sl >= from.Slots[i].Start; sl-- {

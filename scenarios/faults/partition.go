@@ -71,9 +71,9 @@ func (r *Runner) partitionNode(ctx context.Context, f scenarios.FaultSpec, addr 
 	if err := p.Heal(hctx); err != nil {
 		return fmt.Errorf("healing the partition of %s: %w", addr, err)
 	}
-	r.h.Logf("partition of %s healed", addr)
+	r.cfg.Logf("partition of %s healed", addr)
 	if err := r.cl.WaitHealthy(hctx); err != nil {
-		r.h.Logf("cluster not healthy %s after healing the partition of %s: %v", healWait, addr, err)
+		r.cfg.Logf("cluster not healthy %s after healing the partition of %s: %v", healWait, addr, err)
 	}
 	r.look(hctx, p, "after the heal", addr, other)
 	return nil
@@ -104,10 +104,10 @@ func (r *Runner) look(ctx context.Context, p partitioner, when, isolated, majori
 		cancel()
 		if err != nil {
 			v.Err = err.Error()
-			r.h.Logf("partition %s: %s side (%s): CLUSTER NODES failed: %v", when, side.name, side.addr, err)
+			r.cfg.Logf("partition %s: %s side (%s): CLUSTER NODES failed: %v", when, side.name, side.addr, err)
 		} else {
 			v.Nodes = nodes
-			r.h.Logf("partition %s: %s side (%s) sees %s", when, side.name, side.addr, describeViews(nodes))
+			r.cfg.Logf("partition %s: %s side (%s) sees %s", when, side.name, side.addr, describeViews(nodes))
 		}
 		r.mu.Lock()
 		r.views = append(r.views, v)
@@ -134,11 +134,11 @@ func (r *Runner) cutGateways(ctx context.Context, targets []int, d time.Duration
 	release := r.hold("partition")
 	defer release()
 	for _, g := range targets {
-		r.h.CutGateway(g, true)
+		r.gw.Cut(g, true)
 	}
 	sleepCtx(ctx, d)
 	for _, g := range targets {
-		r.h.CutGateway(g, false)
+		r.gw.Cut(g, false)
 	}
 }
 
@@ -147,15 +147,15 @@ func (r *Runner) cutGateways(ctx context.Context, targets []int, d time.Duration
 func (r *Runner) injectRegion(ctx context.Context, f scenarios.FaultSpec, at float64) {
 	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: f.Target, ForS: time.Duration(f.For).Seconds()}
 	name := strings.TrimPrefix(f.Target, "region:")
-	if r.h.PartitionRegion == nil {
+	if !r.gw.Has(Regions) {
 		ev.Failed, ev.Error = true, "the run has no regions to partition"
 	} else {
-		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, f.Target)
+		r.cfg.Logf("fault at %.1fs: %s %s", at, f.Kind, f.Target)
 		release := r.hold("partition")
-		err := r.h.PartitionRegion(ctx, name, true)
+		err := r.gw.PartitionRegion(ctx, name, true)
 		if err == nil {
 			sleepCtx(ctx, time.Duration(f.For))
-			err = r.h.PartitionRegion(context.WithoutCancel(ctx), name, false)
+			err = r.gw.PartitionRegion(context.WithoutCancel(ctx), name, false)
 		}
 		release()
 		if err != nil {
@@ -163,7 +163,7 @@ func (r *Runner) injectRegion(ctx context.Context, f scenarios.FaultSpec, at flo
 		}
 	}
 	if ev.Failed {
-		r.h.Logf("fault %s at %.1fs on %s failed: %s", f.Kind, at, f.Target, ev.Error)
+		r.cfg.Logf("fault %s at %.1fs on %s failed: %s", f.Kind, at, f.Target, ev.Error)
 	}
 	r.record(ev)
 }

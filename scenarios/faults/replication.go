@@ -37,7 +37,7 @@ func (r *Runner) openProbes(specs []scenarios.FaultSpec) bool {
 		c := r.nodeClient(realAddr(n))
 		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 		if err := c.Ping(ctx).Err(); err != nil {
-			r.h.Logf("replication probe of %s: %v (dialled again at the fault)", n.Addr, err)
+			r.cfg.Logf("replication probe of %s: %v (dialled again at the fault)", n.Addr, err)
 		}
 		cancel()
 		r.probes[n.Addr] = c
@@ -134,7 +134,7 @@ func realAddr(n cluster.Node) string {
 // replicas have not applied yet: the bytes between the primary's replication offset and the
 // least offset among its running replicas (any of them may be promoted), converted to script
 // calls at the primary's average bytes per call since it became primary (sampleTenures), times the most tokens one call debits
-// (Hooks.DebitTokens: in lease mode a lost grant returns its whole lease). The replicas are read
+// (Run.DebitTokens: in lease mode a lost grant returns its whole lease). The replicas are read
 // first and the primary after, each on its probe (INFO on the node itself), so every write up
 // to the primary's answer is in the gap; only what it takes between that answer and the fault
 // is not. An error says why the gap could not be read: it is then not measured, never 0.
@@ -173,7 +173,7 @@ func (r *Runner) replicationGap(ctx context.Context, addr string) (tokens float6
 	}
 	gap := max(primary-replica, 0)
 	if gap == 0 {
-		r.h.Logf("replication gap of %s before the fault: 0 bytes", addr)
+		r.cfg.Logf("replication gap of %s before the fault: 0 bytes", addr)
 		return 0, nil
 	}
 	r.mu.Lock()
@@ -184,8 +184,8 @@ func (r *Runner) replicationGap(ctx context.Context, addr string) (tokens float6
 		return 0, fmt.Errorf("%d bytes behind, but no script call was counted on it since it became primary (sampled every %s), so the bytes one call writes are not known", gap, tenurePeriod)
 	}
 	debits := float64(gap) / (float64(primary-base.off) / float64(calls))
-	tokens = debits * float64(max(r.h.DebitTokens, 1))
-	r.h.Logf("replication gap of %s before the fault: %d bytes (~%.1f script calls at %.0f bytes each, %.1f tokens)", addr, gap, debits, float64(primary-base.off)/float64(calls), tokens)
+	tokens = debits * float64(max(r.run.DebitTokens(), 1))
+	r.cfg.Logf("replication gap of %s before the fault: %d bytes (~%.1f script calls at %.0f bytes each, %.1f tokens)", addr, gap, debits, float64(primary-base.off)/float64(calls), tokens)
 	return tokens, nil
 }
 
@@ -237,7 +237,7 @@ func (r *Runner) addBound(source string, f scenarios.FaultSpec, addr string, tok
 	if err != nil {
 		reason := fmt.Sprintf("%s of %s: %v", f.Kind, addr, err)
 		r.unmeasured = append(r.unmeasured, results.Unmeasured{Source: source, Reason: reason})
-		r.h.Logf("overspend bound: %s not measured: %s", source, reason)
+		r.cfg.Logf("overspend bound: %s not measured: %s", source, reason)
 		return
 	}
 	r.sources[source] += tokens

@@ -23,54 +23,15 @@ const healthyWait = 30 * time.Second
 // clients learn the new slot map a little later than the nodes agree on it.
 const causeGrace = time.Second
 
-// Hooks connect a Runner to the run it disturbs. Every field is optional: a nil func means the
-// run has no such part (a gateway fault then records itself as failed).
-type Hooks struct {
-	// HotKey is a key of the hottest tenant: target hottest is the primary of its slot.
-	HotKey string
-	// KeyOf returns a key of tenant, for target primary-of:TENANT.
-	KeyOf func(tenant string) string
-	// CauseFor maps a cause name (failover, pause, latency, noscript, reshard, restart,
-	// clock-skew) to the checker's Cause; nil attaches cause 0.
-	CauseFor func(name string) check.Cause
-	// OnInject hears of each fault as it starts, in seconds since the start of the run.
-	OnInject func(atS float64)
-	// SlotTraffic returns the decisions so far per slot: a reshard moves the busiest slots.
-	SlotTraffic func() map[int]int64
-	// Gateways is the number of gateways a gateway fault may target.
-	Gateways int
-	// SetSkew sets gateway g's clock offset (a clock-skew fault).
-	SetSkew func(g int, offset time.Duration)
-	// DropGateway kills gateway g — its leases are lost, it goes on empty — and returns the
-	// tokens lost.
-	DropGateway func(g int) int64
-	// Logf receives a line per fault injected or failed.
-	Logf func(format string, args ...any)
-	// CutGateway cuts gateway g off Redis (cut) or reconnects it: its store calls fail as on a
-	// cut network meanwhile (a gateway partition).
-	CutGateway func(g int, cut bool)
-	// PartitionRegion cuts the region named off the others (cut) or heals it (a partition of
-	// target region:NAME); the multi-region run provides it.
-	PartitionRegion func(ctx context.Context, region string, cut bool) error
-	// NodeTimeout is the cluster's cluster-node-timeout and MinReplicasLag its
-	// min-replicas-max-lag (0: no min-replicas-to-write): together they bound how long a
-	// partitioned primary acknowledges writes its replicas never see.
-	NodeTimeout, MinReplicasLag time.Duration
-	// SlotAllowed returns the tokens the store allowed so far per slot: the rate on a
-	// partitioned primary's slots bounds what its window can lose.
-	SlotAllowed func() map[int]int64
-	// DebitTokens is the most tokens one script call debits: what a lost write may return
-	// (in lease mode the lease size, or a larger request's cost; else the largest cost). 0 is 1.
-	DebitTokens int64
-}
-
 // Runner injects a scenario's faults into its cluster (or its gateways) on schedule and records
 // each as an event. While a fault is active its cause is current (CurrentCause), so the engine
 // attributes the overspend of the decisions made meanwhile to it.
 type Runner struct {
 	cl    cluster.Cluster
 	specs []scenarios.FaultSpec // sorted by At
-	h     Hooks
+	run   Run
+	gw    Gateways
+	cfg   Config
 	// shards are the cluster's shards when the run started, in slot order (nil when they could
 	// not be read): node:N of a fault that needs a primary follows shard N (targets.go).
 	shards []lineage
@@ -98,19 +59,25 @@ type Runner struct {
 	done   chan struct{}
 }
 
-// New returns a Runner for specs on cl (nil when the run has no cluster: gateway faults only).
-// It reads cl's shards now, before the load starts: node:N of a kill, a failover or a reshard
-// names the N-th of them, whichever of its nodes is the primary when the fault comes.
-func New(cl cluster.Cluster, specs []scenarios.FaultSpec, h Hooks) *Runner {
-	if h.Logf == nil {
-		h.Logf = func(string, ...any) {}
+// New returns a Runner for specs on cl (nil when the run has no cluster: gateway faults only),
+// disturbing run and its gateways gw (nil: a run with no such parts; a gateway fault then
+// records itself as failed). It reads cl's shards now, before the load starts: node:N of a
+// kill, a failover or a reshard names the N-th of them, whichever of its nodes is the primary
+// when the fault comes.
+func New(cl cluster.Cluster, specs []scenarios.FaultSpec, run Run, gw Gateways, cfg Config) *Runner {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
 	}
-	if h.KeyOf == nil {
-		h.KeyOf = func(tenant string) string { return "{" + tenant + "}" }
+	if run == nil {
+		run = noRun{}
 	}
-	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), h: h, sources: map[string]float64{}, tenures: map[string]tenure{}}
+	if gw == nil {
+		gw = noGateways{}
+	}
+	r := &Runner{cl: cl, specs: append([]scenarios.FaultSpec(nil), specs...), run: run, gw: gw, cfg: cfg,
+		sources: map[string]float64{}, tenures: map[string]tenure{}}
 	if cl != nil && slices.ContainsFunc(specs, func(f scenarios.FaultSpec) bool { return needsPrimary(f.Kind) }) {
-		r.shards = startLineage(cl, h.Logf)
+		r.shards = startLineage(cl, cfg.Logf)
 	}
 	sort.SliceStable(r.specs, func(i, j int) bool { return r.specs[i].At < r.specs[j].At })
 	return r
@@ -196,9 +163,7 @@ func (r *Runner) schedule(ctx context.Context) {
 // Target stays the target as written and, when it resolved, the nodes it named.
 func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 	at := time.Since(r.base).Seconds()
-	if r.h.OnInject != nil {
-		r.h.OnInject(at)
-	}
+	r.run.OnInject(at)
 	switch {
 	case f.OnRegion():
 		r.injectRegion(ctx, f, at)
@@ -210,12 +175,12 @@ func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 	tg, err := r.resolve(ctx, f)
 	ev := results.Fault{AtS: at, Kind: string(f.Kind), Target: tg.desc, ForS: time.Duration(f.For).Seconds()}
 	if err == nil {
-		r.h.Logf("fault at %.1fs: %s %s", at, f.Kind, tg.desc)
+		r.cfg.Logf("fault at %.1fs: %s %s", at, f.Kind, tg.desc)
 		err = r.execute(ctx, f, tg)
 	}
 	if err != nil {
 		ev.Failed, ev.Error = true, err.Error()
-		r.h.Logf("fault %s at %.1fs on %s failed: %v", f.Kind, at, tg.desc, err)
+		r.cfg.Logf("fault %s at %.1fs on %s failed: %v", f.Kind, at, tg.desc, err)
 	}
 	r.record(ev)
 }
@@ -228,9 +193,7 @@ func (r *Runner) record(ev results.Fault) {
 
 // hold attaches cause to decisions until the returned func is called.
 func (r *Runner) hold(cause string) func() {
-	if r.h.CauseFor != nil {
-		r.cause.Store(int32(r.h.CauseFor(cause)))
-	}
+	r.cause.Store(int32(r.run.CauseFor(cause)))
 	r.active.Add(1)
 	return func() { r.active.Add(-1) }
 }
@@ -248,7 +211,7 @@ func (r *Runner) holdUntilHealthy(ctx context.Context, cause string) func() {
 			defer cancel()
 			if err := r.cl.WaitHealthy(hctx); err != nil {
 				if ctx.Err() == nil { // not the run's end cutting the wait short
-					r.h.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
+					r.cfg.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
 				}
 				return
 			}

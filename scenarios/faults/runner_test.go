@@ -1,10 +1,15 @@
 package faults
 
 import (
-	"ratelab/scenarios"
-	"ratelab/scenarios/check"
+	"context"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"ratelab/scenarios"
+	"ratelab/scenarios/check"
 )
 
 func TestActiveKind(t *testing.T) {
@@ -13,11 +18,14 @@ func TestActiveKind(t *testing.T) {
 		{At: scenarios.Duration(5 * time.Second), Kind: scenarios.FaultKillPrimary},
 		{At: scenarios.Duration(2 * time.Second), Kind: scenarios.FaultPause},
 	}
-	r := New(nil, specs, Hooks{HotKey: "k", CauseFor: func(string) check.Cause { return 9 }})
+	r := New(nil, specs, causeRun{}, nil, Config{})
 	if k := r.ActiveKind(3 * time.Second); k != "" {
 		t.Errorf("no fault holding its cause: activeKind %q, want none", k)
 	}
 	release := r.hold("pause")
+	if c, ok := r.CurrentCause(); !ok || c != 9 {
+		t.Errorf("holding a pause: cause %d, %v; want the run's cause 9", c, ok)
+	}
 	tests := []struct {
 		have time.Duration
 		want string
@@ -34,5 +42,48 @@ func TestActiveKind(t *testing.T) {
 	var none *Runner
 	if k := none.ActiveKind(time.Second); k != "" {
 		t.Errorf("a run without faults: activeKind %q", k)
+	}
+}
+
+// causeRun names every cause 9.
+type causeRun struct{ noRun }
+
+func (causeRun) CauseFor(string) check.Cause { return 9 }
+
+// clocks are gateways with clocks only, recording every offset set.
+type clocks struct {
+	noGateways
+	mu  sync.Mutex
+	set []time.Duration
+}
+
+func (c *clocks) Count() int      { return 2 }
+func (c *clocks) Has(p Part) bool { return p == GatewayClocks }
+func (c *clocks) SetSkew(g int, off time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = append(c.set, off)
+}
+
+// A gateway fault changes the part the run has and is recorded as failed where the run lacks it.
+func TestGatewayFaultNeedsItsPart(t *testing.T) {
+	t.Parallel()
+	skew := scenarios.FaultSpec{Kind: scenarios.FaultClockSkew, Target: "gateway:1", Offset: scenarios.Duration(time.Second), For: scenarios.Duration(time.Millisecond)}
+	kill := scenarios.FaultSpec{Kind: scenarios.FaultGatewayKill, Target: "gateway:0"}
+	gw := &clocks{}
+	r := New(nil, nil, nil, gw, Config{})
+	r.injectGateway(context.Background(), skew, 1)
+	r.injectGateway(context.Background(), kill, 2)
+	ev := r.Recorded()
+	if len(ev) != 2 || ev[0].Failed || !ev[1].Failed || !strings.Contains(ev[1].Error, "no such gateway state") {
+		t.Fatalf("events %+v: want the skew carried out and the kill failed (no leases)", ev)
+	}
+	if want := []time.Duration{time.Second, 0}; !slices.Equal(gw.set, want) {
+		t.Errorf("offsets set %v, want %v (skewed, then back)", gw.set, want)
+	}
+	none := New(nil, nil, nil, nil, Config{})
+	none.injectGateway(context.Background(), skew, 1)
+	if ev := none.Recorded(); len(ev) != 1 || !ev[0].Failed {
+		t.Errorf("events %+v: a run without gateways must record the skew as failed", ev)
 	}
 }

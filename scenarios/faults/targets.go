@@ -54,9 +54,9 @@ func (r *Runner) resolve(ctx context.Context, f scenarios.FaultSpec) (target, er
 	fail := func(err error) (target, error) { return target{desc: t}, err }
 	switch {
 	case t == "hottest":
-		return r.primaryOfKey(t, r.h.HotKey)
+		return r.primaryOfKey(t, r.run.HotKey())
 	case strings.HasPrefix(t, "primary-of:"):
-		return r.primaryOfKey(t, r.h.KeyOf(strings.TrimPrefix(t, "primary-of:")))
+		return r.primaryOfKey(t, r.run.KeyOf(strings.TrimPrefix(t, "primary-of:")))
 	case strings.HasPrefix(t, "slot:"):
 		slot, _ := strconv.Atoi(strings.TrimPrefix(t, "slot:"))
 		n, err := r.cl.PrimaryFor(slot)

@@ -48,7 +48,7 @@ func TestTargetsFollowRoles(t *testing.T) {
 	started := l.Nodes()
 	// The schedule is never started: the test injects its faults itself. A fault that needs a
 	// primary in it makes New record the shards as the run starts.
-	r := New(l, []scenarios.FaultSpec{{Kind: scenarios.FaultFailover, Target: "node:0"}}, Hooks{Logf: t.Logf})
+	r := New(l, []scenarios.FaultSpec{{Kind: scenarios.FaultFailover, Target: "node:0"}}, nil, nil, Config{Logf: t.Logf})
 	r.base = time.Now()
 	defer r.wg.Wait() // the failover's hold waits for a healthy cluster in the background
 
@@ -132,7 +132,7 @@ func TestTargetsFollowRoles(t *testing.T) {
 func TestFailoverWithoutReplicaFails(t *testing.T) {
 	t.Parallel()
 	l := clustertest.Start(t, cluster.Options{Primaries: 2, Replicas: 0})
-	r := New(l, nil, Hooks{Logf: t.Logf})
+	r := New(l, nil, nil, nil, Config{Logf: t.Logf})
 	r.base = time.Now()
 	ev := injectOne(t, r, scenarios.FaultSpec{Kind: scenarios.FaultFailover, Target: "node:1"})
 	if !ev.Failed || !strings.Contains(ev.Error, "no running replica") || !strings.Contains(ev.Target, l.Nodes()[1].Addr) {
