@@ -43,9 +43,12 @@ func WriteText(w io.Writer, s *results.Summary, reportPath string) error {
 		t.row("cpu", "%s", s.CPU.Line())
 	}
 	t.regions(s.Regions)
-	if s.Load.GeneratorLimited {
-		t.row("WARNING", "offered rate not reached: %s", s.Load.Note)
-	} else if s.Load.Note != "" {
+	switch {
+	case s.Load.GeneratorLimited:
+		t.row("WARNING", "offered rate not reached (the generator fell behind): %s", s.Load.Note)
+	case s.Load.Limit == results.LimitLimiter:
+		t.row("WARNING", "offered rate not reached (the limiter was slower): %s", s.Load.Note)
+	case s.Load.Note != "":
 		t.row("note", "%s", s.Load.Note)
 	}
 	for _, f := range s.Faults {

@@ -132,3 +132,27 @@ func TestWriteTextV1(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTextNamesWhoseLimit: a run below its schedule says whether the generator fell behind
+// or the limiter was slower (load.limit), not one warning for both.
+func TestWriteTextNamesWhoseLimit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit results.Limit
+		want  string
+	}{
+		{results.LimitGenerator, "offered rate not reached (the generator fell behind)"},
+		{results.LimitLimiter, "offered rate not reached (the limiter was slower)"},
+	} {
+		s := results.NewSummary("x", 1, time.Unix(0, 0))
+		s.Load.Limit, s.Load.GeneratorLimited = c.limit, c.limit == results.LimitGenerator
+		s.Load.AddNote(results.NoteLoad, "achieved 10 of 20 requests/s offered")
+		var b strings.Builder
+		if err := WriteText(&b, s, ""); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("limit %s: text lacks %q:\n%s", c.limit, c.want, b.String())
+		}
+	}
+}

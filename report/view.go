@@ -19,8 +19,10 @@ type view struct {
 	Rows int
 	// NoData is true when the run recorded no intervals: the report says so instead of failing.
 	NoData bool
-	// Limited is true when the generator, not the limiter, capped the rate.
-	Limited bool
+	// Limited is true when the generator, not the limiter, capped the rate; SlowLimiter when
+	// the generator kept its schedule and the limiter (or its store) was slower than the
+	// offered rate (load.limit).
+	Limited, SlowLimiter bool
 	// Warnings are problems with the input files (truncated timeseries, missing histogram...).
 	Warnings []string
 	// ErrorKinds are the error counts in a fixed order, with their total in ErrorTotal.
@@ -87,14 +89,16 @@ func newView(r *run, charts []*chart) *view {
 	s := r.summary
 	e := s.Errors
 	v := &view{
-		S:        s,
-		Rows:     len(r.rows),
-		NoData:   len(r.rows) == 0,
-		Limited:  s.Load.GeneratorLimited,
-		Warnings: r.warnings,
+		S:           s,
+		Rows:        len(r.rows),
+		NoData:      len(r.rows) == 0,
+		Limited:     s.Load.GeneratorLimited,
+		SlowLimiter: s.Load.Limit == results.LimitLimiter,
+		Warnings:    r.warnings,
 		ErrorKinds: []count{
 			{"timeout", e.Timeout}, {"moved", e.Moved}, {"ask", e.Ask}, {"tryagain", e.TryAgain},
-			{"clusterdown", e.ClusterDown}, {"noscript", e.NoScript}, {"conn", e.Conn}, {"other", e.Other},
+			{"clusterdown", e.ClusterDown}, {"noscript", e.NoScript}, {"conn", e.Conn}, {"unreplicated", e.Unreplicated},
+			{"other", e.Other},
 		},
 		ErrorTotal: e.Total(),
 		Faults:     faultRows(s.Faults, r.rows),

@@ -62,8 +62,12 @@ func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, 
 
 // addLoadNotes says why the run fell short of its schedule, if it did, and its schedule lag.
 func (d *driver) addLoadNotes(l *results.Load, decisions int64, c counts) {
-	if l.GeneratorLimited {
-		l.AddNote(results.NoteLoad, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%%): the numbers describe this machine at this load, not the limiter's ceiling",
+	switch l.Limit {
+	case results.LimitGenerator:
+		l.AddNote(results.NoteLoad, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%% completed in the window): the generator fell behind its schedule, so the numbers describe this machine at this load, not the limiter's ceiling",
+			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions-c.late)/float64(c.offered)))
+	case results.LimitLimiter:
+		l.AddNote(results.NoteLoad, fmt.Sprintf("achieved %.0f of %.0f requests/s offered (%.1f%% completed in the window) with the generator on schedule: the limiter (or its store) was slower than the offered rate",
 			l.AchievedRPS, l.OfferedRPS, 100*float64(decisions-c.late)/float64(c.offered)))
 	}
 	if c.late > 0 {
