@@ -132,12 +132,17 @@ func (c *collector) statsFor(sec int) *engine.Account {
 
 // book adds a judged record to its second's account, or to the late bucket once the second's
 // row is written; a late answer booked in its second counts in that row's late column, as the
-// engine's rows count theirs.
+// engine's rows count theirs. Then the scenario's consumers hear it (engine.Options.Consumers).
 func (c *collector) book(r *engine.Record, lateAnswer bool) {
 	if lateAnswer && r.Sec >= c.nextRow {
 		c.lateRow[r.Sec]++
 	}
 	c.statsFor(r.Sec).Book(r)
+	if c.o.hooks != nil {
+		for _, cs := range c.o.hooks.consumers {
+			cs.Consume(r)
+		}
+	}
 }
 
 // add takes one Result: its record, classified as the engine's are, goes to the envelopes when

@@ -14,6 +14,7 @@ import (
 	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/scenarios/check"
+	"ratelab/scenarios/engine"
 	"ratelab/workload"
 	"ratelab/workload/trace"
 )
@@ -155,6 +156,8 @@ type runHooks struct {
 	start func(base time.Time)
 	// fillRow adds what the session measured to each row before it is written.
 	fillRow func(sec int, iv *results.Interval)
+	// consumers hear every record once it is judged and booked (engine.Options.Consumers).
+	consumers []engine.Consumer
 }
 
 // name is the run's name: the scenario's, or attack / replay.

@@ -84,7 +84,7 @@ func scenarioOptions(s *engine.Session, opts engine.Options, urls []string) (Opt
 		MaxWorkers: uint64(spec.Load.MaxInflight),
 		hooks: &runHooks{
 			name: spec.Name, urls: urls, start: s.Start, fillRow: s.FillRow,
-			newChecker: s.CheckerFor,
+			newChecker: s.CheckerFor, consumers: opts.Consumers,
 		},
 	}
 	var err error

@@ -9,6 +9,7 @@ import (
 
 	"ratelab/results"
 	"ratelab/scenarios"
+	"ratelab/scenarios/check"
 	"ratelab/scenarios/attack"
 	"ratelab/scenarios/engine"
 )
@@ -64,13 +65,19 @@ endpoints: [{name: read, weight: 3}, {name: write, weight: 1}]
 policy: {rate: 10, burst: 5}
 limiter: {kind: memory}
 `)
-	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir()})
+	// A caller's consumer hears every record over HTTP too, judged: as many as the decisions,
+	// with the summary's overspend among them.
+	heard := &recordCounter{}
+	res, err := attack.RunScenario(context.Background(), spec, engine.Options{Out: t.TempDir(), Consumers: []engine.Consumer{heard}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := checkRunDir(t, res)
 	if sum.Scenario != "via-http-memory" || sum.Load.Decisions != 800 {
 		t.Errorf("scenario %q, %d decisions: want via-http-memory, the schedule's 800", sum.Scenario, sum.Load.Decisions)
+	}
+	if heard.records != sum.Load.Decisions || heard.overspend != sum.Overspend.Requests {
+		t.Errorf("consumer heard %d records, %d overspent; summary %d decisions, %d overspent", heard.records, heard.overspend, sum.Load.Decisions, sum.Overspend.Requests)
 	}
 	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
 		t.Errorf("outcomes %+v: want allowed and denied over HTTP, no errors", sum.Outcomes)
@@ -195,5 +202,15 @@ cluster: {primaries: 2, replicas: 0}
 	// depends on how often the drained buckets refuse, which timing decides).
 	if sum.Central.Ops >= sum.Load.Decisions {
 		t.Errorf("%d central ops for %d decisions: leases must spare round trips", sum.Central.Ops, sum.Load.Decisions)
+	}
+}
+
+// recordCounter counts the records a run's consumer hears (over HTTP from one goroutine).
+type recordCounter struct{ records, overspend int64 }
+
+func (c *recordCounter) Consume(r *engine.Record) {
+	c.records++
+	if r.Verdict == check.Overspend {
+		c.overspend++
 	}
 }

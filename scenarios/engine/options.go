@@ -46,9 +46,10 @@ type Options struct {
 	// Part makes this run one of Count generators of one load (--part i/N): it offers only
 	// the requests of the tenants it owns (see workload.Part). Zero: the whole load.
 	Part workload.Part
-	// Consumers hear every decision's Record of an in-process run, after the engine's own
-	// (verdict, per-key tally, per-second stats): a live metric or a custom check is one more
-	// consumer. The HTTP driver does not call them.
+	// Consumers hear every decision's Record, after the driver's own (verdict, per-key tally,
+	// per-second stats): a live metric or a custom check is one more consumer. Every driver of
+	// a scenario calls them: in process from many workers at once, over HTTP (via: http) from
+	// the collector's goroutine once a record is judged.
 	Consumers []Consumer
 	// Wrap, when set, wraps every gateway's limiter before the run starts (a test's slowed or
 	// instrumented limiter); the run measures what the wrapper does too.
