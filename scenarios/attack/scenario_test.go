@@ -9,8 +9,8 @@ import (
 
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/check"
 	"ratelab/scenarios/attack"
+	"ratelab/scenarios/check"
 	"ratelab/scenarios/engine"
 )
 
