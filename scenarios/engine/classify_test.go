@@ -103,3 +103,34 @@ func TestLatencyOverOfferedCountsUndecided(t *testing.T) {
 			acc.Hist().Count(), lat.P50, lat.Undecided, served.P50)
 	}
 }
+
+// TestRegionLatencyOverOfferedRequests is the reading of regions-global under --max-inflight 4:
+// a region that decided 148 of 1,802 offered requests printed a finite p99 of the decided ones.
+// A region's percentiles are the run's function over the region's records and its offered
+// count: a region that dropped more than 1% has no finite p99.
+func TestRegionLatencyOverOfferedRequests(t *testing.T) {
+	t.Parallel()
+	rr := &regionRun{design: "global", names: []string{"us", "eu", "ap"}, budget: time.Second}
+	for _, name := range rr.names {
+		rg := &region{name: name}
+		rg.stats.init()
+		rr.regions = append(rr.regions, rg)
+	}
+	book := func(region, n int, offered int64) {
+		for range n {
+			r := Record{Region: region, Latency: 2 * time.Millisecond, Decision: limiter.Decision{Allowed: true}}
+			Classify(&r)
+			rr.consume(&r)
+		}
+		rr.regions[region].stats.offered.Add(offered)
+	}
+	book(0, 1000, 1000) // every request decided
+	book(1, 980, 1000)  // 2% dropped: p50 measurable, p99 not
+	book(2, 148, 1802)  // the reading: 148 of 1,802 decided, no percentile of them
+	sum := rr.summary(time.Second)
+	us, eu, ap := sum.List[0], sum.List[1], sum.List[2]
+	if !us.P99Ms.Measurable() || !eu.P50Ms.Measurable() || eu.P99Ms.Measurable() || ap.P50Ms.Measurable() || ap.P99Ms.Measurable() {
+		t.Fatalf("us p99 %v; eu p50 %v, p99 %v; ap p50 %v, p99 %v: want us measurable, eu's p50 only, none of ap's",
+			us.P99Ms, eu.P50Ms, eu.P99Ms, ap.P50Ms, ap.P99Ms)
+	}
+}
