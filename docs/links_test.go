@@ -1,5 +1,6 @@
-// Package docs holds ratelab's documentation; its test checks that the relative links of every
-// Markdown file in the repository lead to a file that exists.
+// Package docs holds ratelab's reference documentation; its tests check that the relative links of
+// every Markdown file in the repository lead to a file that exists, and that no page of docs/
+// holds a dated measurement (those live in results/notes/).
 package docs
 
 import (
@@ -73,4 +74,56 @@ func stripCode(s string) string {
 		}
 	}
 	return out.String()
+}
+
+var (
+	// isoDate matches a calendar date such as 2026-12-07.
+	isoDate = regexp.MustCompile(`\b(19|20)\d\d-[01]\d-[0-3]\d\b`)
+	// monthYear matches a date written out, such as "December 2026" or "7 Dec 2026".
+	monthYear = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? +(19|20)\d\d\b`)
+	// hexWord matches a word of 7 to 40 hex digits: a commit hash when it mixes digits and letters.
+	hexWord = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+	digit   = regexp.MustCompile(`[0-9]`)
+	letter  = regexp.MustCompile(`[a-f]`)
+	// linkTarget matches a link's target, whose anchor may name a note's dated heading.
+	linkTarget = regexp.MustCompile(`\]\([^)]*\)`)
+)
+
+// TestDocsHoldNoDatedMeasurements keeps docs/ a reference: a page there says what a figure
+// means, and a measurement with its date and commit lives in results/notes/, linked from the
+// page that quotes it. It fails for a heading with a date, a date in the prose, and a commit
+// hash anywhere in a page (code included, where "at a43c33a" would hide as well).
+func TestDocsHoldNoDatedMeasurements(t *testing.T) {
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages in docs/: the glob missed the documentation", len(pages))
+	}
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "#") && !fenced && (isoDate.MatchString(line) || monthYear.MatchString(line)) {
+				t.Errorf("%s:%d: a heading with a date (%q): dated runs go to results/notes/", page, i+1, line)
+			}
+			for _, w := range hexWord.FindAllString(line, -1) {
+				if digit.MatchString(w) && letter.MatchString(w) {
+					t.Errorf("%s:%d: %q looks like a commit hash: a measurement at a commit goes to results/notes/", page, i+1, w)
+				}
+			}
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			prose := linkTarget.ReplaceAllString(inlineCode.ReplaceAllString(line, ""), "]")
+			if d := isoDate.FindString(prose); d != "" && !fenced {
+				t.Errorf("%s:%d: the date %s in the prose: dated runs go to results/notes/", page, i+1, d)
+			}
+		}
+	}
 }
