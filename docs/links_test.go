@@ -1,6 +1,6 @@
 // Package docs holds ratelab's reference documentation; its tests check that the relative links of
 // every Markdown file in the repository lead to a file that exists, and that no page of docs/
-// holds a dated measurement (those live in results/notes/).
+// holds a dated measurement (those live in results/studies/).
 package docs
 
 import (
@@ -90,7 +90,7 @@ var (
 )
 
 // TestDocsHoldNoDatedMeasurements keeps docs/ a reference: a page there says what a figure
-// means, and a measurement with its date and commit lives in results/notes/, linked from the
+// means, and a measurement with its date and commit lives in results/studies/, linked from the
 // page that quotes it. It fails for a heading with a date, a date in the prose, and a commit
 // hash anywhere in a page (code included, where "at a43c33a" would hide as well).
 func TestDocsHoldNoDatedMeasurements(t *testing.T) {
@@ -109,11 +109,11 @@ func TestDocsHoldNoDatedMeasurements(t *testing.T) {
 		fenced := false
 		for i, line := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(line, "#") && !fenced && (isoDate.MatchString(line) || monthYear.MatchString(line)) {
-				t.Errorf("%s:%d: a heading with a date (%q): dated runs go to results/notes/", page, i+1, line)
+				t.Errorf("%s:%d: a heading with a date (%q): dated runs go to results/studies/", page, i+1, line)
 			}
 			for _, w := range hexWord.FindAllString(line, -1) {
 				if digit.MatchString(w) && letter.MatchString(w) {
-					t.Errorf("%s:%d: %q looks like a commit hash: a measurement at a commit goes to results/notes/", page, i+1, w)
+					t.Errorf("%s:%d: %q looks like a commit hash: a measurement at a commit goes to results/studies/", page, i+1, w)
 				}
 			}
 			if strings.HasPrefix(strings.TrimSpace(line), "```") {
@@ -122,7 +122,7 @@ func TestDocsHoldNoDatedMeasurements(t *testing.T) {
 			}
 			prose := linkTarget.ReplaceAllString(inlineCode.ReplaceAllString(line, ""), "]")
 			if d := isoDate.FindString(prose); d != "" && !fenced {
-				t.Errorf("%s:%d: the date %s in the prose: dated runs go to results/notes/", page, i+1, d)
+				t.Errorf("%s:%d: the date %s in the prose: dated runs go to results/studies/", page, i+1, d)
 			}
 		}
 	}
