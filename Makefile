@@ -11,7 +11,7 @@ SCENARIO ?= hot-tenant
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 # The packages whose tests take longest, named first so that they start first: go test runs two
 # packages at a time on 2 cores, and the suite ends when its longest package does.
-TEST_FIRST := ./scenarios/engine ./scenarios/simulate ./cmd/ratelab
+TEST_FIRST := ./run/engine ./studies/simulate ./cmd/ratelab
 # The fault tier judges recovery times and tail latency: one test at a time, one package after
 # another, so that neither the other tests nor the other packages take its cores.
 FAULT_TEST_FLAGS ?= -race -count=1 -timeout 30m -parallel 1
@@ -112,7 +112,7 @@ bench: redis wrk build
 # -fuzzminimizetime 5x: FuzzTwinMatchesRedis calls Redis per request, and minimising each new
 # interesting input for the default 60 s stalls the run (and ends it with a spurious deadline error).
 FUZZTIME ?= 10s
-FUZZ_TARGETS := ./scenarios:FuzzParse ./scenarios/cluster:FuzzParseClusterNodes ./scenarios/cluster:FuzzParseReplOffsets \
+FUZZ_TARGETS := ./scenarios:FuzzParse ./cluster:FuzzParseClusterNodes ./cluster:FuzzParseReplOffsets \
 	./results:FuzzReadTimeseries ./limiter:FuzzDecodeReply ./limiter:FuzzParseTariffs ./limiter:FuzzTwinMatchesRedis \
 	./workload/trace:FuzzDecode
 .PHONY: fuzz
@@ -132,7 +132,7 @@ soak: redis build
 validate-model: redis
 	@mkdir -p out/experiments
 	set -o pipefail; RATELAB_VALIDATE_JSON=$(CURDIR)/out/experiments/validate-model.json $(GO) test -tags experiment $(EXPERIMENT_FLAGS) -timeout 15m \
-		-run '^TestModelPredictsHeldOutRuns$$' ./scenarios/simulate/ | tee out/experiments/validate-model.txt
+		-run '^TestModelPredictsHeldOutRuns$$' ./studies/simulate/ | tee out/experiments/validate-model.txt
 
 ## compare-power: experiment (tag experiment): does `ratelab compare` find 2 ms injected in every decision? The resampled power, then 30-120 real runs (~5-15 min); log in out/experiments/
 .PHONY: compare-power

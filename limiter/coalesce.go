@@ -70,7 +70,7 @@ type masterResolver interface {
 // "go-redis AutoPipeline" variant and needs no limiter of its own. It is experimental and
 // hides redirections from per-node hooks in its full-duplex mode; CoalescingBucket keeps the
 // limiter's deadline and NOSCRIPT semantics in ratelab's own code; `ratelab bench` measures
-// both side by side (scenarios/bench).
+// both side by side (studies/bench).
 //
 // Build the client as RedisTokenBucket's doc says, with a pool of at least WithFlushers
 // connections per node. CoalescingBucket is safe for concurrent use.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/limiter"
 	"ratelab/lua"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // newCoalescing builds a CoalescingBucket closed when the test ends. Decisions get a 5 s

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/limiter"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // waitTimeout is the WAIT timeout of these tests: long enough that a healthy replica always

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"ratelab/scenarios/cluster"
+	"ratelab/cluster"
 )
 
 // One real single-primary Redis Cluster serves every test and benchmark of this package. It is

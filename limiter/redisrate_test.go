@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"ratelab/limiter"
-	"ratelab/scenarios/check"
+	"ratelab/run/check"
 )
 
 // TestRedisRateKeepsItsEnvelope drives go-redis/redis_rate (the real module, on the shared

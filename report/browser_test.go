@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"ratelab/cluster/clustertest"
 	"ratelab/report"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster/clustertest"
-	"ratelab/scenarios/engine"
 )
 
 // browserRun is a real run for the browser to render: a short scenario on a real local cluster

@@ -26,7 +26,7 @@ type Interval struct {
 	// second (with ratelab run --part, only the tenants this generator runs).
 	Offered int64
 	// Sent is the number of those requests started (Offered - Dropped). In a black-box attack
-	// (scenarios/attack) it is the number of them that were answered.
+	// (run/attack) it is the number of them that were answered.
 	Sent int64
 	// Dropped is the number of those requests the generator did not start: MaxInflight requests
 	// were already in flight, or the dispatcher had fallen further behind the schedule than the

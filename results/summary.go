@@ -157,7 +157,7 @@ type Load struct {
 	// in AchievedRPS).
 	Late int64 `json:"late"`
 	// Sent is the number of requests started (offered minus dropped); in a black-box attack
-	// (scenarios/attack), the number answered.
+	// (run/attack), the number answered.
 	Sent int64 `json:"sent"`
 	// Dropped is the number of requests the generator did not start: MaxInflight requests were
 	// already in flight, or the dispatcher had fallen further behind its schedule than the engine

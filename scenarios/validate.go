@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"ratelab/scenarios/cluster"
+	"ratelab/cluster"
 )
 
 // badFunc reports one invalid field: its path, the value as written and the fix.

@@ -13,7 +13,7 @@ const (
 	ViaProcess = "process"
 	// ViaHTTP: the engine sets the run up as for process (cluster, limiter of any kind, leases,
 	// tariffs), then serves each simulated gateway's limiter from its own ratelab gateway server
-	// on a loopback port, and vegeta drives them over HTTP (package scenarios/attack); overspend
+	// on a loopback port, and vegeta drives them over HTTP (package run/attack); overspend
 	// is judged black-box from 200 vs 429. Every limiter kind, limiter.gateways, tariffs, every
 	// cluster provider, cluster faults and gateway-kill run this way. Refused: clock: schedule
 	// and clock-skew faults, since each gateway server decides at its own clock, the server's.

@@ -23,25 +23,25 @@ var (
 	// the report or the CLI.
 	belowEngine = join([]string{
 		"ratelab/scenarios",
-		"ratelab/scenarios/check",
-		"ratelab/scenarios/faults",
-		"ratelab/scenarios/cluster/...",
+		"ratelab/run/check",
+		"ratelab/run/faults",
+		"ratelab/cluster/...",
 		"ratelab/results/...",
 		"ratelab/workload/...",
 	}, limiterAndBelow)
 
 	// engineAndBelow is what a driver of runs (attack, capacity, bench, simulate, tradeoff) may
 	// import.
-	engineAndBelow = join([]string{"ratelab/scenarios/engine"}, belowEngine)
+	engineAndBelow = join([]string{"ratelab/run/engine"}, belowEngine)
 
 	// drivers are the packages that drive runs; only the guided demo and the CLI import them.
 	drivers = []string{
-		"ratelab/scenarios/attack",
-		"ratelab/scenarios/capacity",
-		"ratelab/scenarios/bench",
-		"ratelab/scenarios/simulate",
-		"ratelab/scenarios/tradeoff",
-		"ratelab/scenarios/wild",
+		"ratelab/run/attack",
+		"ratelab/studies/capacity",
+		"ratelab/studies/bench",
+		"ratelab/studies/simulate",
+		"ratelab/studies/tradeoff",
+		"ratelab/studies/wild",
 	}
 )
 
@@ -56,9 +56,9 @@ var layers = []layerRule{
 	{pkg: "ratelab/results/compare", allow: []string{"ratelab/results"}},
 
 	// The cluster launchers are a leaf: they know nothing of limiters or scenarios.
-	{pkg: "ratelab/scenarios/cluster/...", allow: []string{"ratelab/scenarios/cluster/..."}},
+	{pkg: "ratelab/cluster/...", allow: []string{"ratelab/cluster/..."}},
 	// The gubernator daemons: started with the cluster package's spawner, its Forwarder between them.
-	{pkg: "ratelab/scenarios/cluster/gubernator", allow: []string{"ratelab/scenarios/cluster"}},
+	{pkg: "ratelab/cluster/gubernator", allow: []string{"ratelab/cluster"}},
 
 	// The limiter, bottom up: the scripts, the algorithms, the HTTP gateway in front of them.
 	{pkg: "ratelab/lua"},
@@ -77,31 +77,31 @@ var layers = []layerRule{
 		"ratelab/results",
 		"ratelab/workload",
 		"ratelab/workload/trace",
-		"ratelab/scenarios/cluster",
+		"ratelab/cluster",
 	}},
 
 	// Checks of a run, and the faults injected into it (which may use the checks).
-	{pkg: "ratelab/scenarios/check", allow: []string{"ratelab/limiter", "ratelab/results"}},
-	{pkg: "ratelab/scenarios/faults", allow: []string{
+	{pkg: "ratelab/run/check", allow: []string{"ratelab/limiter", "ratelab/results"}},
+	{pkg: "ratelab/run/faults", allow: []string{
 		"ratelab/scenarios",
-		"ratelab/scenarios/check",
-		"ratelab/scenarios/cluster/...",
+		"ratelab/run/check",
+		"ratelab/cluster/...",
 		"ratelab/limiter",
 		"ratelab/results",
 	}},
 
-	{pkg: "ratelab/scenarios/engine", allow: belowEngine},
+	{pkg: "ratelab/run/engine", allow: belowEngine},
 
 	// Drivers of runs share a row; of them only simulate may import another (capacity).
-	{pkg: "ratelab/scenarios/attack", allow: engineAndBelow},
-	{pkg: "ratelab/scenarios/capacity", allow: engineAndBelow},
-	{pkg: "ratelab/scenarios/bench", allow: engineAndBelow},
-	{pkg: "ratelab/scenarios/simulate", allow: join([]string{"ratelab/scenarios/capacity"}, engineAndBelow)},
-	{pkg: "ratelab/scenarios/tradeoff", allow: engineAndBelow},
-	{pkg: "ratelab/scenarios/wild", allow: engineAndBelow},
+	{pkg: "ratelab/run/attack", allow: engineAndBelow},
+	{pkg: "ratelab/studies/capacity", allow: engineAndBelow},
+	{pkg: "ratelab/studies/bench", allow: engineAndBelow},
+	{pkg: "ratelab/studies/simulate", allow: join([]string{"ratelab/studies/capacity"}, engineAndBelow)},
+	{pkg: "ratelab/studies/tradeoff", allow: engineAndBelow},
+	{pkg: "ratelab/studies/wild", allow: engineAndBelow},
 
 	// The guided demo tells its story with the drivers and the report.
-	{pkg: "ratelab/scenarios/demo", allow: join(drivers, engineAndBelow, []string{"ratelab/report/..."})},
+	{pkg: "ratelab/studies/demo", allow: join(drivers, engineAndBelow, []string{"ratelab/report/..."})},
 
 	// The CLI and tools sit on top and may import anything of ours.
 	{pkg: "ratelab/cmd/...", allow: []string{"ratelab/..."}},

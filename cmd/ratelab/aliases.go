@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ratelab/limiter"
-	"ratelab/scenarios/attack"
+	"ratelab/run/attack"
 )
 
 // The deprecated spellings of flags are all made by alias or aliasTo: a hidden flag that sets the

@@ -11,8 +11,8 @@ import (
 	"ratelab/limiter"
 	livemetrics "ratelab/report/live"
 	"ratelab/results"
+	"ratelab/run/attack"
 	"ratelab/scenarios"
-	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/results"
-	"ratelab/scenarios/attack"
+	"ratelab/run/attack"
 )
 
 // requestFlags are attack's flags for the requests themselves: method, headers, body, keys and

@@ -23,7 +23,7 @@ import (
 	"ratelab/limiter"
 	"ratelab/limiter/gateway"
 	"ratelab/results"
-	"ratelab/scenarios/attack"
+	"ratelab/run/attack"
 )
 
 // testPKI makes a self-signed CA and a server certificate for 127.0.0.1 signed by it, and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/scenarios/bench"
+	"ratelab/studies/bench"
 )
 
 // benchOptions are the flags of `ratelab bench`.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"ratelab/scenarios/bench"
+	"ratelab/studies/bench"
 )
 
 // TestBenchQuick runs `ratelab bench --quick` as a user would: one local cluster, all six

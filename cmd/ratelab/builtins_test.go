@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // briefDuration is how long TestEveryBuiltinRunsBriefly runs each built-in.

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/scenarios"
-	"ratelab/scenarios/capacity"
+	"ratelab/studies/capacity"
 )
 
 // newCapacityCmd is `ratelab capacity sweep|plan`.

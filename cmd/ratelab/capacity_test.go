@@ -10,7 +10,7 @@ import (
 )
 
 // The plan prints its reasoning and a recommendation; the numbers are re-derived in
-// scenarios/capacity's tests, here the command's wiring is checked.
+// studies/capacity's tests, here the command's wiring is checked.
 func TestCapacityPlanCommand(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(binary, "capacity", "plan", "--target-rps", "5000000", "--tenants", "1000000",

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ratelab/scenarios/cluster"
+	"ratelab/cluster"
 )
 
 // stateFileHelp names cluster.DefaultStateFile in help text as a rule rather than as this

@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // compareScenario is short and light: 600 decisions/s from 8 workers on a 2-primary cluster for

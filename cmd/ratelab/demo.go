@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/report/progress"
-	"ratelab/scenarios/demo"
+	"ratelab/studies/demo"
 )
 
 func newDemoCmd() *cobra.Command {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // TestDemoQuick runs `ratelab demo --quick` end to end on real local clusters: every step leaves

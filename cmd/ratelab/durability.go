@@ -9,7 +9,7 @@ import (
 
 	"ratelab/report"
 	"ratelab/scenarios"
-	"ratelab/scenarios/tradeoff"
+	"ratelab/studies/tradeoff"
 )
 
 // durabilityOptions are the flags of `ratelab durability`.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // The exit code of a run whose files are written: 130 if interrupted, else 4 if a fault

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ratelab/cluster"
 	"ratelab/limiter/gateway"
-	"ratelab/scenarios/cluster"
 )
 
 // Values of `ratelab gateway --cluster`.

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"ratelab/cluster"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
 )
 
 // kubernetesOptions are the flags of `ratelab kubernetes`.

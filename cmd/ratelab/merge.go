@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/results"
-	"ratelab/scenarios/engine"
+	"ratelab/run/engine"
 	"ratelab/workload"
 )
 

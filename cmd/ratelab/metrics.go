@@ -9,7 +9,7 @@ import (
 
 	livemetrics "ratelab/report/live"
 	"ratelab/results"
-	"ratelab/scenarios/engine"
+	"ratelab/run/engine"
 )
 
 // addMetricsFlags defines the live-metrics flags of `run` and `attack` into cfg.

@@ -11,7 +11,7 @@ import (
 
 	"ratelab/report"
 	"ratelab/scenarios"
-	"ratelab/scenarios/tradeoff"
+	"ratelab/studies/tradeoff"
 )
 
 // newRegionsCmd is `ratelab regions sweep`.

@@ -13,8 +13,8 @@ import (
 	"ratelab/report"
 	"ratelab/report/progress"
 	"ratelab/results"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/engine"
 )
 
 // repDir is the directory of repetition i (1-based) inside a repeated run's directory.

@@ -14,12 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ratelab/cluster"
 	livemetrics "ratelab/report/live"
 	"ratelab/results"
+	"ratelab/run/attack"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/attack"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/engine"
 )
 
 type runOptions struct {

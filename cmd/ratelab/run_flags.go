@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ratelab/cluster"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
 )
 
 // addFlags defines the run flags on cmd: `run` and the trace record/replay commands share them.

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/results"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/engine"
 )
 
 func newScenariosCmd() *cobra.Command {

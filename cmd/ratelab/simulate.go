@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/scenarios"
-	"ratelab/scenarios/simulate"
+	"ratelab/studies/simulate"
 )
 
 // simulateOptions are the flags of `ratelab simulate`.

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ratelab/scenarios"
-	"ratelab/scenarios/simulate"
+	"ratelab/studies/simulate"
 )
 
 // The methods of `ratelab simulate validate`.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/engine"
 )
 
 // startAtFlag is --start-at TIME: an RFC 3339 instant, or +DURATION from when the flag is read.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ratelab/run/attack"
 	"ratelab/scenarios"
-	"ratelab/scenarios/attack"
 	"ratelab/workload/trace"
 )
 

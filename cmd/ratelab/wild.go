@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/engine"
-	"ratelab/scenarios/wild"
+	"ratelab/studies/wild"
 )
 
 // wildOptions are the flags of `ratelab scenarios in-the-wild`.

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // TestImageDistributedRun runs the Jobs that `ratelab kubernetes` prints, in containers of the

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/results"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 // TestImageRunsAScenario builds the image, checks `ratelab version` in it names the commit, and

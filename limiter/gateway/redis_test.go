@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/limiter"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
 )
 
 func TestRedisGateway(t *testing.T) {

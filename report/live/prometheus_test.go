@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"ratelab/cluster"
+	"ratelab/cluster/clustertest"
 	"ratelab/report/live"
 	"ratelab/results"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/cluster"
-	"ratelab/scenarios/cluster/clustertest"
-	"ratelab/scenarios/engine"
 )
 
 // requirePrometheus names the variable that turns a missing prometheus binary from a skip into a

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"ratelab/limiter"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
-	"ratelab/scenarios/engine"
 )
 
 type delayed struct {
