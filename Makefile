@@ -154,7 +154,7 @@ durability: redis build
 	@rm -rf out/durability
 	./$(BIN) durability --out out/durability
 
-## lint: gofmt, go vet, then ratelab-lint: no production file over 500 lines or function over 80, imports only down the layer table (cmd/ratelab-lint/layers.go)
+## lint: gofmt, go vet, then ratelab-lint: no production file over 500 lines or function over 80, imports only down the layers (cmd/ratelab-lint/layers.go), docs/architecture.md's package table matching the folders
 .PHONY: lint
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

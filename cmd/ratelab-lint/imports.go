@@ -43,26 +43,29 @@ func listPackages(goCmd, root string) ([]pkgInfo, error) {
 	}
 }
 
-// checkImports holds every package of the module against table and returns one line per import
-// the package's row does not allow, and one per package no row matches. A package with no
-// production files (tests only) imports nothing in production and is skipped.
-func checkImports(pkgs []pkgInfo, table []layerRule) []string {
+// checkImports holds every package of the module against the layering l and returns one line
+// per import l does not allow, and one per package in no layer. A package with no production
+// files (tests only) imports nothing in production and is skipped.
+func checkImports(pkgs []pkgInfo, l layering) []string {
 	var problems []string
 	for _, p := range pkgs {
 		if !ours(p.ImportPath) || len(p.GoFiles)+len(p.CgoFiles) == 0 {
 			continue
 		}
-		rule, ok := ruleFor(table, p.ImportPath)
-		if !ok {
+		from := rel(p.ImportPath)
+		if _, ok := l.layerOf(from); !ok {
 			problems = append(problems, fmt.Sprintf(
-				"%s: no row of the layer table matches it: add it to the layer table (cmd/ratelab-lint/layers.go)",
+				"%s: in no layer: add its top-level folder to the layers (cmd/ratelab-lint/layers.go) and to docs/architecture.md's package table",
 				p.ImportPath))
 			continue
 		}
 		for _, imp := range p.Imports {
-			if ours(imp) && !rule.allows(imp) {
+			if !ours(imp) {
+				continue
+			}
+			if why := l.forbids(from, rel(imp)); why != "" {
 				problems = append(problems, fmt.Sprintf("%s imports forbidden: %s -> %s (%s)",
-					p.ImportPath, p.ImportPath, imp, rule))
+					p.ImportPath, p.ImportPath, imp, why))
 			}
 		}
 	}
@@ -74,58 +77,10 @@ func ours(path string) bool {
 	return path == module || strings.HasPrefix(path, module+"/")
 }
 
-// ruleFor returns the row of table that matches pkg most closely: an exact pattern before any
-// "/..." pattern, a longer "/..." pattern before a shorter one.
-func ruleFor(table []layerRule, pkg string) (layerRule, bool) {
-	best, bestScore := layerRule{}, -1
-	for _, r := range table {
-		if !match(r.pkg, pkg) {
-			continue
-		}
-		score := 2 * len(strings.TrimSuffix(r.pkg, "/..."))
-		if !strings.HasSuffix(r.pkg, "/...") {
-			score++
-		}
-		if score > bestScore {
-			best, bestScore = r, score
-		}
+// rel is an import path of the module relative to the module: "run/engine", "" for the root.
+func rel(path string) string {
+	if path == module {
+		return ""
 	}
-	return best, bestScore >= 0
-}
-
-// match reports whether an import path matches a pattern: "x" matches x only, "x/..." matches x
-// and every path under it.
-func match(pattern, path string) bool {
-	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
-		return path == base || strings.HasPrefix(path, base+"/")
-	}
-	return path == pattern
-}
-
-func (r layerRule) allows(imp string) bool {
-	for _, a := range r.allow {
-		if match(a, imp) {
-			return true
-		}
-	}
-	return false
-}
-
-// String is the rule as a problem line cites it, with the module prefix left off.
-func (r layerRule) String() string {
-	if len(r.allow) == 0 {
-		return "rule " + short(r.pkg) + ": imports nothing of ours"
-	}
-	names := make([]string, len(r.allow))
-	for i, a := range r.allow {
-		names[i] = short(a)
-	}
-	return "rule " + short(r.pkg) + ": may import only " + strings.Join(names, ", ")
-}
-
-func short(pattern string) string {
-	if s, ok := strings.CutPrefix(pattern, module+"/"); ok {
-		return s
-	}
-	return pattern
+	return strings.TrimPrefix(path, module+"/")
 }

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 )
 
 func main() {
@@ -25,8 +27,9 @@ func main() {
 	}
 }
 
-// lintRepo runs both checks over the module at root and returns every offender, sizes first. The
-// size problems are returned even when listing the packages fails.
+// lintRepo runs the checks over the module at root and returns every offender: sizes, then the
+// layering itself, the imports, and docs/architecture.md's package table. The size problems are
+// returned even when listing the packages fails.
 func lintRepo(goCmd, root string) ([]string, error) {
 	problems, err := checkSizes(root)
 	if err != nil {
@@ -36,5 +39,20 @@ func lintRepo(goCmd, root string) ([]string, error) {
 	if err != nil {
 		return problems, err
 	}
-	return append(problems, checkImports(pkgs, layers)...), nil
+	var paths, folders []string
+	for _, p := range pkgs {
+		if ours(p.ImportPath) && len(p.GoFiles)+len(p.CgoFiles) > 0 {
+			paths = append(paths, rel(p.ImportPath))
+			if t := top(rel(p.ImportPath)); !slices.Contains(folders, t) {
+				folders = append(folders, t)
+			}
+		}
+	}
+	problems = append(problems, house.check(folders)...)
+	problems = append(problems, checkImports(pkgs, house)...)
+	doc, err := os.ReadFile(filepath.Join(root, tableDoc))
+	if err != nil {
+		return append(problems, fmt.Sprintf("%s: %v: the package table lists the layers' folders", tableDoc, err)), nil
+	}
+	return append(problems, checkTable(doc, paths, house)...), nil
 }
