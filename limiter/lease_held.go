@@ -158,3 +158,77 @@ func (b *heldBook) pop(clockMs int64) (heldExpiry, bool) {
 	}
 	return x, true
 }
+
+// The readings of what the leases hold, and Drop, which loses it all.
+
+// LostTokens returns the leased tokens never spent: expired, or dropped by Drop.
+func (l *LeaseLimiter) LostTokens() int64 { return l.lost.Load() }
+
+// Outstanding returns the unspent, unexpired leased tokens of all keys at the latest request
+// time seen: what this gateway holds now (OutstandingMax is the most it held). It locks every
+// stripe in turn.
+func (l *LeaseLimiter) Outstanding() int64 { return l.OutstandingAt(l.lastMs.Load()) }
+
+// OutstandingMax returns the most tokens this limiter's leases held at any moment so far, over
+// all keys: granted, and not yet spent, expired or dropped, on the clock of Outstanding (the
+// tokens a crash of this gateway could lose at worst). It is tracked exactly as grants, spends,
+// expiries and drops happen, and costs one atomic load. A key's burst excess is bounded by its
+// own leases: see KeyOutstandingMax.
+func (l *LeaseLimiter) OutstandingMax() int64 { return l.book.most.Load() }
+
+// KeyOutstandingMax calls fn with each key this limiter has leased tokens for and the most
+// tokens its lease on the key held at any moment, on the clock of OutstandingMax. A key's
+// burst excess stays within the most tokens outstanding in its leases at once, over every
+// gateway: with one gateway that is this figure exactly; the sum of the gateways' figures for
+// a key bounds it (and equals it when they all held their most at once). It is kept at each
+// grant, under the key's lock, so a decision from the lease pays nothing for it. It locks every
+// stripe in turn; fn must not call the limiter.
+func (l *LeaseLimiter) KeyOutstandingMax(fn func(key string, most int64)) {
+	for i := range l.stripes {
+		stripe := &l.stripes[i]
+		stripe.mu.Lock()
+		for k, e := range stripe.m {
+			if e.most > 0 {
+				fn(k, e.most)
+			}
+		}
+		stripe.mu.Unlock()
+	}
+}
+
+// OutstandingAt is Outstanding at nowMs (Unix ms).
+func (l *LeaseLimiter) OutstandingAt(nowMs int64) int64 {
+	var n int64
+	for i := range l.stripes {
+		stripe := &l.stripes[i]
+		stripe.mu.Lock()
+		for _, e := range stripe.m {
+			if nowMs < e.expiresAt {
+				n += e.tokens
+			}
+		}
+		stripe.mu.Unlock()
+	}
+	return n
+}
+
+// Drop simulates the death of the gateway: every lease is lost (counted in LostTokens), and a
+// fetch in flight loses its grant too. The central bucket gets nothing back.
+func (l *LeaseLimiter) Drop() {
+	for i := range l.stripes {
+		l.stripes[i].mu.Lock()
+	}
+	l.gen.Add(1)
+	var n int64
+	for i := range l.stripes {
+		for _, e := range l.stripes[i].m {
+			n += e.tokens
+			l.book.writeOff(e)
+			e.tokens, e.expiresAt = 0, 0
+		}
+	}
+	l.lost.Add(n)
+	for i := range l.stripes {
+		l.stripes[i].mu.Unlock()
+	}
+}
