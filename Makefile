@@ -133,6 +133,12 @@ compare-power: redis
 	set -o pipefail; { $(GO) test -tags experiment $(EXPERIMENT_FLAGS) -run '^TestPowerUnderCIStalls$$' ./results/compare && \
 		$(GO) test -tags experiment $(EXPERIMENT_FLAGS) -timeout 60m -run '^TestCompareDetectsInjectedDelay$$' ./cmd/ratelab; } | tee out/experiments/compare-power.txt
 
+## gate-power: experiment (tag experiment): the perf gate on this machine: false alarms of one build against itself (20 trials quiet, 20 with a neighbour burning a core) and the delays injected into the head's runs it catches (10 trials each), the committed-baseline gate on the same runs (~2 h); out/experiments/gate-power/
+.PHONY: gate-power
+gate-power: redis
+	@mkdir -p out/experiments/gate-power
+	set -o pipefail; $(GO) test -tags experiment $(EXPERIMENT_FLAGS) -timeout 240m -run '^TestGatePower$$' ./scenarios/gate/ | tee out/experiments/gate-power/log.txt
+
 ## regions-sweep: experiment: the regions designs (global, split, rebalance at each T of PERIODS) on one trace, runs of twice the longest T -> out/regions-sweep/ (sweep.md, tradeoff.png, index.html; ~5 min)
 PERIODS ?= 250ms,1s,4s,16s
 .PHONY: regions-sweep

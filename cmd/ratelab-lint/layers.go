@@ -96,6 +96,10 @@ var layers = []layerRule{
 	{pkg: "ratelab/scenarios/simulate", allow: join([]string{"ratelab/scenarios/capacity"}, engineAndBelow)},
 	{pkg: "ratelab/scenarios/tradeoff", allow: engineAndBelow},
 
+	// The performance gate builds ratelab and runs the binaries on a cluster it starts; it reads
+	// their summaries and judges them with results/compare, never the engine.
+	{pkg: "ratelab/scenarios/gate", allow: []string{"ratelab/scenarios", "ratelab/scenarios/cluster/...", "ratelab/results/..."}},
+
 	// The guided demo tells its story with the drivers and the report.
 	{pkg: "ratelab/scenarios/demo", allow: join(drivers, engineAndBelow, []string{"ratelab/report/..."})},
 

@@ -1,0 +1,243 @@
+//go:build experiment
+
+package gate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"ratelab/results"
+	"ratelab/results/compare"
+)
+
+// detectGoal is the share of gates that must catch an effect for it to be detectable.
+const detectGoal = 0.9
+
+// scaledEffects are the shifts, in percent, put on the head's measured values of the same-build
+// trials to estimate each metric's minimal detectable effect on this machine's own noise.
+var scaledEffects = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 75, 100}
+
+// tables renders the experiment's tables as Markdown.
+func tables(trials []trial, repeat int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Gate power on this machine\n\n%d runs per side (builds gate; the committed-baseline gate takes the head's first %d), alpha %g.\n\n",
+		repeat, DefaultAgainstRepeat, DefaultAlpha)
+	falseAlarms(&b, trials)
+	power(&b, trials)
+	scaled(&b, trials)
+	return b.String()
+}
+
+// falseAlarms is the table of same-build trials: how many gates failed, and on what.
+func falseAlarms(b *strings.Builder, trials []trial) {
+	b.WriteString("## False alarms: one build against itself\n\n| gate | condition | trials | false alarms | metrics |\n| --- | --- | --- | --- | --- |\n")
+	for _, g := range []string{"builds", "committed baseline"} {
+		for _, cond := range []string{"quiet", "neighbour"} {
+			n, alarms, metrics := 0, 0, map[string]int{}
+			for _, tr := range trials {
+				if tr.Condition != cond {
+					continue
+				}
+				n++
+				regs := tr.Builds
+				if g != "builds" {
+					regs = tr.Days
+				}
+				if len(regs) > 0 {
+					alarms++
+				}
+				for _, m := range regs {
+					metrics[m]++
+				}
+			}
+			if n > 0 {
+				fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", g, cond, n, alarms, counts(metrics))
+			}
+		}
+	}
+	b.WriteString("\n")
+}
+
+// power is the table of injected delays: the effect they had and how often each gate caught it.
+func power(b *strings.Builder, trials []trial) {
+	delays := map[float64]bool{}
+	for _, tr := range trials {
+		if tr.Condition == "power" {
+			delays[tr.DelayUs] = true
+		}
+	}
+	if len(delays) == 0 {
+		return
+	}
+	ds := make([]float64, 0, len(delays))
+	for d := range delays {
+		ds = append(ds, d)
+	}
+	sort.Float64s(ds)
+	b.WriteString("## Power: a delay injected into the head's runs (every primary, each way)\n\n")
+	b.WriteString("Effect: the median over trials of head median / base median - 1 (builds gate's runs). Caught: trials whose gate named the metric.\n\n")
+	b.WriteString("| delay each way | trials | p50 effect | p99 effect | CPU effect | builds: p50 caught | p99 caught | CPU caught | any | committed: p50 caught | p99 caught | any |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, d := range ds {
+		var sel []trial
+		for _, tr := range trials {
+			if tr.Condition == "power" && tr.DelayUs == d {
+				sel = append(sel, tr)
+			}
+		}
+		fmt.Fprintf(b, "| %g µs | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d, len(sel),
+			effect(sel, "p50_ms"), effect(sel, "p99_ms"), effect(sel, "generator_cpu_us"),
+			caught(sel, "p50_ms", false), caught(sel, "p99_ms", false), caught(sel, "generator_cpu_us", false), caught(sel, "", false),
+			caught(sel, "p50_ms", true), caught(sel, "p99_ms", true), caught(sel, "", true))
+	}
+	b.WriteString("\n")
+}
+
+// scaled estimates each metric's minimal detectable effect from the same-build trials: the
+// head's measured values multiplied by 1 + effect, judged by the gate, per condition.
+func scaled(b *strings.Builder, trials []trial) {
+	b.WriteString("## Minimal detectable effect on the same-build runs' own noise\n\n")
+	b.WriteString("The head's measured values of each same-build trial multiplied by 1 + effect and judged again: the smallest effect caught in at least 90% of trials.\n\n")
+	b.WriteString("| gate | condition | trials | p50_ms | p99_ms | generator_cpu_us |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, mode := range []Mode{Builds, Days} {
+		for _, cond := range []string{"quiet", "neighbour"} {
+			var sel []trial
+			for _, tr := range trials {
+				if tr.Condition == cond {
+					sel = append(sel, tr)
+				}
+			}
+			if len(sel) == 0 {
+				continue
+			}
+			name := "builds"
+			if mode == Days {
+				name = "committed baseline"
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |\n", name, cond, len(sel),
+				mde(sel, mode, "p50_ms"), mde(sel, mode, "p99_ms"), mde(sel, mode, "generator_cpu_us"))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// mde is the smallest scaled effect on metric caught in detectGoal of sel's trials.
+func mde(sel []trial, mode Mode, metric string) string {
+	if mode == Days && metric == "generator_cpu_us" {
+		return "not in the baseline"
+	}
+	for _, e := range scaledEffects {
+		hit := 0
+		for _, tr := range sel {
+			if scaledCaught(tr, mode, metric, 1+e/100) {
+				hit++
+			}
+		}
+		if float64(hit) >= detectGoal*float64(len(sel)) {
+			return fmt.Sprintf("+%g%% (%d/%d)", e, hit, len(sel))
+		}
+	}
+	return fmt.Sprintf("> +%g%%", scaledEffects[len(scaledEffects)-1])
+}
+
+// scaledCaught judges tr's runs on metric alone with the head's values multiplied by factor.
+func scaledCaught(tr trial, mode Mode, metric string, factor float64) bool {
+	base := oneMetricSet(metric, tr.Base[metric], 1)
+	head := oneMetricSet(metric, tr.Head[metric], factor)
+	if mode == Days {
+		base = daysBaseline(metric)
+		head.Runs = head.Runs[:min(len(head.Runs), DefaultAgainstRepeat)]
+	}
+	opts := compare.Options{Alpha: DefaultAlpha, Thresholds: Thresholds(), Metrics: []string{metric}}
+	if mode == Days {
+		opts.Thresholds = DaysThresholds()
+	}
+	rep, err := compare.Compare(base, head, opts)
+	return err == nil && slices.Contains(rep.Regressions(), metric)
+}
+
+// oneMetricSet is a set of summaries that hold only metric's values, times factor.
+func oneMetricSet(metric string, vals []float64, factor float64) *compare.Set {
+	s := &compare.Set{Schema: results.SchemaSummary, Paths: []string{metric}}
+	for _, v := range vals {
+		sum := &results.Summary{Schema: results.SchemaSummary, Scenario: "ci-smoke"}
+		v *= factor
+		switch metric {
+		case "p50_ms":
+			sum.LatencyMs.P50 = results.Ms(v)
+		case "p99_ms":
+			sum.LatencyMs.P99 = results.Ms(v)
+		case "generator_cpu_us":
+			sum.Load.Decisions = 1_000_000
+			sum.CPU = &results.CPU{WallS: 1, Generator: v}
+		}
+		s.Runs = append(s.Runs, compare.Rep{Summary: sum})
+	}
+	return s
+}
+
+// daysBaseline is the committed baseline's values of metric as a one-metric set.
+func daysBaseline(metric string) *compare.Set {
+	set, err := compare.Load(committedBaseline)
+	if err != nil {
+		return &compare.Set{}
+	}
+	m := compare.Metrics[slices.IndexFunc(compare.Metrics, func(m compare.Metric) bool { return m.Name == metric })]
+	vals := make([]float64, len(set.Runs))
+	for i, r := range set.Runs {
+		vals[i] = m.Value(r.Summary)
+	}
+	return oneMetricSet(metric, vals, 1)
+}
+
+// effect is the median over sel of head median / base median - 1 for metric, in percent.
+func effect(sel []trial, metric string) string {
+	var xs []float64
+	for _, tr := range sel {
+		m := tr.Medians[metric]
+		if m[0] > 0 && !math.IsInf(m[1], 0) {
+			xs = append(xs, m[1]/m[0]-1)
+		}
+	}
+	if len(xs) == 0 {
+		return "—"
+	}
+	sort.Float64s(xs)
+	return fmt.Sprintf("%+.1f%%", 100*xs[len(xs)/2])
+}
+
+// caught is "k/n" of the trials in sel whose gate named metric ("" = any metric); days picks
+// the committed-baseline gate.
+func caught(sel []trial, metric string, days bool) string {
+	hit := 0
+	for _, tr := range sel {
+		regs := tr.Builds
+		if days {
+			regs = tr.Days
+		}
+		if (metric == "" && len(regs) > 0) || (metric != "" && slices.Contains(regs, metric)) {
+			hit++
+		}
+	}
+	return fmt.Sprintf("%d/%d", hit, len(sel))
+}
+
+// counts writes "p99_ms 2, p50_ms 1", most first; "—" when empty.
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || (m[keys[i]] == m[keys[j]] && keys[i] < keys[j]) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
