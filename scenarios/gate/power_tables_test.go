@@ -21,10 +21,22 @@ const detectGoal = 0.9
 var scaledEffects = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 75, 100}
 
 // tables renders the experiment's tables as Markdown.
-func tables(trials []trial, repeat int) string {
+func tables(all []trial, repeat int) string {
 	var b strings.Builder
+	var trials []trial
+	broken := map[string]int{}
+	for _, tr := range all {
+		if tr.Error != "" {
+			broken[fmt.Sprintf("%s %gµs", tr.Condition, tr.DelayUs)]++
+			continue
+		}
+		trials = append(trials, tr)
+	}
 	fmt.Fprintf(&b, "# Gate power on this machine\n\n%d runs per side (builds gate; the committed-baseline gate takes the head's first %d), alpha %g.\n\n",
 		repeat, DefaultAgainstRepeat, DefaultAlpha)
+	if len(broken) > 0 {
+		fmt.Fprintf(&b, "Trials without a verdict (a run broke; left out of the tables): %s.\n\n", counts(broken))
+	}
 	falseAlarms(&b, trials)
 	power(&b, trials)
 	scaled(&b, trials)

@@ -46,10 +46,13 @@ type trial struct {
 	// Medians are the builds gate's rows: metric -> [base median, head median, p].
 	Medians map[string][3]float64 `json:"medians"`
 	// Base and Head are each side's values per metric, in run order of the sorted sets.
-	Base     map[string][]float64 `json:"base"`
-	Head     map[string][]float64 `json:"head"`
-	Seconds  float64              `json:"seconds"`
-	LoadAvg1 string               `json:"loadavg_1m_after"`
+	Base map[string][]float64 `json:"base"`
+	Head map[string][]float64 `json:"head"`
+	// Error is a gate that ended without a verdict (a run broke); such a trial counts in no
+	// table but its own line.
+	Error    string  `json:"error,omitempty"`
+	Seconds  float64 `json:"seconds"`
+	LoadAvg1 string  `json:"loadavg_1m_after"`
 }
 
 // TestGatePower measures the gate on this machine (make gate-power): how often it fails one build
@@ -140,7 +143,8 @@ func (e *experiment) trial(ctx context.Context, s series, i int) {
 	tr, err := e.one(ctx, s.cond, s.delay, i)
 	stop()
 	if err != nil {
-		e.t.Fatalf("%s trial %d (delay %v): %v", s.cond, i, s.delay, err)
+		tr = trial{Condition: s.cond, DelayUs: float64(s.delay) / 1e3, Index: i, Error: err.Error(), LoadAvg1: loadAvg()}
+		e.t.Logf("%s delay %v trial %d/%d: no verdict: %v", s.cond, s.delay, i, s.n, err)
 	}
 	e.trials = append(e.trials, tr)
 	e.t.Logf("%s delay %v trial %d/%d: builds gate %v, committed-baseline gate %v (%.0f s, load %s)",

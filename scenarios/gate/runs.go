@@ -20,6 +20,12 @@ import (
 // its files are all written, so the gate reads it like any other run.
 const exitSLOFailed = 3
 
+// minNodeTimeout is the least cluster-node-timeout of the gate's cluster. The runs share it on a
+// machine that may be starved for seconds (other jobs of a shared runner): with ci-smoke's 1 s a
+// stall can fail a primary over in the middle of a run, which no build caused. The scenario has
+// no faults (scenarioFile refuses them), so nothing needs a failure detected fast.
+const minNodeTimeout = 10 * time.Second
+
 // runStopGrace is how long a run stopped by the gate's cancellation has to write what it
 // measured before it is killed.
 const runStopGrace = 15 * time.Second
@@ -59,10 +65,6 @@ type bench struct {
 	state    string
 	bins     binaries
 	cl       *cluster.Local
-	// primaries are the primaries' proxies (HeadDelay's targets); flush holds a client per
-	// primary, on the node itself, to empty it before each run.
-	primaries []string
-	flush     []*redis.Client
 }
 
 // runSides starts the cluster and runs the warm-up and the measured runs in order (ABBA with a
@@ -127,7 +129,7 @@ func (b *bench) start(ctx context.Context, spec *scenarios.Spec) error {
 		spec.Cluster.Primaries, *spec.Cluster.Replicas, proxy)
 	cl, err := cluster.StartLocal(ctx, cluster.Options{
 		Primaries: spec.Cluster.Primaries, Replicas: *spec.Cluster.Replicas,
-		NodeTimeout: time.Duration(spec.Cluster.NodeTimeout), Proxy: proxy,
+		NodeTimeout: max(time.Duration(spec.Cluster.NodeTimeout), minNodeTimeout), Proxy: proxy,
 	})
 	if err != nil {
 		return fmt.Errorf("perf-check: starting the cluster: %w", err)
@@ -136,34 +138,33 @@ func (b *bench) start(ctx context.Context, spec *scenarios.Spec) error {
 	if err := cl.SaveState(b.state); err != nil {
 		return errors.Join(fmt.Errorf("perf-check: %w", err), b.close())
 	}
-	for _, n := range cl.Primaries() {
-		b.primaries = append(b.primaries, n.Addr)
-		b.flush = append(b.flush, redis.NewClient(&redis.Options{Addr: n.RealAddr, Password: cl.Password()}))
-	}
 	return nil
 }
 
-// close releases the clients and stops the cluster.
+// close stops the cluster.
 func (b *bench) close() error {
-	var errs []error
-	for _, c := range b.flush {
-		errs = append(errs, c.Close())
+	if b.cl == nil {
+		return nil
 	}
-	if b.cl != nil {
-		errs = append(errs, b.cl.Close())
-	}
-	return errors.Join(errs...)
+	return b.cl.Close()
+}
+
+// empty flushes every current primary, so that every run starts from empty buckets as on a fresh
+// cluster: the overspend envelope assumes full buckets, and the previous run's keys (same seed)
+// outlive it by their TTL. A fresh client asks the cluster who the primaries are now.
+func (b *bench) empty(ctx context.Context) error {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.cl.Addrs(), Password: b.cl.Password()})
+	defer c.Close()
+	return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.FlushAll(ctx).Err()
+	})
 }
 
 // run runs one side's binary once into dir, on the emptied cluster, with the head's delay
 // injected around a head run.
 func (b *bench) run(ctx context.Context, side, dir, label string) error {
-	for i, c := range b.flush {
-		// Every run starts from empty buckets, as on a fresh cluster: the overspend envelope
-		// assumes full buckets, and the previous run's keys (same seed) outlive it by their TTL.
-		if err := c.FlushAll(ctx).Err(); err != nil {
-			return fmt.Errorf("perf-check: %s: emptying primary %s: %w", label, b.primaries[i], err)
-		}
+	if err := b.empty(ctx); err != nil {
+		return fmt.Errorf("perf-check: %s: emptying the cluster: %w", label, err)
 	}
 	if side == SideHead && b.o.HeadDelay > 0 {
 		if err := b.setDelay(b.o.HeadDelay); err != nil {
@@ -197,11 +198,16 @@ func (b *bench) run(ctx context.Context, side, dir, label string) error {
 	return nil
 }
 
-// setDelay puts delay (0: none) on every primary's proxy.
+// setDelay puts delay on every current primary's proxy; 0 takes it off every node (a primary
+// may have become a replica since).
 func (b *bench) setDelay(d time.Duration) error {
-	for _, addr := range b.primaries {
-		if err := b.cl.SetLatency(addr, d, 0); err != nil {
-			return fmt.Errorf("perf-check: head delay %v on %s: %w", d, addr, err)
+	nodes := b.cl.Nodes()
+	for _, n := range nodes {
+		if d > 0 && n.Role != cluster.RolePrimary {
+			continue
+		}
+		if err := b.cl.SetLatency(n.Addr, d, 0); err != nil {
+			return fmt.Errorf("perf-check: head delay %v on %s: %w", d, n.Addr, err)
 		}
 	}
 	return nil
