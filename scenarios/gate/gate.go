@@ -234,15 +234,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if o.Against != "" {
 		res.Mode = Days
 	}
+	// The scenario first: a scenario the gate cannot run fails before minutes of builds.
+	scenario, spec, err := scenarioFile(o)
+	if err != nil {
+		return nil, err
+	}
 	bins, err := buildSides(ctx, o, tmp, res)
 	if err != nil {
 		return nil, err
 	}
 	res.Build = time.Since(start)
-	scenario, spec, err := scenarioFile(o)
-	if err != nil {
-		return nil, err
-	}
 	runStart := time.Now()
 	if err := runSides(ctx, o, spec, scenario, bins, tmp, res); err != nil {
 		return nil, err
