@@ -3,11 +3,15 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 
 	"ratelab/results"
 	"ratelab/results/compare"
@@ -20,6 +24,24 @@ const detectGoal = 0.9
 // trials to estimate each metric's minimal detectable effect on this machine's own noise.
 var scaledEffects = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 75, 100}
 
+// looseAlpha is the significance level the same runs are judged at again, to show what a
+// looser gate would have gained and cost.
+const looseAlpha = 0.05
+
+// view is one gate's verdicts on a trial's runs.
+type view struct {
+	name string
+	regs func(trial) []string
+}
+
+// views are the gates the tables compare: the builds gate as run, the same runs judged at
+// looseAlpha, and the committed-baseline gate on the head's runs.
+var views = []view{
+	{"builds", func(t trial) []string { return t.Builds }},
+	{fmt.Sprintf("builds at alpha %g (same runs)", looseAlpha), func(t trial) []string { return t.Loose }},
+	{"committed baseline", func(t trial) []string { return t.Days }},
+}
+
 // tables renders the experiment's tables as Markdown.
 func tables(all []trial, repeat int) string {
 	var b strings.Builder
@@ -30,6 +52,7 @@ func tables(all []trial, repeat int) string {
 			broken[fmt.Sprintf("%s %gµs", tr.Condition, tr.DelayUs)]++
 			continue
 		}
+		tr.Loose = judgeAt(tr, looseAlpha)
 		trials = append(trials, tr)
 	}
 	fmt.Fprintf(&b, "# Gate power on this machine\n\n%d runs per side (builds gate; the committed-baseline gate takes the head's first %d), alpha %g.\n\n",
@@ -43,10 +66,23 @@ func tables(all []trial, repeat int) string {
 	return b.String()
 }
 
+// judgeAt judges a trial's runs again, metric by metric as the builds gate does, at alpha.
+func judgeAt(tr trial, alpha float64) []string {
+	var out []string
+	for _, m := range Metrics {
+		rep, err := compare.Compare(oneMetricSet(m, tr.Base[m], 1), oneMetricSet(m, tr.Head[m], 1),
+			compare.Options{Alpha: alpha, Thresholds: Thresholds(), Metrics: []string{m}})
+		if err == nil && rep.Regressed() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // falseAlarms is the table of same-build trials: how many gates failed, and on what.
 func falseAlarms(b *strings.Builder, trials []trial) {
 	b.WriteString("## False alarms: one build against itself\n\n| gate | condition | trials | false alarms | metrics |\n| --- | --- | --- | --- | --- |\n")
-	for _, g := range []string{"builds", "committed baseline"} {
+	for _, v := range views {
 		for _, cond := range []string{"quiet", "neighbour"} {
 			n, alarms, metrics := 0, 0, map[string]int{}
 			for _, tr := range trials {
@@ -54,10 +90,7 @@ func falseAlarms(b *strings.Builder, trials []trial) {
 					continue
 				}
 				n++
-				regs := tr.Builds
-				if g != "builds" {
-					regs = tr.Days
-				}
+				regs := v.regs(tr)
 				if len(regs) > 0 {
 					alarms++
 				}
@@ -66,7 +99,7 @@ func falseAlarms(b *strings.Builder, trials []trial) {
 				}
 			}
 			if n > 0 {
-				fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", g, cond, n, alarms, counts(metrics))
+				fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", v.name, cond, n, alarms, counts(metrics))
 			}
 		}
 	}
@@ -90,9 +123,10 @@ func power(b *strings.Builder, trials []trial) {
 	}
 	sort.Float64s(ds)
 	b.WriteString("## Power: a delay injected into the head's runs (every primary, each way)\n\n")
-	b.WriteString("Effect: the median over trials of head median / base median - 1 (builds gate's runs). Caught: trials whose gate named the metric.\n\n")
-	b.WriteString("| delay each way | trials | p50 effect | p99 effect | CPU effect | builds: p50 caught | p99 caught | CPU caught | any | committed: p50 caught | p99 caught | any |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("Effect: the median over trials of head median / base median - 1 (the builds gate's runs, both sides through the latency proxy). " +
+		"Caught: trials whose gate named the metric. The committed baseline ran without the proxy, so for that gate the proxy's own cost is part of the effect.\n\n")
+	b.WriteString("| delay each way | gate | trials | p50 effect | p99 effect | CPU effect | p50 caught | p99 caught | CPU caught | any caught |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, d := range ds {
 		var sel []trial
 		for _, tr := range trials {
@@ -100,10 +134,11 @@ func power(b *strings.Builder, trials []trial) {
 				sel = append(sel, tr)
 			}
 		}
-		fmt.Fprintf(b, "| %g µs | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d, len(sel),
-			effect(sel, "p50_ms"), effect(sel, "p99_ms"), effect(sel, "generator_cpu_us"),
-			caught(sel, "p50_ms", false), caught(sel, "p99_ms", false), caught(sel, "generator_cpu_us", false), caught(sel, "", false),
-			caught(sel, "p50_ms", true), caught(sel, "p99_ms", true), caught(sel, "", true))
+		for _, v := range views {
+			fmt.Fprintf(b, "| %g µs | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", d, v.name, len(sel),
+				effect(sel, "p50_ms"), effect(sel, "p99_ms"), effect(sel, "generator_cpu_us"),
+				caught(sel, "p50_ms", v), caught(sel, "p99_ms", v), caught(sel, "generator_cpu_us", v), caught(sel, "", v))
+		}
 	}
 	b.WriteString("\n")
 }
@@ -185,6 +220,15 @@ func oneMetricSet(metric string, vals []float64, factor float64) *compare.Set {
 		case "generator_cpu_us":
 			sum.Load.Decisions = 1_000_000
 			sum.CPU = &results.CPU{WallS: 1, Generator: v}
+		case "achieved_rps":
+			sum.Load.AchievedRPS = v
+		case "overspend_ratio":
+			sum.Overspend.Ratio = v
+		case "false_deny_ratio":
+			sum.Overspend.FalseDenyRatio = v
+		case "error_ratio":
+			sum.Load.Decisions = 1_000_000
+			sum.Outcomes.Errors = int64(math.Round(v * 1e6))
 		}
 		s.Runs = append(s.Runs, compare.Rep{Summary: sum})
 	}
@@ -221,15 +265,11 @@ func effect(sel []trial, metric string) string {
 	return fmt.Sprintf("%+.1f%%", 100*xs[len(xs)/2])
 }
 
-// caught is "k/n" of the trials in sel whose gate named metric ("" = any metric); days picks
-// the committed-baseline gate.
-func caught(sel []trial, metric string, days bool) string {
+// caught is "k/n" of the trials in sel whose gate (v) named metric ("" = any metric).
+func caught(sel []trial, metric string, v view) string {
 	hit := 0
 	for _, tr := range sel {
-		regs := tr.Builds
-		if days {
-			regs = tr.Days
-		}
+		regs := v.regs(tr)
 		if (metric == "" && len(regs) > 0) || (metric != "" && slices.Contains(regs, metric)) {
 			hit++
 		}
@@ -252,4 +292,32 @@ func counts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TestGatePowerTables rewrites gate-power.md from the trials.json of an experiment (make
+// gate-power writes both as it goes; this redraws the tables after a change to them):
+// RATELAB_GATE_OUT=out/experiments/gate-power go test -tags experiment -run TestGatePowerTables ./scenarios/gate
+func TestGatePowerTables(t *testing.T) {
+	out := os.Getenv(envOut)
+	if out == "" {
+		t.Skipf("set %s to the directory of a trials.json", envOut)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "trials.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trials []trial
+	if err := json.Unmarshal(b, &trials); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials {
+		// The one-metric re-judgement at the gate's alpha must agree with the verdict the gate gave.
+		if again := judgeAt(tr, DefaultAlpha); tr.Error == "" && !slices.Equal(again, tr.Builds) {
+			t.Errorf("%s %gµs trial %d: re-judged %v, the gate said %v", tr.Condition, tr.DelayUs, tr.Index, again, tr.Builds)
+		}
+	}
+	repeat := envInt(t, envRepeat, DefaultRepeat)
+	if err := os.WriteFile(filepath.Join(out, "gate-power.md"), []byte(tables(trials, repeat)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

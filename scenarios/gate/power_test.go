@@ -43,6 +43,8 @@ type trial struct {
 	// results/baselines/ci-smoke) on the same runs.
 	Builds []string `json:"builds"`
 	Days   []string `json:"days"`
+	// Loose is the same runs judged at looseAlpha, filled when the tables are drawn.
+	Loose []string `json:"-"`
 	// Medians are the builds gate's rows: metric -> [base median, head median, p].
 	Medians map[string][3]float64 `json:"medians"`
 	// Base and Head are each side's values per metric, in run order of the sorted sets.
