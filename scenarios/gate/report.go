@@ -20,7 +20,7 @@ func (r *Result) Headline() string {
 	var b strings.Builder
 	switch r.Mode {
 	case Days:
-		fmt.Fprintf(&b, "perf-check compares DAYS, not builds: BASE is %s, measured on another day (%s), "+
+		fmt.Fprintf(&b, "perf-check compares DAYS, not builds: BASE is %s, measured earlier (its runs started %s), "+
 			"NEW is %d runs of this build now. A difference may be the machine's day rather than the build; "+
 			"build the base and alternate the runs instead (ratelab perf-check without --against).",
 			r.Base, measuredOn(r.Report.Base), len(r.Order))
