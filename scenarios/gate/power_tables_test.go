@@ -62,8 +62,50 @@ func tables(all []trial, repeat int) string {
 	}
 	falseAlarms(&b, trials)
 	power(&b, trials)
+	pooled(&b, trials, repeat)
 	scaled(&b, trials)
 	return b.String()
+}
+
+// pooled estimates a gate of twice the runs: consecutive trials of one condition (and delay)
+// paired, their base runs and head runs joined, judged at the gate's alpha. The two halves ran
+// minutes apart, as the two halves of a longer gate would.
+func pooled(b *strings.Builder, trials []trial, repeat int) {
+	groups := map[string][]trial{}
+	var keys []string
+	for _, tr := range trials {
+		k := fmt.Sprintf("%s|%g", tr.Condition, tr.DelayUs)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], tr)
+	}
+	fmt.Fprintf(b, "## A gate of %d runs per side: pairs of consecutive trials joined\n\n", 2*repeat)
+	b.WriteString("| condition | delay each way | pooled gates | alarms | p50 caught | p99 caught | CPU caught |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := groups[keys[i]][0], groups[keys[j]][0]
+		return a.Condition < b.Condition || (a.Condition == b.Condition && a.DelayUs < b.DelayUs)
+	})
+	for _, k := range keys {
+		g := groups[k]
+		var joined []trial
+		for i := 0; i+1 < len(g); i += 2 {
+			j := trial{Condition: g[i].Condition, DelayUs: g[i].DelayUs, Base: map[string][]float64{}, Head: map[string][]float64{}}
+			for _, m := range Metrics {
+				j.Base[m] = append(slices.Clone(g[i].Base[m]), g[i+1].Base[m]...)
+				j.Head[m] = append(slices.Clone(g[i].Head[m]), g[i+1].Head[m]...)
+			}
+			j.Builds = judgeAt(j, DefaultAlpha)
+			joined = append(joined, j)
+		}
+		if len(joined) == 0 {
+			continue
+		}
+		v := views[0]
+		fmt.Fprintf(b, "| %s | %gµs | %d | %s | %s | %s | %s |\n", g[0].Condition, g[0].DelayUs, len(joined),
+			caught(joined, "", v), caught(joined, "p50_ms", v), caught(joined, "p99_ms", v), caught(joined, "generator_cpu_us", v))
+	}
+	b.WriteString("\n")
 }
 
 // judgeAt judges a trial's runs again, metric by metric as the builds gate does, at alpha.
