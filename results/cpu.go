@@ -73,9 +73,9 @@ func (c *CPU) Line() string {
 
 // GeneratorUsPerDecision is the generator's CPU per decision in microseconds: its CPU seconds
 // over the load (Generator cores x WallS) divided by the decisions made. It is the run's own
-// cost of deciding, which moves far less with a busy machine than latency does. NaN without a
-// CPU section (a merge of parts, an HTTP attack, a summary of an older ratelab) or without
-// decisions.
+// cost of deciding, which latency does not show (docs/ci.md has how much a busy machine moves
+// it). NaN without a CPU section (a merge of parts, an HTTP attack, a summary of an older
+// ratelab) or without decisions.
 func (s *Summary) GeneratorUsPerDecision() float64 {
 	if s.CPU == nil || s.Load.Decisions <= 0 {
 		return math.NaN()

@@ -41,8 +41,8 @@ var Metrics = []Metric{
 	{"error_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 {
 		return results.Ratio(s.Outcomes.Errors, s.Load.Decisions)
 	}},
-	// The generator's own CPU per decision: ratelab's cost of deciding, far less noisy than
-	// latency on a shared machine. NaN in a summary without a cpu section (an older ratelab).
+	// The generator's own CPU per decision: ratelab's cost of deciding, which latency does not
+	// show. NaN in a summary without a cpu section (an older ratelab).
 	{"generator_cpu_us", "µs/decision", true, Threshold{Value: 0.05, Relative: true}, (*results.Summary).GeneratorUsPerDecision},
 }
 
