@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -68,4 +69,16 @@ func (c *CPU) Line() string {
 		s += fmt.Sprintf(", other %.2f; machine %.2f of %d cores busy", max(c.Other, 0), c.MachineBusy, c.Cores)
 	}
 	return s + fmt.Sprintf(" (over %.1f s of load)", c.WallS)
+}
+
+// GeneratorUsPerDecision is the generator's CPU per decision in microseconds: its CPU seconds
+// over the load (Generator cores x WallS) divided by the decisions made. It is the run's own
+// cost of deciding, which latency does not show (docs/ci.md has how much a busy machine moves
+// it). NaN without a CPU section (a merge of parts, an HTTP attack, a summary of an older
+// ratelab) or without decisions.
+func (s *Summary) GeneratorUsPerDecision() float64 {
+	if s.CPU == nil || s.Load.Decisions <= 0 {
+		return math.NaN()
+	}
+	return s.CPU.Generator * s.CPU.WallS / float64(s.Load.Decisions) * 1e6
 }

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,29 @@ func TestCPULine(t *testing.T) {
 	c.MachineBusy, c.Other = -1, -1
 	if got := c.Line(); strings.Contains(got, "machine") || strings.Contains(got, "other") {
 		t.Errorf("Line() = %q with the machine unknown: want no machine or other figure", got)
+	}
+}
+
+// The generator's CPU per decision is its CPU seconds over the load per decision, and not a
+// number where the summary has no CPU section or no decisions.
+func TestGeneratorUsPerDecision(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cpu  *CPU
+		n    int64
+		want float64 // NaN: not a number
+	}{
+		{"0.15 cores over 5 s, 5,000 decisions", &CPU{WallS: 5, Generator: 0.15}, 5000, 150},
+		{"one core over 2 s, 100,000 decisions", &CPU{WallS: 2, Generator: 1}, 100000, 20},
+		{"no cpu section", nil, 5000, math.NaN()},
+		{"no decisions", &CPU{WallS: 5, Generator: 0.1}, 0, math.NaN()},
+	} {
+		s := &Summary{CPU: tc.cpu}
+		s.Load.Decisions = tc.n
+		have := s.GeneratorUsPerDecision()
+		if math.IsNaN(tc.want) != math.IsNaN(have) || (!math.IsNaN(have) && math.Abs(have-tc.want) > 1e-9) {
+			t.Errorf("%s: GeneratorUsPerDecision() = %g, want %g", tc.name, have, tc.want)
+		}
 	}
 }

@@ -27,7 +27,8 @@ func newCompareCmd() *cobra.Command {
 		Use:   "compare BASE NEW",
 		Short: "Compare two sets of runs of one scenario: medians, delta, confidence interval, Mann-Whitney U test",
 		Long: `Compare the runs in BASE with the runs in NEW, metric by metric (p50/p99/p99.9 latency,
-achieved rate, overspend, false-deny and error ratios). BASE and NEW are each a directory of
+achieved rate, overspend, false-deny and error ratios, the generator's CPU per decision; a
+metric some run's summary lacks is not compared, and a note says so). BASE and NEW are each a directory of
 repetitions (rep-*/summary.json, as ` + "`ratelab run --repeat N`" + ` writes), one run directory, or a
 summary.json; give several with commas: BASE1,BASE2.
 
@@ -37,7 +38,7 @@ verdict needs at least 4 runs per set (a 95% interval of the medians needs 6).
 
 -o benchfmt writes every run of both sets instead, as Go benchmark format lines for benchstat:
 one result line per run, its metrics in units (p50-sec, p99-sec, p999-sec, achieved-req/s,
-overspend-ratio, false-deny-ratio, error-ratio), and a "side: base" or "side: new"
+overspend-ratio, false-deny-ratio, error-ratio, generator-cpu-sec/decision), and a "side: base" or "side: new"
 configuration line before each set's runs, so that
 
   ratelab compare -o benchfmt BASE NEW > runs.txt && benchstat -col side runs.txt

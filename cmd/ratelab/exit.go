@@ -15,7 +15,7 @@ import (
 //	0    ok
 //	1    error: bad input, or a failure before there were results (exitError's default)
 //	3    an SLO check failed (run, its --repeat, trace record/replay, attack, merge) or
-//	     compare found a regression (exitRegression)
+//	     compare or perf-check found a regression (exitRegression)
 //	4    a scheduled fault could not be carried out (run, merge)
 //	130  interrupted by SIGINT/SIGTERM; the results up to the interrupt are written (run,
 //	     attack, demo, scenarios side-by-side, capacity sweep, bench, simulate calibrate and
@@ -38,7 +38,7 @@ const exitCodesHelp = `Exit codes:
 
     0    ok
     1    error: bad input, or a failure before there were results
-    3    an SLO check failed (run, attack, merge, the perf gate) or compare found a regression
+    3    an SLO check failed (run, attack, merge) or compare or perf-check found a regression
     4    a scheduled fault could not be carried out: the run did not test what its scenario asked
     130  interrupted (SIGINT/SIGTERM); the results up to the interrupt are written
 

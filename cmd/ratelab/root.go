@@ -27,6 +27,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newScenariosCmd(), newReportCmd(), newClusterCmd(), newGatewayCmd(), newCompareCmd(), newAttackCmd(), newTraceCmd(), newBenchCmd(), newCapacityCmd(), newRegionsCmd(), newDurabilityCmd(), newSimulateCmd(), newDemoCmd(), newMergeCmd(), newKubernetesCmd(), newVersionCmd(), newGenDocsCmd())
+	root.AddCommand(newRunCmd(), newScenariosCmd(), newReportCmd(), newClusterCmd(), newGatewayCmd(), newCompareCmd(), newPerfCheckCmd(), newAttackCmd(), newTraceCmd(), newBenchCmd(), newCapacityCmd(), newRegionsCmd(), newDurabilityCmd(), newSimulateCmd(), newDemoCmd(), newMergeCmd(), newKubernetesCmd(), newVersionCmd(), newGenDocsCmd())
 	return root
 }

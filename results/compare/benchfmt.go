@@ -45,6 +45,7 @@ var benchUnits = []benchUnit{
 	{"overspend-ratio", false, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false-deny-ratio", false, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
 	{"error-ratio", false, func(s *results.Summary) float64 { return results.Ratio(s.Outcomes.Errors, s.Load.Decisions) }},
+	{"generator-cpu-sec/decision", false, func(s *results.Summary) float64 { return s.GeneratorUsPerDecision() / 1e6 }},
 }
 
 // seconds is a latency in ms as seconds, rounded to 12 significant digits so that the division's

@@ -25,6 +25,8 @@ type Options struct {
 	Confidence float64
 	// Thresholds override Metric.Default by metric name (see ParseThreshold).
 	Thresholds map[string]Threshold
+	// Metrics names the metrics to compare, in table order; default every metric of Metrics.
+	Metrics []string
 }
 
 func (o Options) withDefaults() Options {
@@ -52,6 +54,9 @@ const (
 	NoChange Verdict = "~ no significant change"
 	// TooFew: not enough runs for the U test to ever reach significance.
 	TooFew Verdict = "too few runs for a verdict"
+	// NotMeasured: some run's summary does not hold the metric (the generator's CPU in a
+	// summary of an older ratelab); the metric is not compared, and a note says so.
+	NotMeasured Verdict = "not in every run"
 )
 
 // Row is one metric compared.
@@ -141,6 +146,10 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("compare: threshold for unknown metric %q; use one of %s", name, metricNames())
 		}
 	}
+	metrics, err := opts.metrics()
+	if err != nil {
+		return nil, err
+	}
 	rep := &Report{Base: base, New: new, Options: opts, MinRuns: minRunsFor(opts.Alpha)}
 	nb, nn := len(base.Runs), len(new.Runs)
 	tooFew := nb < rep.MinRuns && nn < rep.MinRuns
@@ -169,12 +178,22 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 	if n := (&results.Summary{Schema: base.Schema}).OldDefinitions(); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
-	for _, m := range Metrics {
+	for _, m := range metrics {
 		row := Row{Metric: m, Threshold: m.Default}
 		if t, ok := opts.Thresholds[m.Name]; ok {
 			row.Threshold = t
 		}
 		row.Base, row.New = values(base, m), values(new, m)
+		if nb, nn := countNaN(row.Base), countNaN(row.New); nb+nn > 0 {
+			row.Verdict = NotMeasured
+			row.BaseMedian, row.BaseLo, row.BaseHi = math.NaN(), math.NaN(), math.NaN()
+			row.NewMedian, row.NewLo, row.NewHi = math.NaN(), math.NaN(), math.NaN()
+			row.Delta, row.DeltaPct, row.P = math.NaN(), math.NaN(), math.NaN()
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is missing from %d of %d BASE and %d of %d NEW runs (a summary of an older ratelab, "+
+				"or a run that did not measure it): not compared", m.Name, nb, len(row.Base), nn, len(row.New)))
+			rep.Rows = append(rep.Rows, row)
+			continue
+		}
 		row.BaseMedian = median(row.Base)
 		row.NewMedian = median(row.New)
 		row.BaseLo, row.BaseHi, _ = medianCI(row.Base, opts.Confidence)
@@ -185,6 +204,33 @@ func Compare(base, new *Set, opts Options) (*Report, error) {
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
+}
+
+// metrics resolves Options.Metrics to the metrics to compare.
+func (o Options) metrics() ([]Metric, error) {
+	if len(o.Metrics) == 0 {
+		return Metrics, nil
+	}
+	out := make([]Metric, 0, len(o.Metrics))
+	for _, name := range o.Metrics {
+		m, ok := metricByName(name)
+		if !ok {
+			return nil, fmt.Errorf("compare: metrics: unknown metric %q; use some of %s", name, metricNames())
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// countNaN counts the values a run's summary did not hold.
+func countNaN(xs []float64) int {
+	n := 0
+	for _, x := range xs {
+		if math.IsNaN(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // oldSide names the side whose runs have an older schema than this ratelab writes, the one to

@@ -25,6 +25,7 @@ func writeReps(t *testing.T, dir string, p99s []float64, mod func(i int, s *resu
 			P999: results.Ms(1.5 * p99), Max: results.Ms(2 * p99), MeasurablePct: 100}
 		s.Load.OfferedRPS, s.Load.AchievedRPS, s.Load.Decisions = 300, 299+float64(i%3)/10, 600
 		s.Outcomes.Allowed, s.Outcomes.Denied = 500, 100
+		s.CPU = &results.CPU{WallS: 2, Cores: 2, Generator: 0.05 + float64(i%3)/1000}
 		if mod != nil {
 			mod(i, s)
 		}
@@ -293,5 +294,57 @@ func TestMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// A metric some run's summary lacks (the generator's CPU in an older ratelab's summary) is not
+// compared, whatever the other metrics say, and a note names it; Options.Metrics picks the rows.
+func TestMissingMetricIsNotCompared(t *testing.T) {
+	t.Parallel()
+	base := load(t, writeReps(t, t.TempDir(), noisy(1, 6, 1, 0.1), func(_ int, s *results.Summary) { s.CPU = nil }))
+	next := load(t, writeReps(t, t.TempDir(), noisy(2, 6, 3, 0.1), nil))
+	rep, err := Compare(base, next, Options{Metrics: []string{"p99_ms", "generator_cpu_us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[0].Metric.Name != "p99_ms" || rep.Rows[1].Metric.Name != "generator_cpu_us" {
+		t.Fatalf("rows %v: want p99_ms and generator_cpu_us", rep.Rows)
+	}
+	if have := rep.Rows[1].Verdict; have != NotMeasured {
+		t.Errorf("generator_cpu_us without BASE's cpu section: verdict %q, want %q", have, NotMeasured)
+	}
+	if have := rep.Regressions(); len(have) != 1 || have[0] != "p99_ms" {
+		t.Errorf("regressions %v, want [p99_ms]", have)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "generator_cpu_us is missing from 6 of 6 BASE and 0 of 6 NEW runs") {
+		t.Errorf("notes %q: want one naming the missing metric", rep.Notes)
+	}
+	var buf strings.Builder
+	if err := rep.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "NaN") {
+		t.Errorf("text table prints NaN:\n%s", buf.String())
+	}
+	if _, err := Compare(base, next, Options{Metrics: []string{"p98_ms"}}); err == nil || !strings.Contains(err.Error(), `"p98_ms"`) {
+		t.Errorf("unknown metric p98_ms: error %v, want one naming it", err)
+	}
+}
+
+// The generator's CPU per decision regresses like any relative metric: 10% more CPU in every
+// NEW run is beyond the default 5%.
+func TestGeneratorCPURegresses(t *testing.T) {
+	t.Parallel()
+	cpu := func(scale float64) func(i int, s *results.Summary) {
+		return func(i int, s *results.Summary) { s.CPU.Generator = scale * (0.05 + float64(i%4)/2000) }
+	}
+	base := load(t, writeReps(t, t.TempDir(), noisy(3, 6, 1, 0.1), cpu(1)))
+	next := load(t, writeReps(t, t.TempDir(), noisy(4, 6, 1, 0.1), cpu(1.1)))
+	rep, err := Compare(base, next, Options{Metrics: []string{"generator_cpu_us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := rep.Rows[0]; row.Verdict != Regression || math.Abs(row.DeltaPct-10) > 0.5 {
+		t.Errorf("generator_cpu_us +10%%: verdict %q, delta %.2f%%; want %q near +10%%", row.Verdict, row.DeltaPct, Regression)
 	}
 }

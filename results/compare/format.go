@@ -15,6 +15,9 @@ var header = []string{"metric", "BASE median", "NEW median", "delta", "p (n)", "
 // cells renders one row's columns.
 func (row Row) cells() []string {
 	m := row.Metric
+	if row.Verdict == NotMeasured {
+		return []string{m.Name + unitSuffix(m.Unit), "—", "—", "—", fmt.Sprintf("— (%d+%d)", len(row.Base), len(row.New)), row.threshold(), string(row.Verdict)}
+	}
 	return []string{
 		m.Name + unitSuffix(m.Unit),
 		withCI(row.BaseMedian, row.BaseLo, row.BaseHi),

@@ -19,7 +19,8 @@ type Metric struct {
 	HigherIsWorse bool
 	// Default is the threshold a significant change must exceed to count as a regression.
 	Default Threshold
-	// Value reads the metric from a summary; +Inf for a latency that is not measurable.
+	// Value reads the metric from a summary; +Inf for a latency that is not measurable, NaN for
+	// a figure the summary does not hold.
 	Value func(*results.Summary) float64
 }
 
@@ -40,6 +41,9 @@ var Metrics = []Metric{
 	{"error_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 {
 		return results.Ratio(s.Outcomes.Errors, s.Load.Decisions)
 	}},
+	// The generator's own CPU per decision: ratelab's cost of deciding, which latency does not
+	// show. NaN in a summary without a cpu section (an older ratelab).
+	{"generator_cpu_us", "µs/decision", true, Threshold{Value: 0.05, Relative: true}, (*results.Summary).GeneratorUsPerDecision},
 }
 
 // Threshold is how far a significant change may go in the worse direction before it is a
