@@ -32,13 +32,13 @@ func newSimulateCmd() *cobra.Command {
 	var o simulateOptions
 	cmd := &cobra.Command{
 		Use:   "simulate",
-		Short: "Discrete-event model of N shards at rates this machine cannot run (1M-10M decisions/s)",
+		Short: "Discrete-event model of N primaries at rates this machine cannot run (1M-10M decisions/s)",
 		Long: `Simulate --shards single-threaded primaries (FIFO, service time from a calibration) under
-open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to shards by CRC16 slot,
+open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to primaries by CRC16 slot,
 optional leases, and optionally a failover of the busiest primary (or --failover-shard).
-Prints per-shard utilisation, throughput, p50/p99, central calls/s and the failover's overspend
+Prints per-primary utilisation, throughput, p50/p99, central calls/s and the failover's overspend
 bound. The steady state is simulated for min(--horizon, --max-requests/--rate) seconds; the
-failover phase simulates the failed shard alone (its arrivals are an independent Poisson stream)
+failover phase simulates the failed primary alone (its arrivals are an independent Poisson stream)
 through its whole outage. The service time and client part come from --calibration FILE
 (written by 'ratelab simulate calibrate'), or --service-us/--service-cv/--client-ms, or defaults
 (80,000 calls/s per primary; see docs/capacity.md).`,
@@ -103,7 +103,7 @@ func runSimulate(cmd *cobra.Command, o simulateOptions) error {
 // addFlags defines the flags of `ratelab simulate` on cmd.
 func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.IntVar(&o.cfg.Shards, "shards", 3, "primaries")
+	fl.IntVar(&o.cfg.Primaries, "shards", 3, "primaries, one per shard")
 	fl.Float64Var(&o.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
 	fl.IntVar(&o.cfg.Tenants, "tenants", 1_000_000, "tenants")
 	fl.Float64Var(&o.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
@@ -119,10 +119,10 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl.Float64Var(&o.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
 	fl.StringVar(&o.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
 	fl.Float64Var(&o.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
-	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the shards on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
+	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the primaries on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
 	fl.IntVar(&o.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
 	fl.BoolVar(&o.failover, "failover", false, "fail a primary and report the outage and overspend bound")
-	fl.IntVar(&o.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
+	fl.IntVar(&o.fo.Primary, "failover-shard", -1, "primary to fail (-1: the busiest)")
 	fl.DurationVar(&o.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
 	fl.DurationVar(&o.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
 	fl.DurationVar(&o.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")

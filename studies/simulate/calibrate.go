@@ -16,7 +16,7 @@ import (
 // Calibration is what the model takes from a measured run.
 type Calibration struct {
 	Service Service `json:"service"`
-	// Client is the round trip outside the shard's thread (network, client library) of the
+	// Client is the round trip outside the primary's thread (network, client library) of the
 	// decisions no scheduling gap touched (Gaps.Body minus the service mean).
 	Client Empirical `json:"client"`
 	// Gaps is the light-load run's scheduling gaps (FitGaps); Host is filled from them and a
@@ -36,14 +36,14 @@ type Calibration struct {
 }
 
 // DefaultCalibration is used when no measured calibration is given. Its service time is
-// capacity.DefaultPerShardRPS's: the rate one primary runs the token-bucket script at for
+// capacity.DefaultPerPrimaryRPS's: the rate one primary runs the token-bucket script at for
 // pipelining clients, as a share of its thread per call. Clients that do not pipeline cost the
 // thread more per call (pass --service-us; docs/capacity.md has both rates). The spread (cv 0.5)
 // and the client part (0.5 ms: a loopback round trip plus go-redis) are coarse; calibrate for
 // real numbers (`ratelab simulate calibrate`).
 func DefaultCalibration() Calibration {
 	return Calibration{
-		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerShardRPS, CV: 0.5},
+		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerPrimaryRPS, CV: 0.5},
 		Client:  ConstantMs(0.5),
 		Source:  "default: 80,000 script calls/s per primary (pipelined; docs/capacity.md), cv 0.5, client part 0.5 ms",
 	}
@@ -193,8 +193,8 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 	return c, nil
 }
 
-// HostAt is the co-located host at rate: Host, with its share of time off carried from the two
-// gap runs' to rate by the calibration's law (HostLoad) when the calibration has them (Load). nil when
+// HostAt is the co-located host at rate: Host, with its share of time off carried from the two gap
+// runs' to rate by the calibration's law (HostLoad) when the calibration has them (Load). nil when
 // not co-located.
 func (c Calibration) HostAt(rate float64) *Host {
 	if c.Host == nil || c.Load == nil {

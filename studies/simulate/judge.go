@@ -11,10 +11,10 @@ import (
 // sides are a validation's runs by kind, round by round.
 type sides struct{ lows, highs, probes, runs []measured }
 
-// modelOf is the model of spec's runs on shards primaries: its tenants, decision timeout and
+// modelOf is the model of spec's runs on primaries primaries: its tenants, decision timeout and
 // in-flight bound, to be completed with a calibration and a rate.
-func modelOf(spec *scenarios.Spec, shards int) Config {
-	return Config{Shards: shards, Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
+func modelOf(spec *scenarios.Spec, primaries int) Config {
+	return Config{Primaries: primaries, Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
 		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
 }
 
@@ -22,8 +22,8 @@ func modelOf(spec *scenarios.Spec, shards int) Config {
 // with r's measured runs; first is the first probe's answer (the shares' base). One model serves
 // every round, calibrated from all rounds' gap runs and probes pooled: a line through one
 // round's two fits, each of a few dozen delayed decisions, is mostly noise.
-func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
-	base := modelOf(spec, shards)
+func judge(spec *scenarios.Spec, primaries int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
+	base := modelOf(spec, primaries)
 	cal, err := calibrateLoad(r.lows, r.highs, r.probes, o.ProbeRate, base)
 	if err != nil {
 		return nil, err
