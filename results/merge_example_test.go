@@ -10,9 +10,9 @@ import (
 )
 
 // writePart lays out the run directory part i of 2 leaves: summary, whole-run and per-second
-// histograms (latency.hlog beside timeseries.csv, through a SeriesWriter) and per-key ledger
+// histograms (latency.hlog beside timeseries.csv, through a SeriesWriter) and per-key tally
 // (here one second with one latency per decision).
-func writePart(dir string, i int, lat []time.Duration, keys []results.KeyCount) {
+func writePart(dir string, i int, lat []time.Duration, keys []results.KeyTally) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, results.ScenarioFile), []byte("name: hot-tenant\n"), 0o644)
 	h := results.NewHistogram()
@@ -25,8 +25,8 @@ func writePart(dir string, i int, lat []time.Duration, keys []results.KeyCount) 
 	sw.Write(results.Interval{Offered: n, Sent: n, Allowed: n}, h)
 	sw.End(results.RequestCounts{Offered: n, Served: n})
 	sw.Close()
-	lf, _ := os.Create(filepath.Join(dir, results.LedgerFile))
-	results.WriteLedger(lf, keys)
+	lf, _ := os.Create(filepath.Join(dir, results.TallyFile))
+	results.WriteTally(lf, keys)
 	lf.Close()
 	sum := results.NewSummary("hot-tenant", 1, time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	sum.Part = &results.Part{Index: i, Count: 2}
@@ -47,9 +47,9 @@ func ExampleMerge() {
 		return out
 	}
 	writePart(filepath.Join(root, "part-0"), 0, ms(1, 1, 2, 2, 3, 9),
-		[]results.KeyCount{{Key: "rl:{tenant-0}:read", Decisions: 6}})
+		[]results.KeyTally{{Key: "rl:{tenant-0}:read", Decisions: 6}})
 	writePart(filepath.Join(root, "part-1"), 1, ms(1, 2, 40, 50),
-		[]results.KeyCount{{Key: "rl:{tenant-1}:read", Decisions: 4}})
+		[]results.KeyTally{{Key: "rl:{tenant-1}:read", Decisions: 4}})
 
 	sum, err := results.Merge(filepath.Join(root, "merged"),
 		[]string{filepath.Join(root, "part-0"), filepath.Join(root, "part-1")})

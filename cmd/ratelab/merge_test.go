@@ -86,7 +86,7 @@ func TestPartAndMergeCommands(t *testing.T) {
 	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from parts 0,1 of 2") {
 		t.Errorf("merge stdout does not read like a run's summary with its report:\n%s", stdout)
 	}
-	for _, f := range []string{"report.html", "report.md", "latency.png", results.TimeseriesFile, results.LedgerFile, results.LatencyLogFile, results.PercentilesFile} {
+	for _, f := range []string{"report.html", "report.md", "latency.png", results.TimeseriesFile, results.TallyFile, results.LatencyLogFile, results.PercentilesFile} {
 		if _, err := os.Stat(filepath.Join(dir, "merged", f)); err != nil {
 			t.Errorf("merged run lacks %s: %v", f, err)
 		}

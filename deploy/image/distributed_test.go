@@ -147,8 +147,8 @@ func readRun(t *testing.T, dir string) runFiles {
 	}
 	read(results.TimeseriesFile, func(f *os.File) (err error) { r.rows, err = results.ReadTimeseries(f); return err })
 	read(results.HistogramFile, func(f *os.File) (err error) { r.hist, err = results.ReadHistogram(f); return err })
-	read(results.LedgerFile, func(f *os.File) error {
-		keys, err := results.ReadLedger(f)
+	read(results.TallyFile, func(f *os.File) error {
+		keys, err := results.ReadTally(f)
 		r.keys = map[string]int64{}
 		for _, k := range keys {
 			r.keys[k.Key] += k.Decisions

@@ -94,7 +94,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 	http := run.spec.Via == scenarios.ViaHTTP
 	checkRunFiles(t, run.dir, http)
 	if !http {
-		checkLedger(t, run.dir, sum)
+		checkTally(t, run.dir, sum)
 	}
 
 	// The load.
@@ -324,7 +324,7 @@ func checkRunFiles(t *testing.T, dir string, http bool) {
 	if http {
 		files = append(files, attack.ResultsFile)
 	} else {
-		files = append(files, results.LedgerFile)
+		files = append(files, results.TallyFile)
 	}
 	for _, name := range files {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
@@ -333,16 +333,16 @@ func checkRunFiles(t *testing.T, dir string, http bool) {
 	}
 }
 
-// checkLedger checks that keys.csv adds up to the summary's decisions and overspend.
-func checkLedger(t *testing.T, dir string, sum *results.Summary) {
+// checkTally checks that keys.csv adds up to the summary's decisions and overspend.
+func checkTally(t *testing.T, dir string, sum *results.Summary) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, results.LedgerFile))
+	f, err := os.Open(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		t.Error(err)
 		return
 	}
 	defer f.Close()
-	keys, err := results.ReadLedger(f)
+	keys, err := results.ReadTally(f)
 	if err != nil {
 		t.Fatal(err)
 	}

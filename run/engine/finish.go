@@ -56,7 +56,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 func (s *Session) writeRun(sum *results.Summary, m *Measured) (*Result, error) {
 	res := &Result{Dir: s.Dir, Summary: sum}
 	if m.Keys != nil {
-		if err := writeLedger(s.Dir, m.Keys); err != nil {
+		if err := writeTally(s.Dir, m.Keys); err != nil {
 			return res, err
 		}
 	}
@@ -86,15 +86,15 @@ func (s *Session) notes() []results.Note {
 	return n
 }
 
-// writeLedger writes keys.csv into dir.
-func writeLedger(dir string, keys []results.KeyCount) error {
-	f, err := os.Create(filepath.Join(dir, results.LedgerFile))
+// writeTally writes keys.csv into dir.
+func writeTally(dir string, keys []results.KeyTally) error {
+	f, err := os.Create(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		return err
 	}
-	if err := results.WriteLedger(f, keys); err != nil {
+	if err := results.WriteTally(f, keys); err != nil {
 		f.Close()
-		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
+		return fmt.Errorf("writing %s: %w", results.TallyFile, err)
 	}
 	return f.Close()
 }

@@ -36,14 +36,14 @@ limiter: {kind: memory}
 	return s
 }
 
-func readLedgerFile(t *testing.T, dir string) map[string]int64 {
+func readTallyFile(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, results.LedgerFile))
+	f, err := os.Open(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	keys, err := results.ReadLedger(f)
+	keys, err := results.ReadTally(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 	if m.Overspend.Requests != f.Overspend.Requests || m.Overspend.FalseDenies != f.Overspend.FalseDenies {
 		t.Errorf("overspend: merged %d/%d false denies, full %d/%d", m.Overspend.Requests, m.Overspend.FalseDenies, f.Overspend.Requests, f.Overspend.FalseDenies)
 	}
-	fk, mk := readLedgerFile(t, full.Dir), readLedgerFile(t, merged.Dir)
+	fk, mk := readTallyFile(t, full.Dir), readTallyFile(t, merged.Dir)
 	if len(fk) != len(mk) {
 		t.Errorf("keys with decisions: full %d, merged %d", len(fk), len(mk))
 	}

@@ -99,18 +99,18 @@ func HotKeys(counts []int64, name func(key int) string) []results.HotKey {
 	return out
 }
 
-// ledger lists every key that took a decision, in key order (tenant rank, then endpoint).
-func (t *tally) ledger() []results.KeyCount {
+// lines lists every key that took a decision, in key order (tenant rank, then endpoint).
+func (t *tally) lines() []results.KeyTally {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []results.KeyCount{}
+	out := []results.KeyTally{}
 	for k := range t.decisions {
 		n := t.decisions[k].Load()
 		if n == 0 {
 			continue
 		}
 		over := t.over[k]
-		out = append(out, results.KeyCount{Key: t.keyName(k), Decisions: n, Overspend: over.requests, OverspendTokens: over.tokens})
+		out = append(out, results.KeyTally{Key: t.keyName(k), Decisions: n, Overspend: over.requests, OverspendTokens: over.tokens})
 	}
 	return out
 }

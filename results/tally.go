@@ -11,11 +11,11 @@ import (
 	"strings"
 )
 
-// KeyCount is one key's line in keys.csv, the run's per-key ledger: how many decisions the key
-// took and how many of its allowed requests overspent. A key's decisions all happen in one
-// generator (see workload.Part), so merging ledgers of parts is adding them, and the hot keys of
-// a merged run are exactly the ones one generator would have seen.
-type KeyCount struct {
+// KeyTally is one key's line in keys.csv, the run's tally: how many decisions the key took and how
+// many of its allowed requests overspent. A key's decisions all happen in one generator (see
+// workload.Part), so merging the tallies of parts is adding them, and the hot keys of a merged run
+// are exactly the ones one generator would have seen.
+type KeyTally struct {
 	// Key is the limiter key, e.g. "rl:{tenant-3}:read".
 	Key string
 	// Decisions is the number of decisions on the key (every outcome).
@@ -25,17 +25,17 @@ type KeyCount struct {
 	Overspend, OverspendTokens int64
 }
 
-const ledgerHeader = "key,decisions,overspend,overspend_tokens"
+const tallyHeader = "key,decisions,overspend,overspend_tokens"
 
-// WriteLedger writes keys.csv: the header and one line per key, in the order given. Keys contain
+// WriteTally writes keys.csv: the header and one line per key, in the order given. Keys contain
 // no commas or newlines (limiter.KeyFor builds them from tenant and endpoint names).
-func WriteLedger(w io.Writer, keys []KeyCount) error {
+func WriteTally(w io.Writer, keys []KeyTally) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString(ledgerHeader + "\n")
+	bw.WriteString(tallyHeader + "\n")
 	var buf []byte
 	for _, k := range keys {
 		if strings.ContainsAny(k.Key, ",\n\r") || k.Decisions < 0 || k.Overspend < 0 || k.OverspendTokens < 0 {
-			return fmt.Errorf("%s: key %q: a key may not hold commas or newlines, and counts are >= 0: %w", LedgerFile, k.Key, ErrInvalid)
+			return fmt.Errorf("%s: key %q: a key may not hold commas or newlines, and counts are >= 0: %w", TallyFile, k.Key, ErrInvalid)
 		}
 		buf = append(buf[:0], k.Key...)
 		buf = append(buf, ',')
@@ -50,16 +50,16 @@ func WriteLedger(w io.Writer, keys []KeyCount) error {
 	return bw.Flush()
 }
 
-// ReadLedger reads keys.csv.
-func ReadLedger(r io.Reader) ([]KeyCount, error) {
+// ReadTally reads keys.csv.
+func ReadTally(r io.Reader) ([]KeyTally, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var out []KeyCount
+	var out []KeyTally
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if n == 1 {
-			if string(line) != ledgerHeader {
-				return nil, fmt.Errorf("%s line 1: header %.80q, want %q: %w", LedgerFile, line, ledgerHeader, ErrCorrupt)
+			if string(line) != tallyHeader {
+				return nil, fmt.Errorf("%s line 1: header %.80q, want %q: %w", TallyFile, line, tallyHeader, ErrCorrupt)
 			}
 			continue
 		}
@@ -68,36 +68,36 @@ func ReadLedger(r io.Reader) ([]KeyCount, error) {
 		}
 		f := bytes.Split(line, []byte{','})
 		if len(f) != 4 {
-			return out, fmt.Errorf("%s line %d: %d fields, want 4 (%s): %w", LedgerFile, n, len(f), ledgerHeader, ErrCorrupt)
+			return out, fmt.Errorf("%s line %d: %d fields, want 4 (%s): %w", TallyFile, n, len(f), tallyHeader, ErrCorrupt)
 		}
-		k := KeyCount{Key: string(f[0])}
+		k := KeyTally{Key: string(f[0])}
 		for i, p := range []*int64{&k.Decisions, &k.Overspend, &k.OverspendTokens} {
 			v, err := strconv.ParseInt(string(f[i+1]), 10, 64)
 			if err != nil || v < 0 {
-				return out, fmt.Errorf("%s line %d column %d: %q is not a count >= 0: %w", LedgerFile, n, i+2, f[i+1], ErrCorrupt)
+				return out, fmt.Errorf("%s line %d column %d: %q is not a count >= 0: %w", TallyFile, n, i+2, f[i+1], ErrCorrupt)
 			}
 			*p = v
 		}
 		out = append(out, k)
 	}
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("%s: %w", LedgerFile, err)
+		return out, fmt.Errorf("%s: %w", TallyFile, err)
 	}
 	if out == nil {
-		out = []KeyCount{}
+		out = []KeyTally{}
 	}
 	return out, nil
 }
 
 // TopKeys returns the n keys with the most decisions, largest first (ties by key), with their
-// share of all decisions in the ledger. node, if not nil, names the primary serving a key.
-func TopKeys(keys []KeyCount, n int, node func(key string) string) []HotKey {
+// share of all decisions in the tally. node, if not nil, names the primary serving a key.
+func TopKeys(keys []KeyTally, n int, node func(key string) string) []HotKey {
 	var all int64
 	for _, k := range keys {
 		all += k.Decisions
 	}
 	sorted := slices.Clone(keys)
-	slices.SortFunc(sorted, func(a, b KeyCount) int {
+	slices.SortFunc(sorted, func(a, b KeyTally) int {
 		return cmp.Or(cmp.Compare(b.Decisions, a.Decisions), strings.Compare(a.Key, b.Key))
 	})
 	out := []HotKey{}
