@@ -82,11 +82,11 @@ func (t *textRows) load(s *results.Summary) {
 	l := &s.Load
 	n, share := offered(l)
 	if s.V1() {
-		t.row("decisions", "%d (dropped by generator: %d, %.2f%% of offered)", l.Decisions, l.Dropped, 100*share)
+		t.row("decisions", "%d (dropped by generator: %d, %.2f%% of offered)", l.Completed, l.Dropped, 100*share)
 		return
 	}
 	t.row("requests", "%d offered, %d decisions (%d late); dropped by generator %d (%.2f%% of offered: %d at max in flight, %d behind schedule)",
-		n, l.Decisions, l.Late, l.Dropped, 100*share, l.DroppedInflight, l.DroppedBehind)
+		n, l.Completed, l.Late, l.Dropped, 100*share, l.DroppedInflight, l.DroppedBehind)
 	if l.LostSeconds > 0 {
 		t.row("WARNING", "%d per-second rows could not be written in order (their counts are in the totals)", l.LostSeconds)
 	}

@@ -316,7 +316,7 @@ func mergeTallies(runs []*partRun) []KeyTally {
 				out = append(out, k)
 				continue
 			}
-			out[i].Decisions += k.Decisions
+			out[i].Completed += k.Completed
 			out[i].Overspend += k.Overspend
 			out[i].OverspendTokens += k.OverspendTokens
 		}

@@ -85,7 +85,7 @@ func addLoad(l, s *Load) {
 	l.OfferedRPS += s.OfferedRPS
 	l.AchievedRPS += s.AchievedRPS
 	l.Offered += s.Offered
-	l.Decisions += s.Decisions
+	l.Completed += s.Completed
 	l.Late += s.Late
 	l.Sent += s.Sent
 	l.Dropped += s.Dropped

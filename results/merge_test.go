@@ -111,7 +111,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 		total.Merge(h)
-		sum.Load.Decisions += n
+		sum.Load.Completed += n
 		sum.Load.Sent += n
 		sum.Load.Dropped++
 		sum.Load.Offered += n + 1
@@ -149,7 +149,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 	}
 	sum.DurationS = float64(len(f.lat))
 	sum.Load.OfferedRPS = float64(sum.Load.Sent+sum.Load.Dropped) / sum.DurationS
-	sum.Load.AchievedRPS = float64(sum.Load.Decisions) / sum.DurationS
+	sum.Load.AchievedRPS = float64(sum.Load.Completed) / sum.DurationS
 	lf, _ := os.Create(filepath.Join(dir, TallyFile))
 	if err := WriteTally(lf, f.keys); err != nil {
 		t.Fatal(err)
@@ -263,8 +263,8 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 		}
 	}
 
-	if want := int64(3 * (20000 + 5000)); sum.Load.Decisions != want || sum.Outcomes.Allowed+sum.Outcomes.Denied != want {
-		t.Errorf("decisions %d, allowed+denied %d; want %d", sum.Load.Decisions, sum.Outcomes.Allowed+sum.Outcomes.Denied, want)
+	if want := int64(3 * (20000 + 5000)); sum.Load.Completed != want || sum.Outcomes.Allowed+sum.Outcomes.Denied != want {
+		t.Errorf("decisions %d, allowed+denied %d; want %d", sum.Load.Completed, sum.Outcomes.Allowed+sum.Outcomes.Denied, want)
 	}
 	if sum.Overspend.Requests != 6 || sum.Overspend.ByCause["central"] != 6 ||
 		sum.Overspend.Ratio != Ratio(6, sum.Outcomes.Allowed) {
@@ -280,7 +280,7 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 	}
 	// The merged directory is itself a complete run: its files read back.
 	back, err := ReadSummary(filepath.Join(out, SummaryFile))
-	if err != nil || back.Load.Decisions != sum.Load.Decisions {
+	if err != nil || back.Load.Completed != sum.Load.Completed {
 		t.Errorf("merged summary.json: %v, %+v", err, back)
 	}
 	hf, _ := os.Open(filepath.Join(out, HistogramFile))
@@ -445,7 +445,7 @@ func TestTallyRoundTripAndRejects(t *testing.T) {
 	if err != nil || !slices.Equal(have, keys) {
 		t.Errorf("round trip: %v, %v; want %v", have, err, keys)
 	}
-	if err := WriteTally(&bytes.Buffer{}, []KeyTally{{Key: "a,b", Decisions: 1}}); !errors.Is(err, ErrInvalid) {
+	if err := WriteTally(&bytes.Buffer{}, []KeyTally{{Key: "a,b", Completed: 1}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a key with a comma: %v, want ErrInvalid", err)
 	}
 	for _, bad := range []string{"k,d\n", tallyHeader + "\nk,1,2\n", tallyHeader + "\nk,1,-2,0\n"} {

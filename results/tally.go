@@ -11,15 +11,16 @@ import (
 	"strings"
 )
 
-// KeyTally is one key's line in keys.csv, the run's tally: how many decisions the key took and how
-// many of its allowed requests overspent. A key's decisions all happen in one generator (see
+// KeyTally is one key's line in keys.csv, the run's tally: how many of the key's requests completed
+// and how many of its allowed ones overspent. A key's requests all happen in one generator (see
 // workload.Part), so merging the tallies of parts is adding them, and the hot keys of a merged run
 // are exactly the ones one generator would have seen.
 type KeyTally struct {
 	// Key is the limiter key, e.g. "rl:{tenant-3}:read".
 	Key string
-	// Decisions is the number of decisions on the key (every outcome).
-	Decisions int64
+	// Completed is the number of the key's requests that ended, in a decision or an error (the
+	// column keeps the name decisions).
+	Completed int64
 	// Overspend and OverspendTokens are the key's allowed requests beyond its envelope and
 	// their cost, before the reorder window withdraws any false denies (those are not per key).
 	Overspend, OverspendTokens int64
@@ -34,12 +35,12 @@ func WriteTally(w io.Writer, keys []KeyTally) error {
 	bw.WriteString(tallyHeader + "\n")
 	var buf []byte
 	for _, k := range keys {
-		if strings.ContainsAny(k.Key, ",\n\r") || k.Decisions < 0 || k.Overspend < 0 || k.OverspendTokens < 0 {
+		if strings.ContainsAny(k.Key, ",\n\r") || k.Completed < 0 || k.Overspend < 0 || k.OverspendTokens < 0 {
 			return fmt.Errorf("%s: key %q: a key may not hold commas or newlines, and counts are >= 0: %w", TallyFile, k.Key, ErrInvalid)
 		}
 		buf = append(buf[:0], k.Key...)
 		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, k.Decisions, 10)
+		buf = strconv.AppendInt(buf, k.Completed, 10)
 		buf = append(buf, ',')
 		buf = strconv.AppendInt(buf, k.Overspend, 10)
 		buf = append(buf, ',')
@@ -71,7 +72,7 @@ func ReadTally(r io.Reader) ([]KeyTally, error) {
 			return out, fmt.Errorf("%s line %d: %d fields, want 4 (%s): %w", TallyFile, n, len(f), tallyHeader, ErrCorrupt)
 		}
 		k := KeyTally{Key: string(f[0])}
-		for i, p := range []*int64{&k.Decisions, &k.Overspend, &k.OverspendTokens} {
+		for i, p := range []*int64{&k.Completed, &k.Overspend, &k.OverspendTokens} {
 			v, err := strconv.ParseInt(string(f[i+1]), 10, 64)
 			if err != nil || v < 0 {
 				return out, fmt.Errorf("%s line %d column %d: %q is not a count >= 0: %w", TallyFile, n, i+2, f[i+1], ErrCorrupt)
@@ -94,18 +95,18 @@ func ReadTally(r io.Reader) ([]KeyTally, error) {
 func TopKeys(keys []KeyTally, n int, node func(key string) string) []HotKey {
 	var all int64
 	for _, k := range keys {
-		all += k.Decisions
+		all += k.Completed
 	}
 	sorted := slices.Clone(keys)
 	slices.SortFunc(sorted, func(a, b KeyTally) int {
-		return cmp.Or(cmp.Compare(b.Decisions, a.Decisions), strings.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(b.Completed, a.Completed), strings.Compare(a.Key, b.Key))
 	})
 	out := []HotKey{}
 	for _, k := range sorted[:min(n, len(sorted))] {
-		if k.Decisions == 0 {
+		if k.Completed == 0 {
 			break
 		}
-		h := HotKey{Key: k.Key, Share: Ratio(k.Decisions, all)}
+		h := HotKey{Key: k.Key, Share: Ratio(k.Completed, all)}
 		if node != nil {
 			h.Node = node(k.Key)
 		}

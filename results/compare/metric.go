@@ -38,7 +38,7 @@ var Metrics = []Metric{
 	{"overspend_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false_deny_ratio", "", true, Threshold{Value: 2e-3}, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
 	{"error_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 {
-		return results.Ratio(s.Outcomes.Errors, s.Load.Decisions)
+		return results.Ratio(s.Outcomes.Errors, s.Load.Completed)
 	}},
 }
 

@@ -104,8 +104,8 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 	if l.Offered != decided+o.Errors+l.Dropped || l.Offered != l.Sent+l.Dropped {
 		t.Errorf("offered %d, decided %d + errors %d + dropped %d, sent %d: every offered request is decided, an error or dropped", l.Offered, decided, o.Errors, l.Dropped, l.Sent)
 	}
-	if l.Decisions != decided+o.Errors || l.Decisions != l.Sent {
-		t.Errorf("decisions %d, outcomes add up to %d, sent %d", l.Decisions, decided+o.Errors, l.Sent)
+	if l.Completed != decided+o.Errors || l.Completed != l.Sent {
+		t.Errorf("decisions %d, outcomes add up to %d, sent %d", l.Completed, decided+o.Errors, l.Sent)
 	}
 
 	// Outcomes, kinds and unknowns against what the test saw.
@@ -141,7 +141,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 			t.Errorf("row %d has t_s %v", i, row.TS)
 		}
 	}
-	late := l.Decisions - (r.served + r.errs)
+	late := l.Completed - (r.served + r.errs)
 	within := func(what string, summary, rows int64) {
 		if d := summary - rows; d < 0 || d > late {
 			t.Errorf("%s: summary %d, rows %d: the rows may miss only the %d decisions booked after their row", what, summary, rows, late)
@@ -151,7 +151,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 		t.Errorf("rows: offered %d, sent %d, dropped %d; summary offered %d", r.offered, r.sent, r.dropped, l.Offered)
 	}
 	within("sent", l.Sent, r.sent)
-	within("decisions", l.Decisions, r.served+r.errs)
+	within("decisions", l.Completed, r.served+r.errs)
 	within("allowed", o.Allowed, r.allowed)
 	within("denied", o.Denied, r.denied)
 	within("failed open", o.FailedOpen, r.failedOpen)
@@ -348,10 +348,10 @@ func checkTally(t *testing.T, dir string, sum *results.Summary) {
 	}
 	var decisions, overspend int64
 	for _, k := range keys {
-		decisions += k.Decisions
+		decisions += k.Completed
 		overspend += k.Overspend
 	}
-	if decisions != sum.Load.Decisions || overspend != sum.Overspend.Requests {
-		t.Errorf("keys.csv: %d decisions, %d overspend; summary %d, %d", decisions, overspend, sum.Load.Decisions, sum.Overspend.Requests)
+	if decisions != sum.Load.Completed || overspend != sum.Overspend.Requests {
+		t.Errorf("keys.csv: %d decisions, %d overspend; summary %d, %d", decisions, overspend, sum.Load.Completed, sum.Overspend.Requests)
 	}
 }

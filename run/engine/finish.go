@@ -32,7 +32,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		st := s.store.summary(ctx, m.Ran, sum.HotKeys)
 		sum.Nodes, sum.Central, sum.HotKeys, sum.Errors = st.nodes, st.central, st.hotKeys, st.errors(sum.Errors)
 	}
-	leases := s.leaseSummary(sum.Load.Decisions)
+	leases := s.leaseSummary(sum.Load.Completed)
 	fs := s.faults.Summary(m.Rows)
 	sum.Faults = fs.Events
 	sum.Regions = s.regions.summary(m.Ran)

@@ -114,8 +114,8 @@ func Measure(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, out s
 		return Calibration{}, nil, err
 	}
 	cal, err := Calibrate(m.before, m.after, m.hist)
-	if err == nil && m.sum.Load.Decisions > 0 {
-		cal.ClientCPUUs = m.clientCPU * 1e6 / float64(m.sum.Load.Decisions)
+	if err == nil && m.sum.Load.Completed > 0 {
+		cal.ClientCPUUs = m.clientCPU * 1e6 / float64(m.sum.Load.Completed)
 	}
 	return cal, m.sum, err
 }
@@ -176,7 +176,7 @@ func pool(ms []measured) pooled {
 		p.delta.P50Us, p.delta.P99Us = m.after.P50Us, m.after.P99Us
 		p.clientCPU += m.clientCPU
 		p.seconds += m.sum.DurationS
-		p.decisions += m.sum.Load.Decisions
+		p.decisions += m.sum.Load.Completed
 		p.answers += m.sum.Outcomes.Allowed + m.sum.Outcomes.Denied
 		p.offered += m.sum.Load.OfferedRPS * m.sum.DurationS
 		p.hist.Merge(m.hist)

@@ -275,7 +275,7 @@ func TestTrimmedGapsLeavesOutADisturbedRun(t *testing.T) {
 			h.Record(time.Duration(ms * 1e6))
 		}
 		sum := &results.Summary{DurationS: 4}
-		sum.Load.Decisions = 20_000
+		sum.Load.Completed = 20_000
 		return measured{sum: sum, hist: h}
 	}
 	quiet := []measured{run(0.01, 2), run(0.01, 2), run(0.01, 2), run(0.01, 2)}

@@ -55,7 +55,7 @@ func TestGapRunPairs(t *testing.T) {
 		return &s
 	}
 	p := run(at(o.ProbeRate, true))
-	for !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
+	for !saturated(p.sum.Load.Completed, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 		o.ProbeRate *= 2
 		p = run(at(o.ProbeRate, true))
 	}
