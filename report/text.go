@@ -131,8 +131,8 @@ func (t *textRows) overspend(s *results.Summary) {
 	t.row("false denies", "confirmed %d (possible %d), ratio %.2g (possible %.2g)",
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
 	verdict := "; no bound applies"
-	if parts := boundAndUnmeasured(o.Bound); parts != "" {
-		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), parts, boundWithin(o.Bound))
+	if sources := boundAndUnmeasured(o.Bound); sources != "" {
+		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), sources, boundWithin(o.Bound))
 	}
 	worst := ""
 	if o.BurstExcess.WorstKey != "" {

@@ -211,7 +211,7 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 	// two runs, not the light run's average: at a light rate the thread's fixed costs
 	// (serverCron, waking from an idle epoll) are spread over few calls, and the average
 	// overstates a call's cost several times, putting the primary near saturation at rates it
-	// carries easily (docs/capacity.md has the figures). The client part keeps what it was: the
+	// carries easily (docs/capacity.md has the figures). The client time keeps what it was: the
 	// light run's body minus the service time used here.
 	if dCalls := float64(sat.delta.Calls)/sat.seconds - float64(light.delta.Calls)/light.seconds; dCalls > 0 {
 		if us := (sat.delta.CPUSeconds/sat.seconds - light.delta.CPUSeconds/light.seconds) * 1e6 / dCalls; us > 0 && us < cal.Service.MeanUs {
@@ -322,7 +322,7 @@ func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wan
 }
 
 // modelRuns runs the model of n one-machine runs, seeds first.., each at rate for dur on host:
-// base (primaries, tenants, timeout, in-flight bound) with cal's service time, client part and
+// base (primaries, tenants, timeout, in-flight bound) with cal's service time, client time and
 // client CPU. The validation and solveOff compare these runs' p99s with measured runs' p99s.
 func modelRuns(base Config, cal Calibration, host *Host, rate float64, dur time.Duration, first uint64, n int) ([]*Result, error) {
 	cfg := base

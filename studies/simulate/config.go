@@ -41,7 +41,7 @@ type Config struct {
 	// Tenants and Theta are the key popularity (Zipf; Theta 0 is uniform), as in scenarios.
 	Tenants int     `json:"tenants"`
 	Theta   float64 `json:"theta"`
-	// Service is a primary's script time; Client the client-side part of each central call's
+	// Service is a primary's script time; Client the client-side time of each central call's
 	// latency (network, client library, scheduling), added to queueing and service.
 	Service Service   `json:"service"`
 	Client  Empirical `json:"client"`

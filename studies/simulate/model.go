@@ -276,8 +276,8 @@ func (e *model) depart(t float64, s int, epoch uint32) {
 	if e.fo != nil && t <= e.downAt && t >= e.downAt-e.fo.ReplicationLag.Seconds() {
 		e.lostOps++ // applied on the primary, not yet on the replica that will replace it
 	}
-	// The client's timeout runs from dispatch, so it bounds the server part (queue + service);
-	// the client part (network, client library, generator lag) comes on top, as in a real run.
+	// The client's timeout runs from dispatch, so it bounds the server time (queue + service);
+	// the client time (network, client library, generator lag) comes on top, as in a real run.
 	ok := t-j.sent <= e.timeout
 	done := t + e.cfg.Client.sample(e.r)
 	e.decide(j.arrival, done, s, j, !ok)

@@ -282,7 +282,7 @@ func (r *Result) Text() string {
 		mode = fmt.Sprintf("leases of %d tokens, %d gateways, TTL %v", c.Lease, c.Gateways, c.LeaseTTL)
 	}
 	fmt.Fprintf(&b, "simulated %d primaries at %.0f decisions/s (%d tenants, Zipf %g), %s\n", c.Primaries, c.Rate, c.Tenants, c.Theta, mode)
-	fmt.Fprintf(&b, "  service     %s mean %.1f µs cv %.2f per call; client part p50 %.3f ms\n", c.Service.Kind, c.Service.MeanUs, c.Service.CV, c.Client.median())
+	fmt.Fprintf(&b, "  service     %s mean %.1f µs cv %.2f per call; client time p50 %.3f ms\n", c.Service.Kind, c.Service.MeanUs, c.Service.CV, c.Client.median())
 	if h := c.Host; h != nil {
 		fmt.Fprintf(&b, "  host        co-located: %.0f decisions/s at saturation (%.0f%% used), off %.1f%% of the time in gaps of %.1f ms mean\n",
 			h.CapacityRPS, 100*r.HostUtilisation, 100*h.OffFraction, h.OffMeanMs)
