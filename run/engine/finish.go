@@ -77,7 +77,7 @@ func (s *Session) notes() []results.Note {
 		add(results.NoteTariffs, s.tariffs.note(time.Unix(0, s.marks.baseNs.Load())))
 	}
 	if rp := s.replay; rp != nil {
-		add(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants)))
+		add(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Requests), len(rp.tenants)))
 	}
 	if s.store != nil {
 		add(results.NoteExternal, s.store.note)
@@ -103,7 +103,7 @@ func writeTally(dir string, keys []results.KeyTally) error {
 func (s *Session) maxCost() int64 {
 	c := int64(1)
 	if s.replay != nil {
-		for _, r := range s.replay.tr.Records {
+		for _, r := range s.replay.tr.Requests {
 			c = max(c, int64(r.Cost))
 		}
 	}
