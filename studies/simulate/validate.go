@@ -237,7 +237,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	if err != nil {
 		return nil, err
 	}
-	v, err := judge(spec, len(cl.Primaries()), runs, rates.measured, first, o)
+	v, err := compareModel(spec, len(cl.Primaries()), runs, rates.measured, first, o)
 	if err != nil {
 		return v, err
 	}

@@ -85,7 +85,7 @@ func TestGapRunPairs(t *testing.T) {
 		{1, 3, 2}, {0, 2, 1}, {0, 3, 2}, {0, 3, 1}, // bracketing: the validation's default first
 		{0, 1, 2}, {1, 2, 3}, {2, 3, 1}, // extrapolating, up and down
 	} {
-		v, err := judge(spec, 1, sides{byShare[pr.lo], byShare[pr.hi], probes, byShare[pr.at]}, math.Round(shares[pr.at]*first), first, o)
+		v, err := compareModel(spec, 1, sides{byShare[pr.lo], byShare[pr.hi], probes, byShare[pr.at]}, math.Round(shares[pr.at]*first), first, o)
 		if err != nil {
 			t.Fatal(err)
 		}
