@@ -57,7 +57,7 @@ func checkAuditRun(run string) error {
 
 // WithAudit makes RedisTokenBucket and CoalescingBucket count the tokens they debit: each
 // allowed decision also adds its cost to the key's audit counter (AuditKey(tenant, endpoint,
-// run)), in the same script run as the debit, so the counter is replicated (or lost in a
+// run)), in the same script call as the debit, so the counter is replicated (or lost in a
 // failover) exactly with it. The counter lives AuditTTL after its last debit. Reading the
 // counters after a fault (ReadDebited) and comparing them with the allowed costs the clients saw
 // counts the debits the fault returned.

@@ -211,7 +211,7 @@ func (b *CoalescingBucket) Close() error {
 	return nil
 }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run on r's key, sent in the
+// Allow decides r at r.Now (time.Now when zero) with one script call on r's key, sent in the
 // next pipeline to the key's primary. Errors are RedisTokenBucket's, plus the caller's context
 // error when it ends before the reply.
 func (b *CoalescingBucket) Allow(ctx context.Context, r Request) (Decision, error) {

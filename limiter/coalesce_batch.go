@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptBatcher sends script runs (EVALSHA with one key) in pipelines, one queue per primary.
+// scriptBatcher sends script calls (EVALSHA with one key) in pipelines, one queue per primary.
 // It is the transport of CoalescingBucket and of LeaseLimiter's fetches.
 //
 // A queue has at most flushers goroutines sending for it. They are started by enqueue when a
@@ -53,7 +53,7 @@ func newScriptBatcher(c PipelineScripter, cc coalesceConfig, onNoScript func()) 
 	return b
 }
 
-// batchCall is one script run waiting in a queue. cmd is complete before it is queued; the
+// batchCall is one script call waiting in a queue. cmd is complete before it is queued; the
 // flusher replaces it (NOSCRIPT->EVAL) and signals done once (it holds one token, so the
 // flusher never blocks); the caller reads cmd only after done. A caller that received done
 // owns the call again and returns it to calls for reuse; an abandoned call is left to the GC,

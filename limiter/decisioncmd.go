@@ -28,7 +28,7 @@ var decisionScripts = func() []decisionScript {
 
 // IsDecisionCommand reports whether cmd is a command that makes or refills decisions: EVALSHA of
 // one of the limiter's scripts by its SHA1 (as every limiter here sends it, lowercase hex), or
-// EVAL of its body (the retry after NOSCRIPT). That covers a decision's script run, its NOSCRIPT
+// EVAL of its body (the retry after NOSCRIPT). That covers a decision's script call, its NOSCRIPT
 // retry and a lease fetch (refresh-ahead included), whichever limiter, transport or pipeline sent
 // it. Everything else the limiter or go-redis sends is not one: SCRIPT LOAD, PING, CLUSTER SLOTS,
 // ASKING, and scripts that are not the limiter's.

@@ -122,7 +122,7 @@ func (r *cmdRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // TestIsDecisionCommandOnTheWire counts, with a hook on each node client, the commands that
 // every path of the limiter sends: plain EVALSHA (token bucket, windows, two tier), the
 // coalescing transport's pipelines, lease fetches batched and not, and the NOSCRIPT retries of
-// each after a SCRIPT FLUSH. Exactly the decisions' script runs are recognised; SCRIPT LOAD,
+// each after a SCRIPT FLUSH. Exactly the decisions' script calls are recognised; SCRIPT LOAD,
 // PING, SCRIPT FLUSH and a foreign script are not. Not parallel: the flush empties the script
 // cache of the node every test shares.
 func TestIsDecisionCommandOnTheWire(t *testing.T) {

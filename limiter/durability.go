@@ -18,7 +18,7 @@ const (
 	// DurabilityAsync (the default, also the zero value ""): the primary's answer. Nothing is
 	// sent after the script.
 	DurabilityAsync DurabilityMode = "async"
-	// DurabilityWait: WAIT replicas timeout after each decision's script run, on the same
+	// DurabilityWait: WAIT replicas timeout after each decision's script call, on the same
 	// connection to the same primary. CoalescingBucket sends one WAIT after each EVALSHA of a
 	// pipeline.
 	DurabilityWait DurabilityMode = "wait"

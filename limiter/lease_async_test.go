@@ -67,7 +67,7 @@ func (a *answerLog) only(t *testing.T, id int) answered {
 	return a.got[id][0]
 }
 
-// failScripter holds each script run until the test releases it, then fails it without
+// failScripter holds each script call until the test releases it, then fails it without
 // calling Redis, as a timed-out or refused call does.
 type failScripter struct {
 	redis.Scripter

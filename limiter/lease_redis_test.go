@@ -79,7 +79,7 @@ func TestLeaseScript(t *testing.T) {
 }
 
 // TestLeaseCentralCalls: at one instant, with a burst large enough for all, n decisions of cost 1
-// cost ceil(n/size) script runs and all pass.
+// cost ceil(n/size) script calls and all pass.
 func TestLeaseCentralCalls(t *testing.T) {
 	t.Parallel()
 	_, c := sharedCluster(t)
@@ -303,7 +303,7 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 }
 
-// inflightScripter counts the script runs in flight per key and remembers the most at once.
+// inflightScripter counts the script calls in flight per key and remembers the most at once.
 type inflightScripter struct {
 	redis.Scripter
 	mu       sync.Mutex
@@ -455,7 +455,7 @@ func TestLeaseNoScriptFallback(t *testing.T) {
 	}
 }
 
-// gateScripter holds each script run until the test releases it: a real Redis call, made at a
+// gateScripter holds each script call until the test releases it: a real Redis call, made at a
 // moment the test chooses, so that a fetch is surely in flight.
 type gateScripter struct {
 	redis.Scripter

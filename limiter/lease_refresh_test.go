@@ -210,7 +210,7 @@ func TestLeaseRefreshZipf(t *testing.T) {
 	}
 }
 
-// holdScripter passes script runs through until hold is called; from then on each run waits,
+// holdScripter passes script calls through until hold is called; from then on each run waits,
 // after announcing itself on entered, until the test calls let.
 type holdScripter struct {
 	redis.Scripter

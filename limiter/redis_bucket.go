@@ -132,7 +132,7 @@ func (b *RedisTokenBucket) Load(ctx context.Context) error {
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (b *RedisTokenBucket) NoScriptFallbacks() int64 { return b.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run on r's key. Errors wrap the
+// Allow decides r at r.Now (time.Now when zero) with one script call on r's key. Errors wrap the
 // client's error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (b *RedisTokenBucket) Allow(ctx context.Context, r Request) (Decision, error) {
 	if b.slow {

@@ -48,7 +48,7 @@ func (f *RedisFixedWindow) Load(ctx context.Context) error { return f.s.load(ctx
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (f *RedisFixedWindow) NoScriptFallbacks() int64 { return f.s.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run. Errors wrap the client's
+// Allow decides r at r.Now (time.Now when zero) with one script call. Errors wrap the client's
 // error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (f *RedisFixedWindow) Allow(ctx context.Context, r Request) (Decision, error) {
 	nowMs, err := requestMs(r)

@@ -47,7 +47,7 @@ func (g *RedisGCRA) Load(ctx context.Context) error { return g.s.load(ctx) }
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (g *RedisGCRA) NoScriptFallbacks() int64 { return g.s.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run. Errors wrap the client's
+// Allow decides r at r.Now (time.Now when zero) with one script call. Errors wrap the client's
 // error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (g *RedisGCRA) Allow(ctx context.Context, r Request) (Decision, error) {
 	nowMs, err := requestMs(r)

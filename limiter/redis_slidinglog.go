@@ -53,7 +53,7 @@ func (s *RedisSlidingLog) Load(ctx context.Context) error { return s.s.load(ctx)
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (s *RedisSlidingLog) NoScriptFallbacks() int64 { return s.s.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run. Errors wrap the client's
+// Allow decides r at r.Now (time.Now when zero) with one script call. Errors wrap the client's
 // error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (s *RedisSlidingLog) Allow(ctx context.Context, r Request) (Decision, error) {
 	nowMs, err := requestMs(r)

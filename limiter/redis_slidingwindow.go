@@ -48,7 +48,7 @@ func (s *RedisSlidingWindow) Load(ctx context.Context) error { return s.s.load(c
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (s *RedisSlidingWindow) NoScriptFallbacks() int64 { return s.s.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run. Errors wrap the client's
+// Allow decides r at r.Now (time.Now when zero) with one script call. Errors wrap the client's
 // error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (s *RedisSlidingWindow) Allow(ctx context.Context, r Request) (Decision, error) {
 	nowMs, err := requestMs(r)

@@ -65,7 +65,7 @@ func (t *RedisTwoTier) Load(ctx context.Context) error { return t.s.load(ctx) }
 // NoScriptFallbacks returns how many times EVALSHA answered NOSCRIPT and the limiter ran EVAL.
 func (t *RedisTwoTier) NoScriptFallbacks() int64 { return t.s.noScript.Load() }
 
-// Allow decides r at r.Now (time.Now when zero) with one script run. Errors wrap the client's
+// Allow decides r at r.Now (time.Now when zero) with one script call. Errors wrap the client's
 // error (classify them with ClassifyError), ErrBadReply or ErrBadRequest.
 func (t *RedisTwoTier) Allow(ctx context.Context, r Request) (Decision, error) {
 	d, _, err := t.AllowTier(ctx, r)

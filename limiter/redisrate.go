@@ -126,7 +126,7 @@ type probeKey struct{}
 // probeTime is the TIME the probe read; zero when it failed.
 type probeTime struct{ t time.Time }
 
-// timedScripter is the client redis_rate is given: script runs go out as a pipeline of the
+// timedScripter is the client redis_rate is given: script calls go out as a pipeline of the
 // script and the clock probe (see RedisRate); everything else passes through.
 type timedScripter struct{ RateClient }
 

@@ -36,13 +36,13 @@ func (p SlidingLogPolicy) TTL() time.Duration { return p.Window + WindowKeySlack
 // SlidingLogKey returns the log key of a tenant's endpoint: KeyFor(tenant, endpoint) + ":sl".
 func SlidingLogKey(tenant, endpoint string) string { return KeyFor(tenant, endpoint) + ":sl" }
 
-// logRun is n log entries at one time ms: the twin stores a request's cost units as one run.
-type logRun struct{ ts, n int64 }
+// logBatch is n log entries at one time ms: the twin stores a request's cost units as one batch.
+type logBatch struct{ ts, n int64 }
 
-// slidingLogState is one key's log in the twin: runs in ascending time and their total.
+// slidingLogState is one key's log in the twin: batches in ascending time and their total.
 type slidingLogState struct {
-	runs  []logRun
-	count int64
+	batches []logBatch
+	count   int64
 }
 
 // decideSlidingLog makes one decision at nowMs for cost units, the integer arithmetic of
@@ -59,25 +59,25 @@ type slidingLogState struct {
 func decideSlidingLog(p SlidingLogPolicy, st *slidingLogState, nowMs, cost int64) Decision {
 	w := p.Window.Milliseconds()
 	now := nowMs
-	if n := len(st.runs); n > 0 {
-		now = max(now, st.runs[n-1].ts)
+	if n := len(st.batches); n > 0 {
+		now = max(now, st.batches[n-1].ts)
 	}
 	drop := 0
-	for drop < len(st.runs) && st.runs[drop].ts <= now-w {
-		st.count -= st.runs[drop].n
+	for drop < len(st.batches) && st.batches[drop].ts <= now-w {
+		st.count -= st.batches[drop].n
 		drop++
 	}
 	if drop > 0 {
-		st.runs = st.runs[:copy(st.runs, st.runs[drop:])] // reuse the array: no allocation
+		st.batches = st.batches[:copy(st.batches, st.batches[drop:])] // reuse the array: no allocation
 	}
 	var d Decision
 	switch {
 	case st.count+cost <= p.Limit:
 		if cost > 0 {
-			if n := len(st.runs); n > 0 && st.runs[n-1].ts == now {
-				st.runs[n-1].n += cost
+			if n := len(st.batches); n > 0 && st.batches[n-1].ts == now {
+				st.batches[n-1].n += cost
 			} else {
-				st.runs = append(st.runs, logRun{ts: now, n: cost})
+				st.batches = append(st.batches, logBatch{ts: now, n: cost})
 			}
 			st.count += cost
 		}
@@ -86,7 +86,7 @@ func decideSlidingLog(p SlidingLogPolicy, st *slidingLogState, nowMs, cost int64
 		d.RetryAfter = RetryNever
 	default:
 		k := st.count + cost - p.Limit // 1..count: the entry whose leaving makes room
-		for _, r := range st.runs {
+		for _, r := range st.batches {
 			if k <= r.n {
 				d.RetryAfter = msDuration(r.ts + w - now)
 				break
@@ -96,13 +96,13 @@ func decideSlidingLog(p SlidingLogPolicy, st *slidingLogState, nowMs, cost int64
 	}
 	d.Remaining = max(0, p.Limit-st.count)
 	if st.count > 0 {
-		d.ResetAfter = msDuration(st.runs[len(st.runs)-1].ts + w - now)
+		d.ResetAfter = msDuration(st.batches[len(st.batches)-1].ts + w - now)
 	}
 	return d
 }
 
 // SlidingLog is the in-memory twin of RedisSlidingLog: the same decisions from the same integer
-// arithmetic (decideSlidingLog). It stores a request's units as one (time, count) run and never
+// arithmetic (decideSlidingLog). It stores a request's units as one (time, count) batch and never
 // expires a key; as long as Redis has not expired a log the twin still holds, they agree. It is
 // safe for concurrent use; a decision allocates only when a key's log outgrows its array. The
 // zero value is not usable: use NewSlidingLog.

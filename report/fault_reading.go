@@ -37,7 +37,7 @@ func faultRows(faults []results.Fault, rows []results.Interval) []faultRow {
 // faultReading says what happened to one fault, in up to three clauses joined by "; ":
 //   - where it is on the charts, when it is not on them (injected outside the recorded seconds);
 //   - when it was detected and recovered, relative to the injection (DetectedS - AtS and
-//     RecoveredS - AtS; a time of 0 means not observed, a time before AtS is a faulty record);
+//     RecoveredS - AtS; a time of 0 means not observed, a time before AtS is an inconsistent entry);
 //   - what the recorded seconds show while it lasted: the seconds overlapping [AtS, RecoveredS),
 //     or [AtS, end of the data) when it did not recover, with their failed decisions (errors,
 //     failed open, failed closed) and overspend requests.
@@ -54,9 +54,9 @@ func faultReading(f results.Fault, rows []results.Interval) string {
 	toDetect, toRecover := fmtSeconds(f.DetectedS-f.AtS), fmtSeconds(f.RecoveredS-f.AtS)
 	switch {
 	case detected && f.DetectedS < f.AtS:
-		parts = append(parts, "detected_s "+fmtSec(f.DetectedS)+" is before at_s: the fault record is inconsistent")
+		parts = append(parts, "detected_s "+fmtSec(f.DetectedS)+" is before at_s: the summary's fault entry is inconsistent")
 	case recovered && f.RecoveredS < f.AtS:
-		parts = append(parts, "recovered_s "+fmtSec(f.RecoveredS)+" is before at_s: the fault record is inconsistent")
+		parts = append(parts, "recovered_s "+fmtSec(f.RecoveredS)+" is before at_s: the summary's fault entry is inconsistent")
 	case recovered && f.RecoveredS == f.AtS:
 		parts = append(parts, "recovered at injection: no interruption seen")
 	case detected && recovered:

@@ -47,9 +47,9 @@ func TestFaultReading(t *testing.T) {
 		{"recovered at injection", results.Fault{AtS: 3, RecoveredS: 3}, rows,
 			"recovered at injection: no interruption seen"},
 		{"recovery before injection", results.Fault{AtS: 3, RecoveredS: 2}, rows,
-			"recovered_s 2 is before at_s: the fault record is inconsistent"},
+			"recovered_s 2 is before at_s: the summary's fault entry is inconsistent"},
 		{"detection before injection", results.Fault{AtS: 3, DetectedS: 1, RecoveredS: 5}, rows,
-			"detected_s 1 is before at_s: the fault record is inconsistent; in 3–5 s: 7 failed decisions, 1 overspend request"},
+			"detected_s 1 is before at_s: the summary's fault entry is inconsistent; in 3–5 s: 7 failed decisions, 1 overspend request"},
 		{"no rows", results.Fault{AtS: 3, DetectedS: 4}, nil,
 			"detected after 1 s, no recovery seen before the run ended"},
 	}

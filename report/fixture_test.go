@@ -82,7 +82,7 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 		if err := w.Write(iv); err != nil {
 			t.Fatal(err)
 		}
-		s.Load.Decisions += iv.Sent
+		s.Load.Completed += iv.Sent
 		s.Load.Sent += iv.Sent
 		s.Load.Offered += iv.Offered
 		s.Load.Dropped += iv.Dropped
@@ -113,7 +113,7 @@ func (f fixture) write(t testing.TB, dir string) *results.Summary {
 	}
 	s.LatencyMs, s.LatencyServedMs = results.LatencyOf(hist, s.Load.Dropped)
 	s.LatencyClamped = hist.Clamped()
-	s.Load.Late = min(s.Load.Decisions, 3)
+	s.Load.Late = min(s.Load.Completed, 3)
 	o := &s.Overspend
 	o.Tokens = o.Requests
 	o.PossibleRequests, o.PossibleTokens = o.Requests+5, o.Requests+5

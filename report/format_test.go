@@ -55,8 +55,8 @@ func TestFormats(t *testing.T) {
 		{"within none", fmtWithin(nil), "none"},
 		{"within yes", fmtWithin(&[]bool{true}[0]), "yes"},
 		{"within no", fmtWithin(&[]bool{false}[0]), "no"},
-		{"bound parts", boundParts(map[string]float64{"replication_gap": 500.5, "leases": 1000}), "leases 1,000 + replication gap 500.5"},
-		{"bound parts none", boundParts(nil), ""},
+		{"bound sources", boundSources(map[string]float64{"replication_gap": 500.5, "leases": 1000}), "leases 1,000 + replication gap 500.5"},
+		{"bound sources none", boundSources(nil), ""},
 	}
 	for _, tt := range tests {
 		if tt.have != tt.want {

@@ -82,11 +82,11 @@ func (t *textRows) load(s *results.Summary) {
 	l := &s.Load
 	n, share := offered(l)
 	if s.V1() {
-		t.row("decisions", "%d (dropped by generator: %d, %.2f%% of offered)", l.Decisions, l.Dropped, 100*share)
+		t.row("decisions", "%d (dropped by generator: %d, %.2f%% of offered)", l.Completed, l.Dropped, 100*share)
 		return
 	}
 	t.row("requests", "%d offered, %d decisions (%d late); dropped by generator %d (%.2f%% of offered: %d at max in flight, %d behind schedule)",
-		n, l.Decisions, l.Late, l.Dropped, 100*share, l.DroppedInflight, l.DroppedBehind)
+		n, l.Completed, l.Late, l.Dropped, 100*share, l.DroppedInflight, l.DroppedBehind)
 	if l.LostSeconds > 0 {
 		t.row("WARNING", "%d per-second rows could not be written in order (their counts are in the totals)", l.LostSeconds)
 	}
@@ -131,8 +131,8 @@ func (t *textRows) overspend(s *results.Summary) {
 	t.row("false denies", "confirmed %d (possible %d), ratio %.2g (possible %.2g)",
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
 	verdict := "; no bound applies"
-	if parts := boundAndUnmeasured(o.Bound); parts != "" {
-		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), parts, boundWithin(o.Bound))
+	if sources := boundAndUnmeasured(o.Bound); sources != "" {
+		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), sources, boundWithin(o.Bound))
 	}
 	worst := ""
 	if o.BurstExcess.WorstKey != "" {

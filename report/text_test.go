@@ -64,7 +64,7 @@ func TestWriteTextV2(t *testing.T) {
 	}
 	s.LatencyMs, s.LatencyServedMs = results.LatencyOf(h, 20)
 	s.LatencyClamped = 2
-	s.Load = results.Load{Offered: 1000, Decisions: 980, Late: 4, Sent: 980, Dropped: 20, DroppedInflight: 15, DroppedBehind: 5}
+	s.Load = results.Load{Offered: 1000, Completed: 980, Late: 4, Sent: 980, Dropped: 20, DroppedInflight: 15, DroppedBehind: 5}
 	s.Overspend = results.Overspend{Requests: 3, PossibleRequests: 5, Tokens: 3, PossibleTokens: 5, UnknownOutcomes: 2,
 		FalseDenies: 1, PossibleFalseDenies: 4,
 		BurstExcess: results.BurstExcess{Tokens: 7, WorstKey: "rl:{t1}:read", WorstTokens: 6},

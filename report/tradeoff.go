@@ -11,9 +11,6 @@ import (
 	"ratelab/results"
 )
 
-// TradeoffRun is one run of a trade-off driver (results.DriverRun).
-type TradeoffRun = results.DriverRun
-
 // SchemaRegionsSweep and SchemaDurability are the schemas of sweep.json and durability.json.
 const (
 	SchemaRegionsSweep = "ratelab.regions-sweep/v1"
@@ -61,7 +58,7 @@ type RegionsRow struct {
 
 // RegionsRows builds one row per run, in the runs' order, and marks the Pareto front. dir is
 // the sweep's directory: rows name their run directory relative to it.
-func RegionsRows(dir string, runs []TradeoffRun) []RegionsRow {
+func RegionsRows(dir string, runs []results.StudyRun) []RegionsRow {
 	rows := make([]RegionsRow, 0, len(runs))
 	for _, r := range runs {
 		row := RegionsRow{Design: r.Design, PeriodS: r.PeriodS, Label: regionsLabel(r.Design, r.PeriodS), Dir: relDir(dir, r.Dir), Error: r.Err}

@@ -61,7 +61,7 @@ type DurabilityRow struct {
 // rows by rank, then the failed ones in the runs' order. dir is the matrix's directory: rows
 // name their run directory relative to it. Each run's steady state and fault window are read
 // from its timeseries.csv and latency.hlog.
-func DurabilityRows(dir string, runs []TradeoffRun) []DurabilityRow {
+func DurabilityRows(dir string, runs []results.StudyRun) []DurabilityRow {
 	rows := make([]DurabilityRow, 0, len(runs))
 	for _, r := range runs {
 		row := DurabilityRow{Fault: r.Fault, Setting: r.Setting, Label: r.Setting + " / " + r.Fault, Dir: relDir(dir, r.Dir), Error: r.Err}

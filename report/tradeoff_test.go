@@ -21,7 +21,7 @@ func regionsSummary(design string, periodS, cross float64, regions ...results.Re
 
 func TestRegionsRowsSumTheRegionsAgainstTheGlobalEnvelope(t *testing.T) {
 	dir := filepath.Join("out", "sweep")
-	runs := []TradeoffRun{
+	runs := []results.StudyRun{
 		{Design: "global", Dir: filepath.Join(dir, "runs", "global"), Summary: regionsSummary("global", 0, 2000,
 			results.Region{Name: "eu", Offered: 1000, Allowed: 600, Denied: 400, P99Ms: 2, Availability: 1, Overspend: 0, FalseDenies: 0},
 			results.Region{Name: "us", Offered: 3000, Allowed: 1800, Denied: 1200, P99Ms: 64, Availability: 0.9, Overspend: 6, FalseDenies: 12},
@@ -66,7 +66,7 @@ func TestRegionsRowsSumTheRegionsAgainstTheGlobalEnvelope(t *testing.T) {
 func TestRegionsRowOfAOneRegionRun(t *testing.T) {
 	s := &results.Summary{Outcomes: results.Outcomes{Allowed: 90, Denied: 10}, Load: results.Load{Offered: 200},
 		Overspend: results.Overspend{Requests: 9, FalseDenies: 1}, LatencyMs: results.Latency{P99: 5}}
-	r := RegionsRows(".", []TradeoffRun{{Design: "global", Dir: "x", Summary: s}})[0]
+	r := RegionsRows(".", []results.StudyRun{{Design: "global", Dir: "x", Summary: s}})[0]
 	if r.WorstRegion != "(whole run)" || r.WorstP99Ms != 5 || r.Availability != 0.5 || r.ErrorsPerAllowed != 10.0/90 || r.FalseDenyRatio != 0.1 {
 		t.Errorf("one-region run: %+v; want the whole run's p99 5, availability 100/200, (9+1)/90", r)
 	}
@@ -192,7 +192,7 @@ func TestDurabilityRowReadsSteadyStateAndFaultWindow(t *testing.T) {
 	// A run whose fault could not be carried out measured no fault: a failed row, whatever it holds.
 	noFault := &results.Summary{DurationS: 7, TokensBack: &results.TokensBack{},
 		Faults: []results.Fault{{AtS: 2, Kind: "partition", Failed: true, Error: "links cannot be cut"}}}
-	rows := DurabilityRows(dir, []TradeoffRun{{Fault: "partition", Setting: "async", Dir: run, Summary: s}, {Fault: "partition", Setting: "wait", Err: "refused"},
+	rows := DurabilityRows(dir, []results.StudyRun{{Fault: "partition", Setting: "async", Dir: run, Summary: s}, {Fault: "partition", Setting: "wait", Err: "refused"},
 		{Fault: "partition", Setting: "min-replicas", Dir: filepath.Join(dir, "runs", "none"), Summary: noFault}})
 	if f := rows[2]; f.Setting != "min-replicas" || f.Rank != 0 || f.Error != "fault partition at 2s failed: links cannot be cut" {
 		t.Errorf("row of a failed fault: %s rank %d error %q; want it unranked, last, saying which fault failed", f.Setting, f.Rank, f.Error)
@@ -214,7 +214,7 @@ func TestDurabilityRowReadsSteadyStateAndFaultWindow(t *testing.T) {
 
 func TestWriteTradeoffFilesKeepFailedRows(t *testing.T) {
 	dir := t.TempDir()
-	runs := []TradeoffRun{
+	runs := []results.StudyRun{
 		{Design: "global", Dir: filepath.Join(dir, "runs", "global"), Summary: regionsSummary("global", 0, 100,
 			results.Region{Name: "eu", Offered: 10, Allowed: 10, P99Ms: 0, Availability: 1})}, // p99 0 and no errors: both axes clamp
 		{Design: "split", Dir: filepath.Join(dir, "runs", "split"), Err: "no such built-in"},
@@ -250,7 +250,7 @@ func TestWriteTradeoffFilesKeepFailedRows(t *testing.T) {
 		t.Errorf("%d rows, want 2", len(rows))
 	}
 	d := t.TempDir()
-	if _, err := WriteDurability(d, []TradeoffRun{{Fault: "partition", Setting: "wait", Dir: filepath.Join(d, "runs", "partition-wait"), Err: "unreplicated everywhere"}}); err != nil {
+	if _, err := WriteDurability(d, []results.StudyRun{{Fault: "partition", Setting: "wait", Dir: filepath.Join(d, "runs", "partition-wait"), Err: "unreplicated everywhere"}}); err != nil {
 		t.Fatal(err)
 	}
 	dm, _ := os.ReadFile(filepath.Join(d, "durability.md"))

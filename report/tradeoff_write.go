@@ -38,7 +38,7 @@ type Durability struct {
 // WriteRegionsSweep builds the rows of a regions sweep's runs and writes into dir sweep.json,
 // sweep.csv, sweep.md, the plot tradeoff.png/.svg and index.html. Every file is written even
 // when one fails; the error joins what failed.
-func WriteRegionsSweep(dir string, runs []TradeoffRun) ([]RegionsRow, error) {
+func WriteRegionsSweep(dir string, runs []results.StudyRun) ([]RegionsRow, error) {
 	rows := RegionsRows(dir, runs)
 	csvData, err := regionsCSV(rows)
 	errs := []error{err,
@@ -64,7 +64,7 @@ func WriteRegionsSweep(dir string, runs []TradeoffRun) ([]RegionsRow, error) {
 // WriteDurability builds the ranked rows of a durability matrix's runs and writes into dir
 // durability.json, durability.csv, durability.md, the plot durability.png/.svg and index.html.
 // Every file is written even when one fails; the error joins what failed.
-func WriteDurability(dir string, runs []TradeoffRun) ([]DurabilityRow, error) {
+func WriteDurability(dir string, runs []results.StudyRun) ([]DurabilityRow, error) {
 	rows := DurabilityRows(dir, runs)
 	csvData, err := durabilityCSV(rows)
 	errs := []error{err,

@@ -167,13 +167,13 @@ func measurableNote(l *results.Latency) string {
 		" of the offered requests got no decision (dropped, or an error)"
 }
 
-// boundParts lists a bound's parts by name, "leases 1,000 + replication gap 500.5"; "" when
+// boundSources lists a bound's sources by name, "leases 1,000 + replication gap 500.5"; "" when
 // there are none.
-func boundParts(parts map[string]float64) string {
-	names := slices.Sorted(maps.Keys(parts))
+func boundSources(sources map[string]float64) string {
+	names := slices.Sorted(maps.Keys(sources))
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtFloat(parts[n])
+		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtFloat(sources[n])
 	}
 	return strings.Join(out, " + ")
 }
@@ -181,7 +181,7 @@ func boundParts(parts map[string]float64) string {
 // boundAndUnmeasured is boundParts followed by the sources not measured, with why: "leases 10;
 // replication gap not measured (kill-primary of ...: ...)"; "" when no bound applies.
 func boundAndUnmeasured(b results.Bound) string {
-	out := boundParts(b.Sources)
+	out := boundSources(b.Sources)
 	for _, u := range b.Unmeasured {
 		if out != "" {
 			out += "; "

@@ -72,13 +72,13 @@ func (c *CPU) Line() string {
 }
 
 // GeneratorUsPerDecision is the generator's CPU per decision in microseconds: its CPU seconds
-// over the load (Generator cores x WallS) divided by the decisions made. It is the run's own
-// cost of deciding, which latency does not show (docs/ci.md has how much a busy machine moves
+// over the load (Generator cores x WallS) divided by the completed requests (load.decisions). It is the run's own
+// cost of deciding, which latency does not show (results/studies/gate-power.md has how much a busy machine moves
 // it). NaN without a CPU section (a merge of parts, an HTTP attack, a summary of an older
 // ratelab) or without decisions.
 func (s *Summary) GeneratorUsPerDecision() float64 {
-	if s.CPU == nil || s.Load.Decisions <= 0 {
+	if s.CPU == nil || s.Load.Completed <= 0 {
 		return math.NaN()
 	}
-	return s.CPU.Generator * s.CPU.WallS / float64(s.Load.Decisions) * 1e6
+	return s.CPU.Generator * s.CPU.WallS / float64(s.Load.Completed) * 1e6
 }

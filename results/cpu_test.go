@@ -41,7 +41,7 @@ func TestGeneratorUsPerDecision(t *testing.T) {
 		{"no decisions", &CPU{WallS: 5, Generator: 0.1}, 0, math.NaN()},
 	} {
 		s := &Summary{CPU: tc.cpu}
-		s.Load.Decisions = tc.n
+		s.Load.Completed = tc.n
 		have := s.GeneratorUsPerDecision()
 		if math.IsNaN(tc.want) != math.IsNaN(have) || (!math.IsNaN(have) && math.Abs(have-tc.want) > 1e-9) {
 			t.Errorf("%s: GeneratorUsPerDecision() = %g, want %g", tc.name, have, tc.want)

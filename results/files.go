@@ -27,9 +27,9 @@ const (
 	// SecondsHistogramFile held the per-second histograms in runs of an older ratelab (see
 	// ReadSecondsHistograms); Merge still reads it from a run without LatencyLogFile.
 	SecondsHistogramFile = "latency-seconds.hdr"
-	// LedgerFile holds the per-key ledger (see KeyCount): decisions and overspend per key, what a
+	// TallyFile holds the per-key tally (see KeyTally): decisions and overspend per key, what a
 	// merge of parts needs for exact hot keys.
-	LedgerFile = "keys.csv"
+	TallyFile = "keys.csv"
 )
 
 // WriteRunFiles writes the end of a run into dir: the whole-run histogram (HistogramFile), its

@@ -32,15 +32,15 @@ const GeneratorLagMs = 100
 // window before a run counts as held below its schedule.
 const ShortfallTolerance = 0.01
 
-// JudgeLimit sets Limit and GeneratorLimited from the load's counts: Offered, Decisions,
-// DroppedBehind and ScheduleLagP99Ms, and lateDecisions, the decisions (of any outcome, errors
+// JudgeLimit sets Limit and GeneratorLimited from the load's counts: Offered, Completed,
+// DroppedBehind and ScheduleLagP99Ms, and lateCompleted, the requests (of any outcome, errors
 // too) completed after the window ended. It is the one rule for every driver; see Limit's
 // values for what each means.
-func (l *Load) JudgeLimit(lateDecisions int64) {
+func (l *Load) JudgeLimit(lateCompleted int64) {
 	switch {
 	case l.DroppedBehind > 0 || l.ScheduleLagP99Ms > GeneratorLagMs:
 		l.Limit = LimitGenerator
-	case l.Offered > 0 && float64(l.Decisions-lateDecisions) < (1-ShortfallTolerance)*float64(l.Offered):
+	case l.Offered > 0 && float64(l.Completed-lateCompleted) < (1-ShortfallTolerance)*float64(l.Offered):
 		l.Limit = LimitLimiter
 	default:
 		l.Limit = LimitNone

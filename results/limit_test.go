@@ -10,14 +10,14 @@ func TestJudgeLimit(t *testing.T) {
 		late int64
 		want Limit
 	}{
-		{"kept up", Load{Offered: 1000, Decisions: 1000, ScheduleLagP99Ms: 0.3}, 0, LimitNone},
-		{"within the tolerance", Load{Offered: 1000, Decisions: 995, DroppedInflight: 5}, 0, LimitNone},
-		{"slow limiter: drops at max_inflight, no lag", Load{Offered: 1000, Decisions: 300, Dropped: 700, DroppedInflight: 700, ScheduleLagP99Ms: 0.2}, 0, LimitLimiter},
-		{"slow limiter: answers after the window", Load{Offered: 1000, Decisions: 1000, ScheduleLagP99Ms: 0.2}, 500, LimitLimiter},
-		{"generator: drops behind schedule", Load{Offered: 1000, Decisions: 999, Dropped: 1, DroppedBehind: 1}, 0, LimitGenerator},
-		{"generator: lag beyond the threshold, nothing dropped", Load{Offered: 1000, Decisions: 1000, ScheduleLagP99Ms: GeneratorLagMs + 0.1}, 0, LimitGenerator},
-		{"generator wins over a slow limiter", Load{Offered: 1000, Decisions: 300, Dropped: 700, DroppedInflight: 600, DroppedBehind: 100}, 0, LimitGenerator},
-		{"lag at the threshold is not beyond it", Load{Offered: 1000, Decisions: 1000, ScheduleLagP99Ms: GeneratorLagMs}, 0, LimitNone},
+		{"kept up", Load{Offered: 1000, Completed: 1000, ScheduleLagP99Ms: 0.3}, 0, LimitNone},
+		{"within the tolerance", Load{Offered: 1000, Completed: 995, DroppedInflight: 5}, 0, LimitNone},
+		{"slow limiter: drops at max_inflight, no lag", Load{Offered: 1000, Completed: 300, Dropped: 700, DroppedInflight: 700, ScheduleLagP99Ms: 0.2}, 0, LimitLimiter},
+		{"slow limiter: answers after the window", Load{Offered: 1000, Completed: 1000, ScheduleLagP99Ms: 0.2}, 500, LimitLimiter},
+		{"generator: drops behind schedule", Load{Offered: 1000, Completed: 999, Dropped: 1, DroppedBehind: 1}, 0, LimitGenerator},
+		{"generator: lag beyond the threshold, nothing dropped", Load{Offered: 1000, Completed: 1000, ScheduleLagP99Ms: GeneratorLagMs + 0.1}, 0, LimitGenerator},
+		{"generator wins over a slow limiter", Load{Offered: 1000, Completed: 300, Dropped: 700, DroppedInflight: 600, DroppedBehind: 100}, 0, LimitGenerator},
+		{"lag at the threshold is not beyond it", Load{Offered: 1000, Completed: 1000, ScheduleLagP99Ms: GeneratorLagMs}, 0, LimitNone},
 		{"nothing offered", Load{}, 0, LimitNone},
 	} {
 		l := tc.load

@@ -41,7 +41,7 @@ type partRun struct {
 	hist     *Histogram
 	seconds  map[int]*Histogram
 	rows     []Interval
-	keys     []KeyCount
+	keys     []KeyTally
 	scenario []byte
 	// start is the run's start from its latency.hlog; zero for a run that wrote
 	// latency-seconds.hdr instead.
@@ -56,7 +56,7 @@ type partRun struct {
 // percentiles), over offered requests with the summed drops (LatencyOf) and over answered ones;
 // overspend, false denies and their causes add, confirmed and possible, and the ratios are
 // recomputed; the burst excess sums add and its worst key is the worst part's; hot keys are
-// recomputed from the merged per-key ledgers. This is exact because every key's decisions, and
+// recomputed from the merged per-key tallies. This is exact because every key's decisions, and
 // the envelope that judged them, were in one part. The per-second histograms come from each
 // part's latency.hlog, or from latency-seconds.hdr in a part of an older ratelab; the merged
 // run has latency.hlog and latency.hgrm, as a run has.
@@ -107,7 +107,7 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 		hist.Merge(r.hist)
 	}
 	rows, seconds := mergeRows(runs)
-	keys := mergeLedgers(runs)
+	keys := mergeTallies(runs)
 	sum := mergeSummaries(runs, hist, keys)
 	sum.Load.AddNote(NoteMerge, startSkewNote(runs))
 	if cfg.finish == nil {
@@ -123,7 +123,7 @@ func Merge(out string, dirs []string, opts ...MergeOption) (*Summary, error) {
 	if err := writeMergedSeries(out, mergedStart(runs, sum), rows, seconds, RunCounts(sum, hist)); err != nil {
 		return nil, err
 	}
-	if err := writeFile(out, LedgerFile, func(w io.Writer) error { return WriteLedger(w, keys) }); err != nil {
+	if err := writeFile(out, TallyFile, func(w io.Writer) error { return WriteTally(w, keys) }); err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	if cfg.finish != nil {
@@ -193,7 +193,7 @@ func readPartRun(dir string) (*partRun, error) {
 		{HistogramFile, func(f *os.File) (err error) { r.hist, err = ReadHistogram(f); return err }},
 		seconds,
 		{TimeseriesFile, func(f *os.File) (err error) { r.rows, err = ReadTimeseries(f); return err }},
-		{LedgerFile, func(f *os.File) (err error) { r.keys, err = ReadLedger(f); return err }},
+		{TallyFile, func(f *os.File) (err error) { r.keys, err = ReadTally(f); return err }},
 	}
 	for _, s := range steps {
 		if err := open(s.name, s.read); err != nil {
@@ -303,11 +303,11 @@ func addInterval(dst, row *Interval) {
 	}
 }
 
-// mergeLedgers adds the parts' per-key counts. A key in two parts cannot happen with disjoint
+// mergeTallies adds the parts' per-key counts. A key in two parts cannot happen with disjoint
 // tenants; if it does (a hand-edited input) its counts still add.
-func mergeLedgers(runs []*partRun) []KeyCount {
+func mergeTallies(runs []*partRun) []KeyTally {
 	idx := map[string]int{}
-	var out []KeyCount
+	var out []KeyTally
 	for _, r := range runs {
 		for _, k := range r.keys {
 			i, ok := idx[k.Key]
@@ -316,7 +316,7 @@ func mergeLedgers(runs []*partRun) []KeyCount {
 				out = append(out, k)
 				continue
 			}
-			out[i].Decisions += k.Decisions
+			out[i].Completed += k.Completed
 			out[i].Overspend += k.Overspend
 			out[i].OverspendTokens += k.OverspendTokens
 		}

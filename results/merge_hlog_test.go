@@ -100,7 +100,7 @@ func TestMergeReadsLatencyLogAndOldSeconds(t *testing.T) {
 			t.Errorf("%s: merged log starts %v, want %v", tt.name, m.log.Start, tt.wantStart)
 		}
 		cs := logComments(t, string(m.hgrm))
-		if len(cs) != 1 || cs[0].counts != (RequestCounts{Offered: m.sum.Load.Offered, Served: m.sum.Load.Decisions, Dropped: m.sum.Load.Dropped}) {
+		if len(cs) != 1 || cs[0].counts != (RequestCounts{Offered: m.sum.Load.Offered, Served: m.sum.Load.Completed, Dropped: m.sum.Load.Dropped}) {
 			t.Errorf("%s: merged latency.hgrm counts %+v; want the merged summary's", tt.name, cs)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // the totals of every input, then what is recomputed from them (latency, ratios, bound, node
 // shares, hot keys, failed faults), then the part record and the note that says how the merge
 // was done. Parts read from v1 files merge into a v1 summary, by v1's definitions.
-func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyCount) *Summary {
+func mergeSummaries(runs []*partRun, hist *Histogram, keys []KeyTally) *Summary {
 	sum := mergedBase(runs[0].sum)
 	nodes := nodeTotals{byAddr: map[string]*NodeStats{}}
 	hotNode := map[string]string{}
@@ -85,7 +85,7 @@ func addLoad(l, s *Load) {
 	l.OfferedRPS += s.OfferedRPS
 	l.AchievedRPS += s.AchievedRPS
 	l.Offered += s.Offered
-	l.Decisions += s.Decisions
+	l.Completed += s.Completed
 	l.Late += s.Late
 	l.Sent += s.Sent
 	l.Dropped += s.Dropped
@@ -250,7 +250,7 @@ func mergedNote(v1 bool, merged, missing []int, count int) string {
 	}
 	head := fmt.Sprintf("merged from parts %s of %d (ratelab merge): counts and rates add, latency from the merged HDR histograms, "+
 		"hot keys from the merged %s; schedule lag p99 is the worst part's and the process footprint the largest part's; %s",
-		joinInts(merged), count, LedgerFile, bound)
+		joinInts(merged), count, TallyFile, bound)
 	if v1 {
 		head = V1Note + "; " + head
 	}

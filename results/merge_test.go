@@ -20,7 +20,7 @@ type fakePart struct {
 	scenario     string
 	yaml         string
 	lat          [][]time.Duration // per second
-	keys         []KeyCount
+	keys         []KeyTally
 	partless     bool // write no part record (an whole run)
 	v1           bool // write a v1 summary, as an older ratelab did
 	// bound and worst are the part's overspend bound (nil: none) and worst key's burst excess.
@@ -86,7 +86,7 @@ func (w *seriesWriter) end(total RequestCounts) error {
 	return errors.Join(w.ts.Close(), w.hs.Close())
 }
 
-// write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, ledger.
+// write lays out dir as `ratelab run --part` does: summary, histograms, timeseries, tally.
 func (f fakePart) write(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -111,7 +111,7 @@ func (f fakePart) write(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 		total.Merge(h)
-		sum.Load.Decisions += n
+		sum.Load.Completed += n
 		sum.Load.Sent += n
 		sum.Load.Dropped++
 		sum.Load.Offered += n + 1
@@ -149,9 +149,9 @@ func (f fakePart) write(t testing.TB, dir string) {
 	}
 	sum.DurationS = float64(len(f.lat))
 	sum.Load.OfferedRPS = float64(sum.Load.Sent+sum.Load.Dropped) / sum.DurationS
-	sum.Load.AchievedRPS = float64(sum.Load.Decisions) / sum.DurationS
-	lf, _ := os.Create(filepath.Join(dir, LedgerFile))
-	if err := WriteLedger(lf, f.keys); err != nil {
+	sum.Load.AchievedRPS = float64(sum.Load.Completed) / sum.DurationS
+	lf, _ := os.Create(filepath.Join(dir, TallyFile))
+	if err := WriteTally(lf, f.keys); err != nil {
 		t.Fatal(err)
 	}
 	lf.Close()
@@ -201,9 +201,9 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	a := fakePart{index: 0, count: 2, lat: seededLatencies(1, 3, 20000, time.Millisecond),
-		keys: []KeyCount{{"rl:{tenant-0}:read", 500, 2, 2}, {"rl:{tenant-2}:read", 100, 0, 0}}}
+		keys: []KeyTally{{"rl:{tenant-0}:read", 500, 2, 2}, {"rl:{tenant-2}:read", 100, 0, 0}}}
 	b := fakePart{index: 1, count: 2, lat: seededLatencies(2, 3, 5000, 4*time.Millisecond),
-		keys: []KeyCount{{"rl:{tenant-1}:read", 300, 1, 1}, {"rl:{tenant-3}:read", 100, 0, 0}}}
+		keys: []KeyTally{{"rl:{tenant-1}:read", 300, 1, 1}, {"rl:{tenant-3}:read", 100, 0, 0}}}
 	a.write(t, filepath.Join(root, "s0"))
 	b.write(t, filepath.Join(root, "s1"))
 	out := filepath.Join(root, "merged")
@@ -263,8 +263,8 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 		}
 	}
 
-	if want := int64(3 * (20000 + 5000)); sum.Load.Decisions != want || sum.Outcomes.Allowed+sum.Outcomes.Denied != want {
-		t.Errorf("decisions %d, allowed+denied %d; want %d", sum.Load.Decisions, sum.Outcomes.Allowed+sum.Outcomes.Denied, want)
+	if want := int64(3 * (20000 + 5000)); sum.Load.Completed != want || sum.Outcomes.Allowed+sum.Outcomes.Denied != want {
+		t.Errorf("decisions %d, allowed+denied %d; want %d", sum.Load.Completed, sum.Outcomes.Allowed+sum.Outcomes.Denied, want)
 	}
 	if sum.Overspend.Requests != 6 || sum.Overspend.ByCause["central"] != 6 ||
 		sum.Overspend.Ratio != Ratio(6, sum.Outcomes.Allowed) {
@@ -273,14 +273,14 @@ func TestMergePercentilesAreTheUnions(t *testing.T) {
 	if sum.Environment.Cores != 4 || sum.Part == nil || !slices.Equal(sum.Part.Merged, []int{0, 1}) || len(sum.Part.Missing) != 0 {
 		t.Errorf("environment cores %d, part %+v; want 4 cores, merged [0 1], nothing missing", sum.Environment.Cores, sum.Part)
 	}
-	// Hot keys come from the merged ledger: tenant-0 (500 of 1000), then tenant-1 (300).
+	// Hot keys come from the merged tally: tenant-0 (500 of 1000), then tenant-1 (300).
 	if len(sum.HotKeys) != 4 || sum.HotKeys[0].Key != "rl:{tenant-0}:read" || sum.HotKeys[0].Share != 0.5 ||
 		sum.HotKeys[1].Key != "rl:{tenant-1}:read" || sum.HotKeys[1].Share != 0.3 {
 		t.Errorf("hot keys %+v; want tenant-0 (0.5) then tenant-1 (0.3)", sum.HotKeys)
 	}
 	// The merged directory is itself a complete run: its files read back.
 	back, err := ReadSummary(filepath.Join(out, SummaryFile))
-	if err != nil || back.Load.Decisions != sum.Load.Decisions {
+	if err != nil || back.Load.Completed != sum.Load.Completed {
 		t.Errorf("merged summary.json: %v, %+v", err, back)
 	}
 	hf, _ := os.Open(filepath.Join(out, HistogramFile))
@@ -434,23 +434,23 @@ func TestReadSecondsHistogramsRejects(t *testing.T) {
 	}
 }
 
-func TestLedgerRoundTripAndRejects(t *testing.T) {
+func TestTallyRoundTripAndRejects(t *testing.T) {
 	t.Parallel()
-	keys := []KeyCount{{"rl:{tenant-0}:read", 10, 2, 2}, {"rl:{tenant-1}:write", 3, 0, 0}}
+	keys := []KeyTally{{"rl:{tenant-0}:read", 10, 2, 2}, {"rl:{tenant-1}:write", 3, 0, 0}}
 	var buf bytes.Buffer
-	if err := WriteLedger(&buf, keys); err != nil {
+	if err := WriteTally(&buf, keys); err != nil {
 		t.Fatal(err)
 	}
-	have, err := ReadLedger(&buf)
+	have, err := ReadTally(&buf)
 	if err != nil || !slices.Equal(have, keys) {
 		t.Errorf("round trip: %v, %v; want %v", have, err, keys)
 	}
-	if err := WriteLedger(&bytes.Buffer{}, []KeyCount{{Key: "a,b", Decisions: 1}}); !errors.Is(err, ErrInvalid) {
+	if err := WriteTally(&bytes.Buffer{}, []KeyTally{{Key: "a,b", Completed: 1}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a key with a comma: %v, want ErrInvalid", err)
 	}
-	for _, bad := range []string{"k,d\n", ledgerHeader + "\nk,1,2\n", ledgerHeader + "\nk,1,-2,0\n"} {
-		if _, err := ReadLedger(strings.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("ReadLedger(%q) = %v, want ErrCorrupt", bad, err)
+	for _, bad := range []string{"k,d\n", tallyHeader + "\nk,1,2\n", tallyHeader + "\nk,1,-2,0\n"} {
+		if _, err := ReadTally(strings.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ReadTally(%q) = %v, want ErrCorrupt", bad, err)
 		}
 	}
 }

@@ -67,8 +67,8 @@ type Bound struct {
 	// Tokens is the sum of Sources: the bound on BurstExcess.WorstTokens.
 	Tokens float64 `json:"tokens"`
 	// Sources names where the bound comes from (BoundLeases, BoundReplicationGap,
-	// BoundIsolatedWindow; BoundV1 in a summary read from a v1 file). A part present with 0
-	// tokens is a promise of no excess; no part at all is no promise.
+	// BoundIsolatedWindow; BoundV1 in a summary read from a v1 file). A source present with 0
+	// tokens is a promise of no excess; no source at all is no promise.
 	Sources map[string]float64 `json:"sources"`
 	// Within is BurstExcess.WorstTokens <= Tokens. It is nil (JSON null) when no bound applies
 	// (Sources and Unmeasured empty), in a summary read from a v1 file, and when the worst key
@@ -125,7 +125,7 @@ const (
 )
 
 // boundSlack absorbs float rounding in Within: the envelope's refill arithmetic and the sum of
-// the parts may differ in the last bits from the same number of tokens.
+// the sources may differ in the last bits from the same number of tokens.
 const boundSlack = 1e-9
 
 // JudgeBound sets Bound.Tokens to the sum of Bound.Sources and Bound.Within to whether

@@ -150,11 +150,11 @@ type Load struct {
 	AchievedRPS float64 `json:"achieved_rps"`
 	// Offered is the number of requests the schedule offered (sent + dropped).
 	Offered int64 `json:"offered"`
-	// Decisions is the number of completed decisions (every outcome, errors included; late ones
-	// too).
-	Decisions int64 `json:"decisions"`
-	// Late is the number of decisions answered after the run's window ended (in Decisions, not
-	// in AchievedRPS).
+	// Completed is the number of requests that ended, in a decision or an error (late ones
+	// too). The JSON keeps the name decisions, though an error is no decision.
+	Completed int64 `json:"decisions"`
+	// Late is the number of requests that ended after the run's window (in Completed, not in
+	// AchievedRPS).
 	Late int64 `json:"late"`
 	// Sent is the number of requests started (offered minus dropped); in a black-box attack
 	// (run/attack), the number answered.
@@ -195,8 +195,8 @@ type Load struct {
 	Note string `json:"note"`
 }
 
-// Outcomes counts decisions by outcome; the five counts (WaitShort aside, which is within
-// Allowed and Denied) sum to Load.Decisions.
+// Outcomes counts completed requests by outcome; the five counts (WaitShort aside, which is within
+// Allowed and Denied) sum to Load.Completed.
 type Outcomes struct {
 	// Allowed is the number of decisions that let the request through (central or lease).
 	Allowed int64 `json:"allowed"`

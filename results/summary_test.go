@@ -29,7 +29,7 @@ func sampleSummary() *Summary {
 		Interrupted: true,
 		Environment: Environment{RedisVersion: "7.0.15", Provider: "local", Primaries: 3, Replicas: 1,
 			Cores: 2, Go: "go1.26.8", Ratelab: "v0.1.0", Mode: "central"},
-		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Offered: 1210000, Decisions: 1119280, Late: 20,
+		Load: Load{OfferedRPS: 20000, AchievedRPS: 18500.5, Offered: 1210000, Completed: 1119280, Late: 20,
 			Sent: 1119300, Dropped: 90700, DroppedInflight: 90000, DroppedBehind: 700, LostSeconds: 1,
 			MaxInflight: 512, Concurrency: 64, GeneratorLimited: true, Limit: LimitGenerator, ScheduleLagP99Ms: 0.375,
 			Notes: []Note{{Kind: NoteLoad, Text: "achieved 18500.5/s < offered 20000/s"}, {Kind: NoteDrops, Text: "90700 requests dropped at max_inflight 512"}},

@@ -45,7 +45,7 @@ type summaryV1 struct {
 type loadV1 struct {
 	OfferedRPS       float64 `json:"offered_rps"`
 	AchievedRPS      float64 `json:"achieved_rps"`
-	Decisions        int64   `json:"decisions"`
+	Completed        int64   `json:"decisions"`
 	Sent             int64   `json:"sent"`
 	Dropped          int64   `json:"dropped"`
 	MaxInflight      int     `json:"max_inflight"`
@@ -91,7 +91,7 @@ func fromV1(v *summaryV1) *Summary {
 		Schema: SchemaSummaryV1, Scenario: v.Scenario, Seed: v.Seed, StartedAt: v.StartedAt,
 		DurationS: v.DurationS, Interrupted: v.Interrupted, Environment: v.Environment,
 		Load: Load{
-			OfferedRPS: v.Load.OfferedRPS, AchievedRPS: v.Load.AchievedRPS, Decisions: v.Load.Decisions,
+			OfferedRPS: v.Load.OfferedRPS, AchievedRPS: v.Load.AchievedRPS, Completed: v.Load.Completed,
 			Sent: v.Load.Sent, Dropped: v.Load.Dropped, MaxInflight: v.Load.MaxInflight,
 			Concurrency: v.Load.Concurrency, GeneratorLimited: v.Load.GeneratorLimited,
 			ScheduleLagP99Ms: v.Load.ScheduleLagP99Ms, Note: v.Load.Note,
@@ -126,7 +126,7 @@ func toV1(s *Summary) *summaryV1 {
 		Schema: SchemaSummaryV1, Scenario: s.Scenario, Seed: s.Seed, StartedAt: s.StartedAt,
 		DurationS: s.DurationS, Interrupted: s.Interrupted, Environment: s.Environment,
 		Load: loadV1{
-			OfferedRPS: l.OfferedRPS, AchievedRPS: l.AchievedRPS, Decisions: l.Decisions, Sent: l.Sent,
+			OfferedRPS: l.OfferedRPS, AchievedRPS: l.AchievedRPS, Completed: l.Completed, Sent: l.Sent,
 			Dropped: l.Dropped, MaxInflight: l.MaxInflight, Concurrency: l.Concurrency,
 			GeneratorLimited: l.GeneratorLimited, ScheduleLagP99Ms: l.ScheduleLagP99Ms, Note: l.Note,
 		},

@@ -64,7 +64,7 @@ var sloFields = []sloField{
 	{"overspend_ratio", func(s *SLO) **float64 { return &s.OverspendRatio }, false, func(r *results.Summary) float64 { return r.Overspend.Ratio }},
 	{"false_deny_ratio", func(s *SLO) **float64 { return &s.FalseDenyRatio }, false, func(r *results.Summary) float64 { return r.Overspend.FalseDenyRatio }},
 	{"error_ratio", func(s *SLO) **float64 { return &s.ErrorRatio }, false, func(r *results.Summary) float64 {
-		return results.Ratio(r.Outcomes.Errors, r.Load.Decisions)
+		return results.Ratio(r.Outcomes.Errors, r.Load.Completed)
 	}},
 	{"achieved_ratio", func(s *SLO) **float64 { return &s.AchievedRatio }, true, func(r *results.Summary) float64 {
 		if r.Load.OfferedRPS == 0 {

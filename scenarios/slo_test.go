@@ -14,7 +14,7 @@ func TestSLOEvaluate(t *testing.T) {
 	sum := results.NewSummary("x", 1, zeroTime)
 	sum.DurationS = 20
 	sum.LatencyMs = results.Latency{P99: 4, P999: 12}
-	sum.Load = results.Load{OfferedRPS: 1000, AchievedRPS: 900, Decisions: 1000}
+	sum.Load = results.Load{OfferedRPS: 1000, AchievedRPS: 900, Completed: 1000}
 	sum.Outcomes.Errors = 5
 	sum.Overspend.Ratio = 0.002
 	// The third fault left no trace (a restart of a replica, say): it never needed to recover.

@@ -173,7 +173,7 @@ func readTrace(path string) (*trace.Trace, error) {
 	if err != nil {
 		n := 0
 		if t != nil {
-			n = len(t.Records)
+			n = len(t.Requests)
 		}
 		return nil, fmt.Errorf("--trace %s: %w (%d records readable; see ratelab trace info)", path, err, n)
 	}

@@ -177,7 +177,7 @@ func TestRunStagesAndLiveMetrics(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the live metrics at %s never said the run finished", addr)
 	}
-	if got := m["ratelab_latency_seconds_count"]; got != float64(sum.Load.Decisions) {
-		t.Errorf("live latency histogram counted %v decisions, summary.json %d", got, sum.Load.Decisions)
+	if got := m["ratelab_latency_seconds_count"]; got != float64(sum.Load.Completed) {
+		t.Errorf("live latency histogram counted %v decisions, summary.json %d", got, sum.Load.Completed)
 	}
 }

@@ -104,9 +104,9 @@ func TestAttackReplaysGeneratedTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Load.Decisions != 300 || sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
+	if sum.Load.Completed != 300 || sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
 		t.Errorf("decisions %d allowed %d denied %d; want all 300 answered, some 429\n%s",
-			sum.Load.Decisions, sum.Outcomes.Allowed, sum.Outcomes.Denied, text)
+			sum.Load.Completed, sum.Outcomes.Allowed, sum.Outcomes.Denied, text)
 	}
 	if !strings.Contains(text, "vegeta report") {
 		t.Errorf("the summary does not say how to read results.bin:\n%s", text)

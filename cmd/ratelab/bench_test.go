@@ -78,10 +78,10 @@ func TestBenchQuick(t *testing.T) {
 	if err := json.Unmarshal(raw, &report); err != nil {
 		t.Fatalf("raw.json: %v", err)
 	}
-	if len(report.Runs) != 1 || len(report.Goals) != 6 {
-		t.Fatalf("raw.json: %d runs and %d goals, want 1 and 6", len(report.Runs), len(report.Goals))
+	if len(report.Repetitions) != 1 || len(report.Goals) != 6 {
+		t.Fatalf("raw.json: %d runs and %d goals, want 1 and 6", len(report.Repetitions), len(report.Goals))
 	}
-	rep := report.Runs[0]
+	rep := report.Repetitions[0]
 	positive := map[string]float64{
 		"generator decisions/s": rep.Generator.DecisionsPerSec,
 		"memory decisions/s":    rep.Memory.DecisionsPerSec,

@@ -92,7 +92,7 @@ func checkBriefRun(t *testing.T, spec *scenarios.Spec, dir string) {
 	}
 	clustertest.RecordLag(t, sum.Load.ScheduleLagP99Ms)
 	o := sum.Outcomes
-	if sum.Scenario != spec.Name || sum.Load.Decisions == 0 || o.Allowed+o.Denied+o.FailedOpen+o.FailedClosed+o.Errors != sum.Load.Decisions {
+	if sum.Scenario != spec.Name || sum.Load.Completed == 0 || o.Allowed+o.Denied+o.FailedOpen+o.FailedClosed+o.Errors != sum.Load.Completed {
 		t.Errorf("scenario %q, load %+v, outcomes %+v: want %s's decisions, its outcomes adding up to them", sum.Scenario, sum.Load, o, spec.Name)
 	}
 	if rows := readRows(t, dir); len(rows) != int(briefDuration/time.Second) {

@@ -176,16 +176,16 @@ not guessed. Prints every step of the reasoning.`,
 			if set("from") && set("per-shard-rps") {
 				return errors.New("--from and --per-shard-rps both set: give one source for a primary's rate")
 			}
-			f.in.PerShardSource = "--per-shard-rps"
+			f.in.PerPrimarySource = "--per-shard-rps"
 			if !set("per-shard-rps") {
-				f.in.PerShardSource = "default: token-bucket EVALSHA on one primary, redis-benchmark -P 16 -c 50, docs/capacity.md"
+				f.in.PerPrimarySource = "default: token-bucket EVALSHA on one primary, redis-benchmark -P 16 -c 50, docs/capacity.md"
 			}
 			if f.from != "" {
-				r, src, err := capacity.PerShardFromSweep(f.from)
+				r, src, err := capacity.PerPrimaryFromSweep(f.from)
 				if err != nil {
 					return err
 				}
-				f.in.PerShardRPS, f.in.PerShardSource = r, src
+				f.in.PerPrimaryRPS, f.in.PerPrimarySource = r, src
 			}
 			res, err := capacity.MakePlan(f.in)
 			if err != nil {
@@ -207,7 +207,7 @@ not guessed. Prints every step of the reasoning.`,
 	fl.IntVar(&f.in.Tenants, "tenants", 1_000_000, "number of tenants (keys' hash tags)")
 	fl.Float64Var(&f.in.Theta, "zipf", 0.99, "Zipf exponent of tenant popularity (0: uniform)")
 	fl.Float64Var(&f.in.Headroom, "headroom", capacity.DefaultHeadroom, "share of each primary kept free")
-	fl.Float64Var(&f.in.PerShardRPS, "per-shard-rps", capacity.DefaultPerShardRPS, "one primary's script calls per second")
+	fl.Float64Var(&f.in.PerPrimaryRPS, "per-shard-rps", capacity.DefaultPerPrimaryRPS, "one primary's script calls per second")
 	fl.StringVar(&f.from, "from", "", "take the per-primary rate from a sweep's capacity.json")
 	fl.Int64Var(&f.in.Lease, "lease", 0, "also plan with local leases of this many tokens")
 	fl.IntVar(&f.in.Gateways, "gateways", capacity.DefaultGateways, "gateways holding leases")
@@ -225,7 +225,7 @@ func planVerdict(res *capacity.PlanResult) string {
 			return fmt.Sprintf("%s: no primary count is enough (limited by the %s)", s.Mode, s.Limiting)
 		}
 		return fmt.Sprintf("%s: %d primaries (limited by %s; busiest primary %.1f%% of %.0f calls/s)",
-			s.Mode, s.Primaries, s.Limiting, 100*s.HottestShardShare, s.CentralRPS)
+			s.Mode, s.Primaries, s.Limiting, 100*s.HottestPrimaryShare, s.CentralRPS)
 	}
 	out := []string{"Recommendation for " + fmt.Sprintf("%.0f", res.Input.TargetRPS) + " decisions/s:", "  " + line(res.Central)}
 	if res.Leased != nil {

@@ -108,8 +108,8 @@ func TestCompareDetectsInjectedDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Interrupted || s.Load.Decisions < 800 {
-				t.Fatalf("%s run %d: interrupted %v, %d decisions: want a whole run", set.name, i, s.Interrupted, s.Load.Decisions)
+			if s.Interrupted || s.Load.Completed < 800 {
+				t.Fatalf("%s run %d: interrupted %v, %d decisions: want a whole run", set.name, i, s.Interrupted, s.Load.Completed)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ func TestDemoQuick(t *testing.T) {
 			t.Fatal(err)
 		}
 		clustertest.RecordLag(t, s.Load.ScheduleLagP99Ms)
-		if s.Load.Decisions == 0 {
+		if s.Load.Completed == 0 {
 			t.Errorf("%s: no decisions", p)
 		}
 	}

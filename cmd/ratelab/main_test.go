@@ -200,7 +200,7 @@ func TestRunLeavesNoRedisBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Interrupted || sum.Load.Decisions == 0 {
+		if sum.Interrupted || sum.Load.Completed == 0 {
 			t.Errorf("summary %+v: want a completed run with decisions", sum.Load)
 		}
 		for _, want := range []string{"achieved", "offered", "p99", "overspend", "allowed", "report.html"} {
@@ -228,8 +228,8 @@ func TestRunLeavesNoRedisBehind(t *testing.T) {
 		if err != nil {
 			t.Fatalf("an interrupted run must leave its summary: %v\n%s", err, buf.String())
 		}
-		if !sum.Interrupted || sum.Load.Decisions == 0 || sum.DurationS > 30 {
-			t.Errorf("summary interrupted=%v decisions=%d duration=%v: want the partial run marked interrupted", sum.Interrupted, sum.Load.Decisions, sum.DurationS)
+		if !sum.Interrupted || sum.Load.Completed == 0 || sum.DurationS > 30 {
+			t.Errorf("summary interrupted=%v decisions=%d duration=%v: want the partial run marked interrupted", sum.Interrupted, sum.Load.Completed, sum.DurationS)
 		}
 	})
 	t.Run("sigkill", func(t *testing.T) {

@@ -57,7 +57,7 @@ func newMergeCmd() *cobra.Command {
 --part 0/N ... N-1/N) into one run directory whose summary, timeseries, plots and report read
 like a single run: counts and rates add, latency percentiles come from the merged HDR histograms
 (whole run and per second), overspend and false denies add, hot keys come from the merged per-key
-ledgers, fault recovery and the SLO are re-evaluated on the merged data.
+tallies, fault recovery and the SLO are re-evaluated on the merged data.
 
 Refused: runs of different scenarios, seeds or part counts, the same part twice, runs that are
 not parts. A missing part is allowed when the directories are listed; the summary's note and

@@ -86,7 +86,7 @@ func TestPartAndMergeCommands(t *testing.T) {
 	if !strings.Contains(stdout, filepath.Join("merged", "report.html")) || !strings.Contains(stdout, "merged from parts 0,1 of 2") {
 		t.Errorf("merge stdout does not read like a run's summary with its report:\n%s", stdout)
 	}
-	for _, f := range []string{"report.html", "report.md", "latency.png", results.TimeseriesFile, results.LedgerFile, results.LatencyLogFile, results.PercentilesFile} {
+	for _, f := range []string{"report.html", "report.md", "latency.png", results.TimeseriesFile, results.TallyFile, results.LatencyLogFile, results.PercentilesFile} {
 		if _, err := os.Stat(filepath.Join(dir, "merged", f)); err != nil {
 			t.Errorf("merged run lacks %s: %v", f, err)
 		}
@@ -97,8 +97,8 @@ func TestPartAndMergeCommands(t *testing.T) {
 	}
 	s0, _ := results.ReadSummary(filepath.Join(run, "part-0", results.SummaryFile))
 	s1, _ := results.ReadSummary(filepath.Join(run, "part-1", results.SummaryFile))
-	if s0 == nil || s1 == nil || sum.Load.Decisions != s0.Load.Decisions+s1.Load.Decisions || sum.Part == nil || len(sum.Part.Merged) != 2 {
-		t.Fatalf("merged decisions %d part %+v; want the sum of the parts'", sum.Load.Decisions, sum.Part)
+	if s0 == nil || s1 == nil || sum.Load.Completed != s0.Load.Completed+s1.Load.Completed || sum.Part == nil || len(sum.Part.Merged) != 2 {
+		t.Fatalf("merged decisions %d part %+v; want the sum of the parts'", sum.Load.Completed, sum.Part)
 	}
 	if !s0.StartedAt.Equal(s1.StartedAt) || !strings.Contains(s0.Load.Note, "--start-at") || strings.Contains(sum.Load.Note, "WARNING") {
 		t.Errorf("--start-at: parts started at %s and %s (notes %q), merged note %q; want one start, said, and no warning",

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/report"
+	"ratelab/results"
 	"ratelab/scenarios"
 	"ratelab/studies/tradeoff"
 )
@@ -117,7 +118,7 @@ func stderrLogf(cmd *cobra.Command) func(string, ...any) {
 
 // reportRuns writes each run's report (a failure to is logged: the table does not need it)
 // and hands the runs on to the report's tables.
-func reportRuns(runs []tradeoff.Run, logf func(string, ...any)) []report.TradeoffRun {
+func reportRuns(runs []results.StudyRun, logf func(string, ...any)) []results.StudyRun {
 	for _, r := range runs {
 		if r.Summary != nil {
 			if err := report.Generate(r.Dir); err != nil {
@@ -144,7 +145,7 @@ func printTradeoff(w io.Writer, format, dir, stem string, text func(io.Writer)) 
 
 // tradeoffVerdict is a driver's exit error: err when it stopped it, else an error naming the
 // runs that failed (their rows say why), nil when every run ran.
-func tradeoffVerdict(err error, runs []tradeoff.Run, dir string) error {
+func tradeoffVerdict(err error, runs []results.StudyRun, dir string) error {
 	if err != nil {
 		return err
 	}

@@ -107,9 +107,9 @@ func TestRunRepeat(t *testing.T) {
 			if s.Overspend.FalseDenyRatio > 0.1 {
 				t.Errorf("%s: false-deny ratio %.3f: the buckets of the previous repetition were not emptied", rep, s.Overspend.FalseDenyRatio)
 			}
-			if s.Seed != 9 || s.Interrupted || s.Load.Decisions < 100 || s.Environment.Provider != "local" {
+			if s.Seed != 9 || s.Interrupted || s.Load.Completed < 100 || s.Environment.Provider != "local" {
 				t.Errorf("%s: seed %d interrupted %v decisions %d provider %q: want a full run, same seed, provider local",
-					rep, s.Seed, s.Interrupted, s.Load.Decisions, s.Environment.Provider)
+					rep, s.Seed, s.Interrupted, s.Load.Completed, s.Environment.Provider)
 			}
 			// Free ports differ between clusters: the same node addresses mean the same cluster.
 			var addrs []string
@@ -171,7 +171,7 @@ func TestRunRepeat(t *testing.T) {
 		}
 		waitGone(t, seen(), 5*time.Second)
 		s, err := results.ReadSummary(filepath.Join(repDir(dir, 1), results.SummaryFile))
-		if err != nil || !s.Interrupted || s.Load.Decisions == 0 {
+		if err != nil || !s.Interrupted || s.Load.Completed == 0 {
 			t.Errorf("rep-01 after Ctrl-C: %v: want its partial results marked interrupted", err)
 		}
 		if _, err := os.Stat(repDir(dir, 2)); !os.IsNotExist(err) {

@@ -47,8 +47,8 @@ limiter: {kind: memory, clock: schedule}
 		t.Errorf("replay outcomes %+v, recorded %+v (dropped %d): want equal, with denials", rep.Outcomes, orig.Outcomes, orig.Load.Dropped)
 	}
 	viaHTTP := run(filepath.Join(dir, "http"), "--trace", tr, "--via", "http", "--clock", "gateway")
-	if viaHTTP.Environment.Via != "http" || viaHTTP.Load.Decisions != 1000 {
-		t.Errorf("via http: environment %+v, %d decisions; want via http and the trace's 1000", viaHTTP.Environment, viaHTTP.Load.Decisions)
+	if viaHTTP.Environment.Via != "http" || viaHTTP.Load.Completed != 1000 {
+		t.Errorf("via http: environment %+v, %d decisions; want via http and the trace's 1000", viaHTTP.Environment, viaHTTP.Load.Completed)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "http", "report.html")); err != nil {
 		t.Errorf("via http run has no report: %v", err)
@@ -95,9 +95,9 @@ limiter: {kind: memory, clock: schedule}
 		t.Fatalf("trace info after record: %v\n%s (want the 800 recorded requests)", err, info)
 	}
 	rep := summary("trace", "replay", tr, "--scenario", scenario, "-q", "--out", filepath.Join(dir, "rep"))
-	if orig.Load.Dropped != 0 || rep.Outcomes != orig.Outcomes || orig.Outcomes.Denied == 0 || rep.Load.Decisions != 800 {
+	if orig.Load.Dropped != 0 || rep.Outcomes != orig.Outcomes || orig.Outcomes.Denied == 0 || rep.Load.Completed != 800 {
 		t.Errorf("replay %+v (%d decisions), recorded %+v (dropped %d): want equal, 800 decisions, with denials",
-			rep.Outcomes, rep.Load.Decisions, orig.Outcomes, orig.Load.Dropped)
+			rep.Outcomes, rep.Load.Completed, orig.Outcomes, orig.Load.Dropped)
 	}
 	b, err := exec.Command(binary, "trace", "replay", tr, "--scenario", scenario, "-q", "--rate", "10").CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(b), "drop --rate") {

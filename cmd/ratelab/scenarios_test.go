@@ -58,9 +58,9 @@ func TestScenariosCompareAlgorithms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Interrupted || s.Seed != 5 || s.Load.Decisions < 100 {
+		if s.Interrupted || s.Seed != 5 || s.Load.Completed < 100 {
 			t.Errorf("%s: interrupted %v seed %d decisions %d: want a full run, seed 5",
-				k, s.Interrupted, s.Seed, s.Load.Decisions)
+				k, s.Interrupted, s.Seed, s.Load.Completed)
 		}
 		// The run's own copy of the scenario says which algorithm it held.
 		ran, err := os.ReadFile(filepath.Join(dir, k, results.ScenarioFile))

@@ -32,14 +32,14 @@ func newSimulateCmd() *cobra.Command {
 	var o simulateOptions
 	cmd := &cobra.Command{
 		Use:   "simulate",
-		Short: "Discrete-event model of N shards at rates this machine cannot run (1M-10M decisions/s)",
+		Short: "Discrete-event model of N primaries at rates this machine cannot run (1M-10M decisions/s)",
 		Long: `Simulate --shards single-threaded primaries (FIFO, service time from a calibration) under
-open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to shards by CRC16 slot,
+open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to primaries by CRC16 slot,
 optional leases, and optionally a failover of the busiest primary (or --failover-shard).
-Prints per-shard utilisation, throughput, p50/p99, central calls/s and the failover's overspend
+Prints per-primary utilisation, throughput, p50/p99, central calls/s and the failover's overspend
 bound. The steady state is simulated for min(--horizon, --max-requests/--rate) seconds; the
-failover phase simulates the failed shard alone (its arrivals are an independent Poisson stream)
-through its whole outage. The service time and client part come from --calibration FILE
+failover phase simulates the failed primary alone (its arrivals are an independent Poisson stream)
+through its whole outage. The service time and client time come from --calibration FILE
 (written by 'ratelab simulate calibrate'), or --service-us/--service-cv/--client-ms, or defaults
 (80,000 calls/s per primary; see docs/capacity.md).`,
 		Example: "  ratelab simulate --shards 30 --rate 5000000 --tenants 1000000 --zipf 0.99\n" +
@@ -103,7 +103,7 @@ func runSimulate(cmd *cobra.Command, o simulateOptions) error {
 // addFlags defines the flags of `ratelab simulate` on cmd.
 func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.IntVar(&o.cfg.Shards, "shards", 3, "primaries")
+	fl.IntVar(&o.cfg.Primaries, "shards", 3, "primaries, one per shard")
 	fl.Float64Var(&o.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
 	fl.IntVar(&o.cfg.Tenants, "tenants", 1_000_000, "tenants")
 	fl.Float64Var(&o.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
@@ -118,11 +118,11 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl.Float64Var(&o.serviceUs, "service-us", 0, "mean script time per call on a primary's thread, µs (overrides the calibration)")
 	fl.Float64Var(&o.serviceCV, "service-cv", 0, "coefficient of variation of the service time")
 	fl.StringVar(&o.serviceKind, "service-dist", "", "service distribution: lognormal, exponential or constant")
-	fl.Float64Var(&o.clientMs, "client-ms", 0, "constant client-side part of each call's latency, ms")
-	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the shards on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
+	fl.Float64Var(&o.clientMs, "client-ms", 0, "constant client-side time of each call's latency, ms")
+	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the primaries on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
 	fl.IntVar(&o.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
 	fl.BoolVar(&o.failover, "failover", false, "fail a primary and report the outage and overspend bound")
-	fl.IntVar(&o.fo.Shard, "failover-shard", -1, "primary to fail (-1: the busiest)")
+	fl.IntVar(&o.fo.Primary, "failover-shard", -1, "primary to fail (-1: the busiest)")
 	fl.DurationVar(&o.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
 	fl.DurationVar(&o.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
 	fl.DurationVar(&o.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
@@ -156,7 +156,7 @@ func newSimulateCalibrateCmd() *cobra.Command {
 		Long: `Start a one-primary local cluster, run the scenario (default hot-tenant) at a low --rate and
 derive the service time per call (the primary's main-thread CPU over the script calls, spread
 from Redis's own EVALSHA p50/p99), the machine's scheduling gaps (the latency tail) and the
-client part of latency (the body of the latencies minus the service time). With --probe-rate a
+client time of latency (the body of the latencies minus the service time). With --probe-rate a
 saturation probe follows (2 s far above capacity), then two gap runs as long as the first at 25%
 and 35% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
 CPU per decision, and the co-located host, whose scheduling gaps grow with the rate, for

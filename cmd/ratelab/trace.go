@@ -179,7 +179,7 @@ func newTraceInfoCmd() *cobra.Command {
 				return err
 			}
 			if rerr != nil {
-				return fmt.Errorf("%s: %w (the %d records above are readable)", args[0], rerr, len(t.Records))
+				return fmt.Errorf("%s: %w (the %d requests above are readable)", args[0], rerr, len(t.Requests))
 			}
 			return nil
 		},
@@ -210,11 +210,11 @@ type traceInfo struct {
 func describeTrace(path string, t *trace.Trace) traceInfo {
 	tenants := map[uint32]bool{}
 	var cost uint64
-	for _, r := range t.Records {
+	for _, r := range t.Requests {
 		tenants[r.Tenant] = true
 		cost += uint64(r.Cost)
 	}
-	info := traceInfo{Path: path, Requests: len(t.Records), DurationS: t.Duration().Seconds(), Tenants: len(tenants),
+	info := traceInfo{Path: path, Requests: len(t.Requests), DurationS: t.Duration().Seconds(), Tenants: len(tenants),
 		Endpoints: t.Endpoints, CostTokens: cost, duration: t.Duration()}
 	window, rate := t.Window(1)
 	info.WindowS, info.RatePerS, info.window = window.Seconds(), rate, window
@@ -259,6 +259,6 @@ func writeTrace(cmd *cobra.Command, path string, t *trace.Trace) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("--file %s: %w", path, err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s: %d requests over %v\n", path, len(t.Records), t.Duration())
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %d requests over %v\n", path, len(t.Requests), t.Duration())
 	return nil
 }

@@ -96,11 +96,11 @@ func TestImageDistributedRun(t *testing.T) {
 			t.Errorf("key %s: decisions whole %d, merged %d", k, w, m)
 		}
 	}
-	if w, m := whole.hist.Count(), merged.hist.Count(); w != m || w != whole.sum.Load.Decisions {
-		t.Errorf("latency histogram count: whole %d, merged %d; want both the whole run's %d decisions", w, m, whole.sum.Load.Decisions)
+	if w, m := whole.hist.Count(), merged.hist.Count(); w != m || w != whole.sum.Load.Completed {
+		t.Errorf("latency histogram count: whole %d, merged %d; want both the whole run's %d decisions", w, m, whole.sum.Load.Completed)
 	}
 	t.Logf("whole and merged: offered %v by second (%d in all), %d decisions over %d keys, histogram count %d",
-		offered, whole.sum.Load.Offered, whole.sum.Load.Decisions, len(whole.keys), merged.hist.Count())
+		offered, whole.sum.Load.Offered, whole.sum.Load.Completed, len(whole.keys), merged.hist.Count())
 }
 
 // bgRun is a container run in the background: its error arrives on err, then its output is in out.
@@ -147,11 +147,11 @@ func readRun(t *testing.T, dir string) runFiles {
 	}
 	read(results.TimeseriesFile, func(f *os.File) (err error) { r.rows, err = results.ReadTimeseries(f); return err })
 	read(results.HistogramFile, func(f *os.File) (err error) { r.hist, err = results.ReadHistogram(f); return err })
-	read(results.LedgerFile, func(f *os.File) error {
-		keys, err := results.ReadLedger(f)
+	read(results.TallyFile, func(f *os.File) error {
+		keys, err := results.ReadTally(f)
 		r.keys = map[string]int64{}
 		for _, k := range keys {
-			r.keys[k.Key] += k.Decisions
+			r.keys[k.Key] += k.Completed
 		}
 		return err
 	})

@@ -24,7 +24,7 @@ func ExampleStart() {
 	run.ObserveHistogram(h) // the second's histogram of served requests, beside its row
 
 	sum := results.NewSummary("smoke", 1, time.Now())
-	sum.Load.Offered, sum.Load.Sent, sum.Load.Decisions = 100, 100, 100
+	sum.Load.Offered, sum.Load.Sent, sum.Load.Completed = 100, 100, 100
 	sum.Outcomes.Allowed, sum.Outcomes.Denied = 90, 10 // one decision came after its row
 	if err := run.Finish(context.Background(), sum); err != nil {
 		panic(err)

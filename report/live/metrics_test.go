@@ -28,7 +28,7 @@ func feed(m *Metrics) *results.Summary {
 		Unreplicated: 1, CentralOps: 99, P50Ms: 1.5, P90Ms: 2, P99Ms: 4, P999Ms: 8, MaxMs: 9})
 	m.OnProgress(results.Progress{Offered: 250, Sent: 247, Dropped: 3, InFlight: 7, Fault: "pause"})
 	sum := results.NewSummary("s", 1, time.Unix(0, 0))
-	sum.Load = results.Load{Offered: 300, Sent: 297, Dropped: 3, Decisions: 297, Late: 1, OfferedRPS: 100, AchievedRPS: 98.5}
+	sum.Load = results.Load{Offered: 300, Sent: 297, Dropped: 3, Completed: 297, Late: 1, OfferedRPS: 100, AchievedRPS: 98.5}
 	sum.Outcomes = results.Outcomes{Allowed: 190, Denied: 90, FailedOpen: 5, FailedClosed: 2, Errors: 10}
 	sum.Errors = results.Errors{Timeout: 6, Moved: 2, Ask: 1, TryAgain: 1, ClusterDown: 1, NoScript: 1, Conn: 3, Unreplicated: 2, Other: 1}
 	sum.Overspend.Requests, sum.Overspend.FalseDenies = 3, 1

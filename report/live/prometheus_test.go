@@ -99,14 +99,14 @@ func TestPrometheusSeesTheSummary(t *testing.T) {
 	// Every served (decided) request is one observation, as in the run's histogram; an error is
 	// no decision. Scraped with native histograms on, Prometheus 2.42 keeps the native form only;
 	// the push carries the classic series.
-	served := sum.Load.Decisions - sum.Outcomes.Errors
+	served := sum.Load.Completed - sum.Outcomes.Errors
 	for _, q := range []string{`histogram_count(ratelab_latency_seconds{job="ratelab"})`,
 		`ratelab_latency_seconds_count{job=""}`, `ratelab_latency_seconds_bucket{job="",le="+Inf"}`} {
 		if have := prom.value(t, q); have != float64(served) {
 			t.Errorf("%s = %v, want the served decisions %d", q, have, served)
 		}
 	}
-	t.Logf("summary: offered %d, decisions %d, outcomes %+v, central ops %d", sum.Load.Offered, sum.Load.Decisions, sum.Outcomes, sum.Central.Ops)
+	t.Logf("summary: offered %d, decisions %d, outcomes %+v, central ops %d", sum.Load.Offered, sum.Load.Completed, sum.Outcomes, sum.Central.Ops)
 	checkDashboard(t, prom, sum.StartedAt)
 }
 

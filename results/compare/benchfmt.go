@@ -44,7 +44,7 @@ var benchUnits = []benchUnit{
 	{"achieved-req/s", true, func(s *results.Summary) float64 { return s.Load.AchievedRPS }},
 	{"overspend-ratio", false, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false-deny-ratio", false, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
-	{"error-ratio", false, func(s *results.Summary) float64 { return results.Ratio(s.Outcomes.Errors, s.Load.Decisions) }},
+	{"error-ratio", false, func(s *results.Summary) float64 { return results.Ratio(s.Outcomes.Errors, s.Load.Completed) }},
 	{"generator-cpu-sec/decision", false, func(s *results.Summary) float64 { return s.GeneratorUsPerDecision() / 1e6 }},
 }
 
@@ -97,7 +97,7 @@ func benchResult(side string, s *results.Summary) *benchfmt.Result {
 		Config: []benchfmt.Config{{Key: SideKey, Value: []byte(side), File: true}},
 		// A name is one field of the line: no spaces.
 		Name:  benchfmt.Name(BenchName + "/scenario=" + strings.Join(strings.Fields(s.Scenario), "_")),
-		Iters: int(max(s.Load.Decisions, 1)),
+		Iters: int(max(s.Load.Completed, 1)),
 	}
 	for _, u := range benchUnits {
 		v := u.value(s)

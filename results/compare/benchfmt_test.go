@@ -57,8 +57,8 @@ func TestBenchfmtReadsBack(t *testing.T) {
 			if got, want := string(res.Name), "Ratelab/scenario=synthetic"; got != want {
 				t.Errorf("%s run %d: name %q, want %q", side, i, got, want)
 			}
-			if res.Iters != int(s.Load.Decisions) {
-				t.Errorf("%s run %d: iterations %d, want the decisions %d", side, i, res.Iters, s.Load.Decisions)
+			if res.Iters != int(s.Load.Completed) {
+				t.Errorf("%s run %d: iterations %d, want the decisions %d", side, i, res.Iters, s.Load.Completed)
 			}
 			if len(res.Values) != len(benchUnits) {
 				t.Errorf("%s run %d: %d values, want %d", side, i, len(res.Values), len(benchUnits))

@@ -23,7 +23,7 @@ func writeReps(t *testing.T, dir string, p99s []float64, mod func(i int, s *resu
 		s.DurationS = 2
 		s.LatencyMs = results.Latency{P50: results.Ms(p99 / 4), P90: results.Ms(p99 / 2), P99: results.Ms(p99),
 			P999: results.Ms(1.5 * p99), Max: results.Ms(2 * p99), MeasurablePct: 100}
-		s.Load.OfferedRPS, s.Load.AchievedRPS, s.Load.Decisions = 300, 299+float64(i%3)/10, 600
+		s.Load.OfferedRPS, s.Load.AchievedRPS, s.Load.Completed = 300, 299+float64(i%3)/10, 600
 		s.Outcomes.Allowed, s.Outcomes.Denied = 500, 100
 		s.CPU = &results.CPU{WallS: 2, Cores: 2, Generator: 0.05 + float64(i%3)/1000}
 		if mod != nil {

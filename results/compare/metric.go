@@ -39,7 +39,7 @@ var Metrics = []Metric{
 	{"overspend_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 { return s.Overspend.Ratio }},
 	{"false_deny_ratio", "", true, Threshold{Value: 2e-3}, func(s *results.Summary) float64 { return s.Overspend.FalseDenyRatio }},
 	{"error_ratio", "", true, Threshold{Value: 1e-3}, func(s *results.Summary) float64 {
-		return results.Ratio(s.Outcomes.Errors, s.Load.Decisions)
+		return results.Ratio(s.Outcomes.Errors, s.Load.Completed)
 	}},
 	// The generator's own CPU per decision: ratelab's cost of deciding, which latency does not
 	// show. NaN in a summary without a cpu section (an older ratelab).

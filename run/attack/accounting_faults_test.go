@@ -94,7 +94,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 	http := run.spec.Via == scenarios.ViaHTTP
 	checkRunFiles(t, run.dir, http)
 	if !http {
-		checkLedger(t, run.dir, sum)
+		checkTally(t, run.dir, sum)
 	}
 
 	// The load.
@@ -104,8 +104,8 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 	if l.Offered != decided+o.Errors+l.Dropped || l.Offered != l.Sent+l.Dropped {
 		t.Errorf("offered %d, decided %d + errors %d + dropped %d, sent %d: every offered request is decided, an error or dropped", l.Offered, decided, o.Errors, l.Dropped, l.Sent)
 	}
-	if l.Decisions != decided+o.Errors || l.Decisions != l.Sent {
-		t.Errorf("decisions %d, outcomes add up to %d, sent %d", l.Decisions, decided+o.Errors, l.Sent)
+	if l.Completed != decided+o.Errors || l.Completed != l.Sent {
+		t.Errorf("decisions %d, outcomes add up to %d, sent %d", l.Completed, decided+o.Errors, l.Sent)
 	}
 
 	// Outcomes, kinds and unknowns against what the test saw.
@@ -141,7 +141,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 			t.Errorf("row %d has t_s %v", i, row.TS)
 		}
 	}
-	late := l.Decisions - (r.served + r.errs)
+	late := l.Completed - (r.served + r.errs)
 	within := func(what string, summary, rows int64) {
 		if d := summary - rows; d < 0 || d > late {
 			t.Errorf("%s: summary %d, rows %d: the rows may miss only the %d decisions booked after their row", what, summary, rows, late)
@@ -151,7 +151,7 @@ func checkAccounting(t *testing.T, run *chaosRun) {
 		t.Errorf("rows: offered %d, sent %d, dropped %d; summary offered %d", r.offered, r.sent, r.dropped, l.Offered)
 	}
 	within("sent", l.Sent, r.sent)
-	within("decisions", l.Decisions, r.served+r.errs)
+	within("decisions", l.Completed, r.served+r.errs)
 	within("allowed", o.Allowed, r.allowed)
 	within("denied", o.Denied, r.denied)
 	within("failed open", o.FailedOpen, r.failedOpen)
@@ -324,7 +324,7 @@ func checkRunFiles(t *testing.T, dir string, http bool) {
 	if http {
 		files = append(files, attack.ResultsFile)
 	} else {
-		files = append(files, results.LedgerFile)
+		files = append(files, results.TallyFile)
 	}
 	for _, name := range files {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
@@ -333,25 +333,25 @@ func checkRunFiles(t *testing.T, dir string, http bool) {
 	}
 }
 
-// checkLedger checks that keys.csv adds up to the summary's decisions and overspend.
-func checkLedger(t *testing.T, dir string, sum *results.Summary) {
+// checkTally checks that keys.csv adds up to the summary's decisions and overspend.
+func checkTally(t *testing.T, dir string, sum *results.Summary) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, results.LedgerFile))
+	f, err := os.Open(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		t.Error(err)
 		return
 	}
 	defer f.Close()
-	keys, err := results.ReadLedger(f)
+	keys, err := results.ReadTally(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var decisions, overspend int64
 	for _, k := range keys {
-		decisions += k.Decisions
+		decisions += k.Completed
 		overspend += k.Overspend
 	}
-	if decisions != sum.Load.Decisions || overspend != sum.Overspend.Requests {
-		t.Errorf("keys.csv: %d decisions, %d overspend; summary %d, %d", decisions, overspend, sum.Load.Decisions, sum.Overspend.Requests)
+	if decisions != sum.Load.Completed || overspend != sum.Overspend.Requests {
+		t.Errorf("keys.csv: %d decisions, %d overspend; summary %d, %d", decisions, overspend, sum.Load.Completed, sum.Overspend.Requests)
 	}
 }

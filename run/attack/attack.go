@@ -271,7 +271,7 @@ func newSummary(name string, o Options, p *plan, c *collector, ran time.Duration
 		Provider: "http", Mode: "black-box http", Cores: runtime.NumCPU(), Go: runtime.Version(), Ratelab: o.Version,
 	}
 	sum.Load = results.Load{
-		Offered: offered, Decisions: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: offered - c.sent,
+		Offered: offered, Completed: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: offered - c.sent,
 		DroppedInflight: offered - c.sent,
 		MaxInflight:     int(min(o.MaxWorkers, 1<<31-1)), Concurrency: int(min(o.MaxWorkers, 1<<31-1)),
 	}

@@ -204,7 +204,7 @@ limiter: {kind: memory, timeout: 2s}
 		if sum.Load.Dropped != 0 {
 			t.Fatalf("%s: %d requests dropped: the machine was too busy for an exact comparison", via, sum.Load.Dropped)
 		}
-		f := driverFigures{offered: sum.Load.Offered, decisions: sum.Load.Decisions, outcomes: sum.Outcomes,
+		f := driverFigures{offered: sum.Load.Offered, decisions: sum.Load.Completed, outcomes: sum.Outcomes,
 			errors: sum.Errors, overspend: sum.Overspend, hotKeys: sum.HotKeys, keys: map[string]keyAnswers{}}
 		var lim keyAnswers
 		for _, c := range lims {

@@ -34,6 +34,6 @@ limiter: {kind: memory}
 		return
 	}
 	s := res.Summary
-	fmt.Println(s.Scenario, "via", s.Environment.Via, "decisions", s.Load.Decisions, "denied", s.Outcomes.Denied > 0)
+	fmt.Println(s.Scenario, "via", s.Environment.Via, "decisions", s.Load.Completed, "denied", s.Outcomes.Denied > 0)
 	// Output: example via http decisions 200 denied true
 }

@@ -260,14 +260,14 @@ func (o Options) Validate() error {
 			bad("weights: %d for %d endpoints; give one per endpoint", len(o.Weights), len(o.Endpoints))
 		}
 	} else {
-		if len(o.Trace.Records) == 0 {
+		if len(o.Trace.Requests) == 0 {
 			bad("trace: no records")
 		}
 		if !(o.Speed > 0) || math.IsInf(o.Speed, 0) {
 			bad("speed %v: want a factor > 0, e.g. 2 for twice as fast", o.Speed)
 		}
 		if o.CostHeader == "" {
-			for i, r := range o.Trace.Records {
+			for i, r := range o.Trace.Requests {
 				if r.Cost != 1 {
 					bad("trace record %d costs %d tokens: set a cost header (--cost-header NAME) the target reads, or replay a trace of cost-1 requests", i, r.Cost)
 					break

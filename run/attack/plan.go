@@ -26,7 +26,7 @@ var traceEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // recs[i]'s tenant and endpoint.
 type plan struct {
 	hdr     trace.Header
-	recs    []trace.Record
+	recs    []trace.Request
 	off     []time.Duration // intended offset of schedule slot i (trace time / speed)
 	urls    [][]string      // per gateway, per endpoint
 	tenants int             // dense tenant ids are < tenants
@@ -48,8 +48,8 @@ func newPlan(o Options) (*plan, error) {
 			return nil, err
 		}
 	}
-	p := &plan{hdr: t.Header, recs: t.Records, off: make([]time.Duration, len(t.Records))}
-	for i, r := range t.Records {
+	p := &plan{hdr: t.Header, recs: t.Requests, off: make([]time.Duration, len(t.Requests))}
+	for i, r := range t.Requests {
 		p.off[i] = time.Duration(float64(r.At) / o.Speed)
 	}
 	if o.Trace == nil {
@@ -57,7 +57,7 @@ func newPlan(o Options) (*plan, error) {
 	} else if len(t.Tenants) > 0 {
 		p.tenants = len(t.Tenants)
 	} else {
-		for _, r := range t.Records {
+		for _, r := range t.Requests {
 			p.tenants = max(p.tenants, int(r.Tenant)+1)
 		}
 	}

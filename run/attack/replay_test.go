@@ -71,8 +71,8 @@ func TestReplayIsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := res.Summary
-		if s.Load.Decisions != int64(len(tr.Records)) || s.Outcomes.Errors != 0 {
-			t.Fatalf("replay %d: %d decisions, %d errors; want all %d requests answered", i, s.Load.Decisions, s.Outcomes.Errors, len(tr.Records))
+		if s.Load.Completed != int64(len(tr.Requests)) || s.Outcomes.Errors != 0 {
+			t.Fatalf("replay %d: %d decisions, %d errors; want all %d requests answered", i, s.Load.Completed, s.Outcomes.Errors, len(tr.Requests))
 		}
 		if s.Overspend.Requests != 0 || s.Overspend.FalseDenies != 0 {
 			t.Errorf("replay %d: overspend %d, false denies %d; the envelope judges at the limiter's own times, want 0 and 0",
@@ -90,7 +90,7 @@ func TestReplayIsExact(t *testing.T) {
 	if counts[0][0] == 0 || counts[0][1] == 0 {
 		t.Errorf("allowed/denied %v: want both, or the test shows nothing", counts[0])
 	}
-	t.Logf("%d requests, allowed/denied %v in both replays", len(tr.Records), counts[0])
+	t.Logf("%d requests, allowed/denied %v in both replays", len(tr.Requests), counts[0])
 }
 
 // A schedule over a fractional window offers its rate over that window: 1,500 requests at

@@ -66,7 +66,7 @@ func RunScenario(ctx context.Context, spec *scenarios.Spec, opts engine.Options)
 	if m == nil {
 		return nil, err
 	}
-	logf("via http: %d decisions in %v", m.sum.Load.Decisions, time.Since(began).Round(time.Millisecond))
+	logf("via http: %d decisions in %v", m.sum.Load.Completed, time.Since(began).Round(time.Millisecond))
 	m.sum.Load.AddNote(results.NoteVia, fmt.Sprintf("via http: %d ratelab gateway(s) on %v in this process (above what a bare net/http handler serves on this machine, the HTTP path, not the limiter, is measured)",
 		len(gws.urls), gws.urls))
 	res, ferr := s.Finish(ctx, &engine.Measured{Summary: m.sum, Rows: m.rows, Hist: m.hist, Ran: m.ran})

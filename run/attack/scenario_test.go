@@ -40,8 +40,8 @@ func checkRunDir(t *testing.T, res *engine.Result) *results.Summary {
 		t.Errorf("environment.via %q, want http", sum.Environment.Via)
 	}
 	o := sum.Outcomes
-	if got := o.Allowed + o.Denied + o.FailedOpen + o.FailedClosed + o.Errors; got != sum.Load.Decisions {
-		t.Errorf("outcomes add up to %d, decisions %d", got, sum.Load.Decisions)
+	if got := o.Allowed + o.Denied + o.FailedOpen + o.FailedClosed + o.Errors; got != sum.Load.Completed {
+		t.Errorf("outcomes add up to %d, decisions %d", got, sum.Load.Completed)
 	}
 	var rowsSent int64
 	for _, r := range readRows(t, res.Dir) {
@@ -73,11 +73,11 @@ limiter: {kind: memory}
 		t.Fatal(err)
 	}
 	sum := checkRunDir(t, res)
-	if sum.Scenario != "via-http-memory" || sum.Load.Decisions != 800 {
-		t.Errorf("scenario %q, %d decisions: want via-http-memory, the schedule's 800", sum.Scenario, sum.Load.Decisions)
+	if sum.Scenario != "via-http-memory" || sum.Load.Completed != 800 {
+		t.Errorf("scenario %q, %d decisions: want via-http-memory, the schedule's 800", sum.Scenario, sum.Load.Completed)
 	}
-	if heard.records != sum.Load.Decisions || heard.overspend != sum.Overspend.Requests {
-		t.Errorf("consumer heard %d records, %d overspent; summary %d decisions, %d overspent", heard.records, heard.overspend, sum.Load.Decisions, sum.Overspend.Requests)
+	if heard.records != sum.Load.Completed || heard.overspend != sum.Overspend.Requests {
+		t.Errorf("consumer heard %d records, %d overspent; summary %d decisions, %d overspent", heard.records, heard.overspend, sum.Load.Completed, sum.Overspend.Requests)
 	}
 	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 || sum.Outcomes.Errors != 0 {
 		t.Errorf("outcomes %+v: want allowed and denied over HTTP, no errors", sum.Outcomes)
@@ -200,8 +200,8 @@ cluster: {primaries: 2, replicas: 0}
 	}
 	// Central ops: fewer than decisions, since a fetch takes up to 10 tokens (how many fewer
 	// depends on how often the drained buckets refuse, which timing decides).
-	if sum.Central.Ops >= sum.Load.Decisions {
-		t.Errorf("%d central ops for %d decisions: leases must spare round trips", sum.Central.Ops, sum.Load.Decisions)
+	if sum.Central.Ops >= sum.Load.Completed {
+		t.Errorf("%d central ops for %d decisions: leases must spare round trips", sum.Central.Ops, sum.Load.Completed)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // so when 0 is answered the turn skips 1 and goes to 2.
 func TestSequencerOrderAndSkip(t *testing.T) {
 	t.Parallel()
-	p := &plan{recs: []trace.Record{{Tenant: 0}, {Tenant: 0}, {Tenant: 0}, {Tenant: 1}}, nextSame: []int32{1, 2, -1, -1}, first: []int32{0, 3}}
+	p := &plan{recs: []trace.Request{{Tenant: 0}, {Tenant: 0}, {Tenant: 0}, {Tenant: 1}}, nextSame: []int32{1, 2, -1, -1}, first: []int32{0, 3}}
 	s := newSequencer(p)
 	ctx := context.Background()
 	if err := s.wait(ctx, 0, 0); err != nil {

@@ -24,7 +24,7 @@ type AlgorithmRun struct {
 
 // OpsPerDecision is the Redis operations the run sent per decision.
 func (r AlgorithmRun) OpsPerDecision() float64 {
-	return float64(r.Summary.Central.Ops) / float64(max(r.Summary.Load.Decisions, 1))
+	return float64(r.Summary.Central.Ops) / float64(max(r.Summary.Load.Completed, 1))
 }
 
 // Algorithms runs spec once per limiter kind on the same trace (same seed, same load, same

@@ -90,8 +90,8 @@ func checkConsistent(t *testing.T, sum *results.Summary, rows []results.Interval
 	if sum.Load.Sent != sent || sum.Load.Dropped != dropped {
 		t.Errorf("summary sent/dropped %d/%d, rows say %d/%d", sum.Load.Sent, sum.Load.Dropped, sent, dropped)
 	}
-	if got := o.Allowed + o.Denied + o.FailedOpen + o.FailedClosed + o.Errors; got != sum.Load.Decisions || got != sent {
-		t.Errorf("outcomes add up to %d, decisions %d, sent %d: every sent request must end in exactly one outcome", got, sum.Load.Decisions, sent)
+	if got := o.Allowed + o.Denied + o.FailedOpen + o.FailedClosed + o.Errors; got != sum.Load.Completed || got != sent {
+		t.Errorf("outcomes add up to %d, decisions %d, sent %d: every sent request must end in exactly one outcome", got, sum.Load.Completed, sent)
 	}
 	// Rows may miss only decisions that finished after their second was written.
 	if allowed > o.Allowed || denied > o.Denied || errs > o.Errors {
@@ -298,8 +298,8 @@ func TestEngineInterruptKeepsWhatWasMeasured(t *testing.T) {
 	if sum.DurationS < 1.4 || sum.DurationS > 4 {
 		t.Errorf("duration_s %v, want about 1.5", sum.DurationS)
 	}
-	if sum.Load.Decisions < 2500 {
-		t.Errorf("decisions %d, want the ~3000 made before the interrupt", sum.Load.Decisions)
+	if sum.Load.Completed < 2500 {
+		t.Errorf("decisions %d, want the ~3000 made before the interrupt", sum.Load.Completed)
 	}
 }
 
@@ -330,8 +330,8 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
 			t.Errorf("outcomes %+v: want both allowed and denied", sum.Outcomes)
 		}
-		if sum.Central.Ops < sum.Load.Decisions {
-			t.Errorf("central ops %d < decisions %d: every decision is one EVALSHA", sum.Central.Ops, sum.Load.Decisions)
+		if sum.Central.Ops < sum.Load.Completed {
+			t.Errorf("central ops %d < decisions %d: every decision is one EVALSHA", sum.Central.Ops, sum.Load.Completed)
 		}
 		if sum.Errors.NoScript != 0 || sum.Errors.Moved != 0 {
 			t.Errorf("errors %+v: a quiet cluster with a preloaded script has no NOSCRIPT or MOVED", sum.Errors)
@@ -368,8 +368,8 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Summary.Environment.Mode != "lease" || res.Summary.Load.Decisions == 0 {
-			t.Errorf("mode %q, %d decisions: want a lease run", res.Summary.Environment.Mode, res.Summary.Load.Decisions)
+		if res.Summary.Environment.Mode != "lease" || res.Summary.Load.Completed == 0 {
+			t.Errorf("mode %q, %d decisions: want a lease run", res.Summary.Environment.Mode, res.Summary.Load.Completed)
 		}
 	})
 	t.Run("leases cut central calls and stay near the envelope", func(t *testing.T) {
@@ -391,8 +391,8 @@ func TestEngineCentralTokenBucket(t *testing.T) {
 			t.Errorf("mode %q outcomes %+v", sum.Environment.Mode, sum.Outcomes)
 		}
 		// The hot keys fetch 10 tokens per call: far fewer Redis calls than decisions.
-		if sum.Central.Ops*2 > sum.Load.Decisions {
-			t.Errorf("central ops %d for %d decisions: leases must cut central calls", sum.Central.Ops, sum.Load.Decisions)
+		if sum.Central.Ops*2 > sum.Load.Completed {
+			t.Errorf("central ops %d for %d decisions: leases must cut central calls", sum.Central.Ops, sum.Load.Completed)
 		}
 		if sum.Overspend.Bound.Sources["leases"] <= 0 || !strings.Contains(sum.Load.Note, "lease fetches") {
 			t.Errorf("bound %+v, note %q: want the leases' part of the bound and the lease figures in the note", sum.Overspend.Bound, sum.Load.Note)

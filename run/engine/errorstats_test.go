@@ -118,9 +118,9 @@ cluster: {provider: running, primaries: 2, replicas: 0}
 			t.Fatal(err)
 		}
 		s := res.Summary
-		if want := s.Load.Decisions + s.Errors.NoScript; s.Central.Ops != want || s.Central.OtherOps == 0 {
+		if want := s.Load.Completed + s.Errors.NoScript; s.Central.Ops != want || s.Central.OtherOps == 0 {
 			t.Errorf("%s: central ops %d, other %d; want decisions %d + NOSCRIPT retries %d = %d, and the set-up commands apart",
-				tc.name, s.Central.Ops, s.Central.OtherOps, s.Load.Decisions, s.Errors.NoScript, want)
+				tc.name, s.Central.Ops, s.Central.OtherOps, s.Load.Completed, s.Errors.NoScript, want)
 		}
 		if tc.extra != "" && s.Errors.NoScript == 0 {
 			t.Errorf("%s: no NOSCRIPT after a script flush", tc.name)

@@ -59,7 +59,7 @@ type faultGateways struct{ s *Session }
 
 func (g faultGateways) Count() int { return len(g.s.gateways) }
 
-func (g faultGateways) Has(p faults.Part) bool {
+func (g faultGateways) Has(p faults.Feature) bool {
 	switch p {
 	case faults.GatewayClocks:
 		return g.s.skew != nil

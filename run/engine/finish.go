@@ -32,7 +32,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 		st := s.store.summary(ctx, m.Ran, sum.HotKeys)
 		sum.Nodes, sum.Central, sum.HotKeys, sum.Errors = st.nodes, st.central, st.hotKeys, st.errors(sum.Errors)
 	}
-	leases := s.leaseSummary(sum.Load.Decisions)
+	leases := s.leaseSummary(sum.Load.Completed)
 	fs := s.faults.Summary(m.Rows)
 	sum.Faults = fs.Events
 	sum.Regions = s.regions.summary(m.Ran)
@@ -56,7 +56,7 @@ func (s *Session) Finish(ctx context.Context, m *Measured) (*Result, error) {
 func (s *Session) writeRun(sum *results.Summary, m *Measured) (*Result, error) {
 	res := &Result{Dir: s.Dir, Summary: sum}
 	if m.Keys != nil {
-		if err := writeLedger(s.Dir, m.Keys); err != nil {
+		if err := writeTally(s.Dir, m.Keys); err != nil {
 			return res, err
 		}
 	}
@@ -77,7 +77,7 @@ func (s *Session) notes() []results.Note {
 		add(results.NoteTariffs, s.tariffs.note(time.Unix(0, s.marks.baseNs.Load())))
 	}
 	if rp := s.replay; rp != nil {
-		add(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Records), len(rp.tenants)))
+		add(results.NoteReplay, fmt.Sprintf("replay of %s at speed %g (%d requests, %d tenants)", rp.path, rp.speed, len(rp.tr.Requests), len(rp.tenants)))
 	}
 	if s.store != nil {
 		add(results.NoteExternal, s.store.note)
@@ -86,15 +86,15 @@ func (s *Session) notes() []results.Note {
 	return n
 }
 
-// writeLedger writes keys.csv into dir.
-func writeLedger(dir string, keys []results.KeyCount) error {
-	f, err := os.Create(filepath.Join(dir, results.LedgerFile))
+// writeTally writes keys.csv into dir.
+func writeTally(dir string, keys []results.KeyTally) error {
+	f, err := os.Create(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		return err
 	}
-	if err := results.WriteLedger(f, keys); err != nil {
+	if err := results.WriteTally(f, keys); err != nil {
 		f.Close()
-		return fmt.Errorf("writing %s: %w", results.LedgerFile, err)
+		return fmt.Errorf("writing %s: %w", results.TallyFile, err)
 	}
 	return f.Close()
 }
@@ -103,7 +103,7 @@ func writeLedger(dir string, keys []results.KeyCount) error {
 func (s *Session) maxCost() int64 {
 	c := int64(1)
 	if s.replay != nil {
-		for _, r := range s.replay.tr.Records {
+		for _, r := range s.replay.tr.Requests {
 			c = max(c, int64(r.Cost))
 		}
 	}

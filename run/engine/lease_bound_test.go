@@ -50,7 +50,7 @@ func TestLeaseBurstExcessStaysWithinItsBound(t *testing.T) {
 		}
 		for i := range burst {
 			at := time.Duration(e)*700*time.Millisecond + time.Duration(i)*200*time.Microsecond
-			if err := w.Write(trace.Record{At: at, Tenant: 0, Endpoint: 0, Cost: 1}); err != nil {
+			if err := w.Write(trace.Request{At: at, Tenant: 0, Endpoint: 0, Cost: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -175,9 +175,9 @@ func TestLeaseBoundIsMeasured(t *testing.T) {
 	if err := l.SaveState(state); err != nil {
 		t.Fatal(err)
 	}
-	var recs []trace.Record
+	var recs []trace.Request
 	for i := range 50 {
-		recs = append(recs, trace.Record{At: time.Duration(i) * time.Millisecond, Tenant: 0, Endpoint: 0, Cost: 1})
+		recs = append(recs, trace.Request{At: time.Duration(i) * time.Millisecond, Tenant: 0, Endpoint: 0, Cost: 1})
 	}
 	file := writeTrace(t, dir, recs)
 	spec, err := scenarios.Parse("measured", []byte(`
@@ -204,7 +204,7 @@ cluster: {provider: running, primaries: 1, replicas: 0}
 }
 
 // writeTrace writes recs (tenant 0's endpoint "api") as a trace file in dir.
-func writeTrace(t *testing.T, dir string, recs []trace.Record) string {
+func writeTrace(t *testing.T, dir string, recs []trace.Request) string {
 	t.Helper()
 	file := filepath.Join(dir, "bound.trace")
 	f, err := os.Create(file)

@@ -41,7 +41,7 @@ func TestAchievedCountsOnlyAnswersWithinTheWindow(t *testing.T) {
 	l := res.Summary.Load
 	// The dispatcher kept its schedule (nothing behind, no lag): the limiter is the limit, named
 	// as such, and the generator is not blamed.
-	if l.AchievedRPS > 650 || l.Late < 600 || l.Decisions != 2000 || l.GeneratorLimited || l.Limit != results.LimitLimiter {
+	if l.AchievedRPS > 650 || l.Late < 600 || l.Completed != 2000 || l.GeneratorLimited || l.Limit != results.LimitLimiter {
 		t.Errorf("load %+v: want ~500/s achieved, the rest late, all 2000 decided, limited by the limiter, not the generator", l)
 	}
 }

@@ -83,7 +83,7 @@ type Measured struct {
 	Rows    []results.Interval
 	Hist    *results.Histogram
 	// Keys, when not nil, is written as keys.csv.
-	Keys []results.KeyCount
+	Keys []results.KeyTally
 	// Ran is how much of the schedule the run covered (less than the duration if interrupted).
 	Ran time.Duration
 }

@@ -36,20 +36,20 @@ limiter: {kind: memory}
 	return s
 }
 
-func readLedgerFile(t *testing.T, dir string) map[string]int64 {
+func readTallyFile(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, results.LedgerFile))
+	f, err := os.Open(filepath.Join(dir, results.TallyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	keys, err := results.ReadLedger(f)
+	keys, err := results.ReadTally(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int64{}
 	for _, k := range keys {
-		out[k.Key] = k.Decisions
+		out[k.Key] = k.Completed
 	}
 	return out
 }
@@ -89,12 +89,12 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 	if offered < 8000 {
 		t.Fatalf("full run offered %d requests in 3 s at 3000/s: the schedule is wrong", offered)
 	}
-	if s0.Summary.Load.Decisions == 0 || s1.Summary.Load.Decisions == 0 {
-		t.Fatalf("part decisions %d and %d: a part ran nothing", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
+	if s0.Summary.Load.Completed == 0 || s1.Summary.Load.Completed == 0 {
+		t.Fatalf("part decisions %d and %d: a part ran nothing", s0.Summary.Load.Completed, s1.Summary.Load.Completed)
 	}
 	// Part 0 owns tenant 0, the hottest: it must carry more than half of the load.
-	if s0.Summary.Load.Decisions <= s1.Summary.Load.Decisions {
-		t.Errorf("part 0 decided %d, part 1 %d: tenant 0 (the Zipf hottest) is part 0's", s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
+	if s0.Summary.Load.Completed <= s1.Summary.Load.Completed {
+		t.Errorf("part 0 decided %d, part 1 %d: tenant 0 (the Zipf hottest) is part 0's", s0.Summary.Load.Completed, s1.Summary.Load.Completed)
 	}
 
 	drops := f.Load.Dropped + s0.Summary.Load.Dropped + s1.Summary.Load.Dropped
@@ -103,17 +103,17 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 		// which ones were decided differs, but every offered request is still accounted for.
 		t.Logf("runs dropped %d requests (machine overloaded): checking accounting only", drops)
 		for _, s := range []*results.Summary{f, m} {
-			if s.Load.Decisions+s.Load.Dropped != offered {
-				t.Errorf("decisions %d + dropped %d != offered %d", s.Load.Decisions, s.Load.Dropped, offered)
+			if s.Load.Completed+s.Load.Dropped != offered {
+				t.Errorf("decisions %d + dropped %d != offered %d", s.Load.Completed, s.Load.Dropped, offered)
 			}
 		}
 		return
 	}
 	t.Logf("offered %d; full: decisions %d allowed %d denied %d p99 %.3f ms; merged: decisions %d allowed %d denied %d p99 %.3f ms; parts %d + %d",
-		offered, f.Load.Decisions, f.Outcomes.Allowed, f.Outcomes.Denied, f.LatencyMs.P99,
-		m.Load.Decisions, m.Outcomes.Allowed, m.Outcomes.Denied, m.LatencyMs.P99, s0.Summary.Load.Decisions, s1.Summary.Load.Decisions)
-	if f.Load.Decisions != offered || m.Load.Decisions != offered || m.Load.Sent != f.Load.Sent {
-		t.Errorf("decisions: full %d, merged %d, sent %d vs %d; want all %d", f.Load.Decisions, m.Load.Decisions, f.Load.Sent, m.Load.Sent, offered)
+		offered, f.Load.Completed, f.Outcomes.Allowed, f.Outcomes.Denied, f.LatencyMs.P99,
+		m.Load.Completed, m.Outcomes.Allowed, m.Outcomes.Denied, m.LatencyMs.P99, s0.Summary.Load.Completed, s1.Summary.Load.Completed)
+	if f.Load.Completed != offered || m.Load.Completed != offered || m.Load.Sent != f.Load.Sent {
+		t.Errorf("decisions: full %d, merged %d, sent %d vs %d; want all %d", f.Load.Completed, m.Load.Completed, f.Load.Sent, m.Load.Sent, offered)
 	}
 	if m.Outcomes != f.Outcomes {
 		t.Errorf("outcomes: merged %+v, full %+v; the policy is time-independent, so they must match exactly", m.Outcomes, f.Outcomes)
@@ -121,7 +121,7 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 	if m.Overspend.Requests != f.Overspend.Requests || m.Overspend.FalseDenies != f.Overspend.FalseDenies {
 		t.Errorf("overspend: merged %d/%d false denies, full %d/%d", m.Overspend.Requests, m.Overspend.FalseDenies, f.Overspend.Requests, f.Overspend.FalseDenies)
 	}
-	fk, mk := readLedgerFile(t, full.Dir), readLedgerFile(t, merged.Dir)
+	fk, mk := readTallyFile(t, full.Dir), readTallyFile(t, merged.Dir)
 	if len(fk) != len(mk) {
 		t.Errorf("keys with decisions: full %d, merged %d", len(fk), len(mk))
 	}
@@ -154,9 +154,9 @@ func TestPartsMergeToTheWholeRun(t *testing.T) {
 		}
 		union.Merge(h)
 	}
-	if union.Count() != m.Load.Decisions || m.LatencyServedMs.P99 != union.QuantileMs(99) || m.LatencyServedMs.P999 != union.QuantileMs(99.9) {
+	if union.Count() != m.Load.Completed || m.LatencyServedMs.P99 != union.QuantileMs(99) || m.LatencyServedMs.P999 != union.QuantileMs(99.9) {
 		t.Errorf("merged p99 %v p999 %v over %d; union of the parts %v %v over %d",
-			m.LatencyServedMs.P99, m.LatencyServedMs.P999, m.Load.Decisions, union.QuantileMs(99), union.QuantileMs(99.9), union.Count())
+			m.LatencyServedMs.P99, m.LatencyServedMs.P999, m.Load.Completed, union.QuantileMs(99), union.QuantileMs(99.9), union.Count())
 	}
 	if m.Part == nil || m.Part.Count != 2 || len(m.Part.Merged) != 2 || !m.SLO.Pass {
 		t.Errorf("merged part record %+v, scenarios.SLO %+v", m.Part, m.SLO)

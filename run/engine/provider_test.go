@@ -197,7 +197,7 @@ func TestDockerRun(t *testing.T) {
 	if sum.Outcomes.Allowed == 0 || sum.Outcomes.Denied == 0 {
 		t.Errorf("outcomes %+v: want both allowed and denied", sum.Outcomes)
 	}
-	if sum.Central.Ops < sum.Load.Decisions {
-		t.Errorf("central ops %d < decisions %d: every decision goes to the containers", sum.Central.Ops, sum.Load.Decisions)
+	if sum.Central.Ops < sum.Load.Completed {
+		t.Errorf("central ops %d < decisions %d: every decision goes to the containers", sum.Central.Ops, sum.Load.Completed)
 	}
 }

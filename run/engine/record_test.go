@@ -95,7 +95,7 @@ func TestOptionsConsumersHearEveryDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := res.Summary
-	if c.records.Load() != sum.Load.Decisions || c.overspend.Load() != sum.Overspend.Requests || sum.Overspend.Requests == 0 {
-		t.Errorf("consumer heard %d records, %d overspent; summary: %d decisions, %d overspent", c.records.Load(), c.overspend.Load(), sum.Load.Decisions, sum.Overspend.Requests)
+	if c.records.Load() != sum.Load.Completed || c.overspend.Load() != sum.Overspend.Requests || sum.Overspend.Requests == 0 {
+		t.Errorf("consumer heard %d records, %d overspent; summary: %d decisions, %d overspent", c.records.Load(), c.overspend.Load(), sum.Load.Completed, sum.Overspend.Requests)
 	}
 }

@@ -51,15 +51,15 @@ func TestRecordTraceIsTheSeededSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(got.Records)) != res.Summary.Load.Sent+res.Summary.Load.Dropped {
-		t.Errorf("trace holds %d requests, the run offered %d", len(got.Records), res.Summary.Load.Sent+res.Summary.Load.Dropped)
+	if int64(len(got.Requests)) != res.Summary.Load.Sent+res.Summary.Load.Dropped {
+		t.Errorf("trace holds %d requests, the run offered %d", len(got.Requests), res.Summary.Load.Sent+res.Summary.Load.Dropped)
 	}
-	if len(got.Records) != len(want.Records) {
-		t.Fatalf("recorded %d requests, the seeded schedule has %d", len(got.Records), len(want.Records))
+	if len(got.Requests) != len(want.Requests) {
+		t.Fatalf("recorded %d requests, the seeded schedule has %d", len(got.Requests), len(want.Requests))
 	}
-	for i := range want.Records {
-		if got.Records[i] != want.Records[i] {
-			t.Fatalf("record %d = %+v, the seeded schedule's is %+v", i, got.Records[i], want.Records[i])
+	for i := range want.Requests {
+		if got.Requests[i] != want.Requests[i] {
+			t.Fatalf("record %d = %+v, the seeded schedule's is %+v", i, got.Requests[i], want.Requests[i])
 		}
 	}
 	if !strings.Contains(res.Summary.Load.Note, "schedule recorded to "+path) {
@@ -199,9 +199,9 @@ func TestReplayRefusesBadTraces(t *testing.T) {
 		return p
 	}
 	other := write("other.trace", &trace.Trace{Header: trace.Header{TenantPrefix: "t", Endpoints: []string{"search"}},
-		Records: []trace.Record{{At: time.Millisecond, Cost: 1}}})
+		Requests: []trace.Request{{At: time.Millisecond, Cost: 1}}})
 	big := write("big.trace", &trace.Trace{Header: trace.Header{TenantPrefix: "t", Endpoints: []string{"read"}},
-		Records: []trace.Record{{At: time.Millisecond, Cost: 70000}}})
+		Requests: []trace.Request{{At: time.Millisecond, Cost: 70000}}})
 	cut := filepath.Join(dir, "cut.trace")
 	data, _ := os.ReadFile(big)
 	if err := os.WriteFile(cut, data[:len(data)-3], 0o644); err != nil {

@@ -40,7 +40,7 @@ func (d *driver) summarize(sum *results.Summary, t *Account, ran time.Duration, 
 	sum.DurationS = secs
 	sum.Interrupted = d.interrupted.Load()
 	sum.Load = results.Load{
-		Offered: c.offered, Decisions: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: c.dropped,
+		Offered: c.offered, Completed: decisions, Late: c.lateAnswers, Sent: c.sent, Dropped: c.dropped,
 		DroppedInflight: c.dropped - c.behind, DroppedBehind: c.behind,
 		MaxInflight: d.spec.Load.MaxInflight, Concurrency: d.spec.Load.Concurrency,
 		ScheduleLagP99Ms: d.lag.QuantileMs(99), LostSeconds: d.rec.lostSeconds(),

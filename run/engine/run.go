@@ -102,7 +102,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		sum.Load.AddNote(results.NoteStages, stagesNote(spec))
 	}
 	w.end(d.base, results.RunCounts(sum, total.hist))
-	m.Keys = s.tally.ledger()
+	m.Keys = s.tally.lines()
 	if s.opts.RecordTrace != "" {
 		n, rerr := recordSchedule(s.opts.RecordTrace, spec, s.replay, d.clockBase, m.Ran, d.seconds)
 		sum.Load.AddNote(results.NoteTrace, fmt.Sprintf("schedule recorded to %s (%d requests, sent or dropped)", s.opts.RecordTrace, n))

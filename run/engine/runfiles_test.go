@@ -61,11 +61,11 @@ func checkRunFiles(t *testing.T, dir string, sum *results.Summary, rows []result
 	if len(rows) > 0 && (rows[0].Time.Before(sum.StartedAt) || rows[0].Time.Sub(sum.StartedAt).Minutes() > 5) {
 		t.Errorf("second 0 started at %v, the run at %v: want the load's start, shortly after", rows[0].Time, sum.StartedAt)
 	}
-	if inIntervals > sum.Load.Decisions {
-		t.Errorf("the intervals hold %d values, more than the run's %d decisions", inIntervals, sum.Load.Decisions)
+	if inIntervals > sum.Load.Completed {
+		t.Errorf("the intervals hold %d values, more than the run's %d decisions", inIntervals, sum.Load.Completed)
 	}
 	// Served: the decided requests, an error being no decision.
-	served := sum.Load.Decisions - sum.Outcomes.Errors
+	served := sum.Load.Completed - sum.Outcomes.Errors
 	want := results.RequestCounts{Offered: sum.Load.Offered, Served: served, Dropped: sum.Load.Dropped, Failed: sum.Outcomes.Errors}
 	if have := countsLine(t, dir, results.LatencyLogFile, "#[run "); have != want.String() {
 		t.Errorf("%s totals %q, summary %q", results.LatencyLogFile, have, want)

@@ -57,10 +57,10 @@ type traceSchedule struct {
 var _ workload.Pacer = (*traceSchedule)(nil)
 
 func (t *traceSchedule) Next() (time.Duration, bool) {
-	if t.i >= len(t.r.tr.Records) {
+	if t.i >= len(t.r.tr.Requests) {
 		return 0, false
 	}
-	at := t.r.tr.Records[t.i].At
+	at := t.r.tr.Requests[t.i].At
 	t.i++
 	return t.r.offset(at), true
 }
@@ -73,7 +73,7 @@ func (t *traceSchedule) Rate(elapsed time.Duration) float64 {
 }
 
 func (t *traceSchedule) next() (uint64, int, uint16) {
-	r := t.r.tr.Records[t.k]
+	r := t.r.tr.Requests[t.k]
 	t.k++
 	return uint64(r.Tenant), t.r.epMap[r.Endpoint], uint16(r.Cost)
 }
@@ -103,11 +103,11 @@ func loadReplay(spec *scenarios.Spec) (*scenarios.Spec, *replay, error) {
 	if err != nil {
 		n := 0
 		if tr != nil {
-			n = len(tr.Records)
+			n = len(tr.Requests)
 		}
 		return nil, nil, fmt.Errorf("trace.file %s: %w (%d records readable; ratelab trace info %s shows the damage)", path, err, n, path)
 	}
-	if len(tr.Records) == 0 {
+	if len(tr.Requests) == 0 {
 		return nil, nil, fmt.Errorf("trace.file %s: no requests to replay", path)
 	}
 	rp := &replay{path: path, tr: tr, speed: spec.Trace.Speed}
@@ -132,7 +132,7 @@ func loadReplay(spec *scenarios.Spec) (*scenarios.Spec, *replay, error) {
 			path, strings.Join(missing, ", "), strings.Join(have, " "), strings.Trim(missing[0], `"`))
 	}
 	nTenants := len(tr.Tenants)
-	for i, r := range tr.Records {
+	for i, r := range tr.Requests {
 		if r.Cost > maxReplayCost {
 			return nil, nil, fmt.Errorf("trace.file %s: record %d costs %d tokens: the engine replays costs up to %d", path, i, r.Cost, maxReplayCost)
 		}
@@ -200,7 +200,7 @@ func recordSchedule(path string, spec *scenarios.Spec, rp *replay, start time.Ti
 			err = fmt.Errorf("record trace %s: %w", path, cerr)
 		}
 	}()
-	// The Writer hands each block of MaxBlockRecords to f in one Write: no bufio needed.
+	// The Writer hands each block of MaxBlockRequests to f in one Write: no bufio needed.
 	w, err := trace.NewWriter(f, hdr)
 	if err != nil {
 		return 0, fmt.Errorf("record trace %s: %w", path, err)
@@ -211,7 +211,7 @@ func recordSchedule(path string, spec *scenarios.Spec, rp *replay, start time.Ti
 			break
 		}
 		t, ep, cost := keys.next()
-		if err := w.Write(trace.Record{At: off, Tenant: uint32(t), Endpoint: uint16(ep), Cost: uint32(cost)}); err != nil {
+		if err := w.Write(trace.Request{At: off, Tenant: uint32(t), Endpoint: uint16(ep), Cost: uint32(cost)}); err != nil {
 			return w.Count(), fmt.Errorf("record trace %s: %w", path, err)
 		}
 	}

@@ -54,7 +54,7 @@ type Session struct {
 	tally *tally // decisions and overspend per key (the in-process driver's)
 	// back counts the tokens the store allowed and the unknown outcomes per key, against the
 	// debit audit (limiter.audit, in-process runs); nil otherwise.
-	back *backTally
+	back *clientDebits
 	// cuts are the gateways' cut switches of a gateway partition; nil without one.
 	cuts []atomic.Bool
 	// regions is a multi-region run's layout and accounts (regions.go); nil without regions.
@@ -98,7 +98,7 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 		}
 	}
 	if s.Spec.Limiter.Audit && s.store != nil && s.Spec.Via != scenarios.ViaHTTP {
-		s.back = newBackTally(s.Tenants, s.Endpoints, newAuditRun())
+		s.back = newClientDebits(s.Tenants, s.Endpoints, newAuditRun())
 	}
 	if err := s.buildGateways(ctx); err != nil {
 		return nil, err

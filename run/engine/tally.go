@@ -14,11 +14,11 @@ import (
 // hotKeyCount is how many of the busiest keys the summary lists.
 const hotKeyCount = 10
 
-// tally counts decisions per key (the hot keys, the slots a reshard moves, keys.csv) and, for
-// keys.csv, overspend per key. It consumes the run's records.
+// tally counts completed requests per key (the hot keys, the slots a reshard moves, keys.csv) and,
+// for keys.csv, overspend per key. It consumes the run's records.
 type tally struct {
 	tenants, endpoints []string
-	decisions          []atomic.Int64 // by key
+	completed          []atomic.Int64 // by key
 	// over is touched only on an overspend verdict, so the common decision pays nothing for it.
 	mu   sync.Mutex
 	over map[int]keyOver
@@ -29,12 +29,12 @@ type tally struct {
 type keyOver struct{ requests, tokens int64 }
 
 func newTally(tenants, endpoints []string) *tally {
-	return &tally{tenants: tenants, endpoints: endpoints, decisions: make([]atomic.Int64, len(tenants)*len(endpoints))}
+	return &tally{tenants: tenants, endpoints: endpoints, completed: make([]atomic.Int64, len(tenants)*len(endpoints))}
 }
 
-// Consume counts r's decision, and its cost when it overspent.
+// Consume counts r, and its cost when it overspent.
 func (t *tally) Consume(r *Record) {
-	t.decisions[r.Key].Add(1)
+	t.completed[r.Key].Add(1)
 	if r.Verdict != check.Overspend {
 		return
 	}
@@ -62,7 +62,7 @@ func (t *tally) slotTraffic() map[int]int64 {
 	for i, name := range t.tenants {
 		var n int64
 		for e := 0; e < nEp; e++ {
-			n += t.decisions[i*nEp+e].Load()
+			n += t.completed[i*nEp+e].Load()
 		}
 		if n > 0 {
 			out[cluster.KeySlot(name)] += n
@@ -73,15 +73,15 @@ func (t *tally) slotTraffic() map[int]int64 {
 
 // hotKeys lists the busiest keys by decisions, with their share of all decisions.
 func (t *tally) hotKeys() []results.HotKey {
-	counts := make([]int64, len(t.decisions))
-	for k := range t.decisions {
-		counts[k] = t.decisions[k].Load()
+	counts := make([]int64, len(t.completed))
+	for k := range t.completed {
+		counts[k] = t.completed[k].Load()
 	}
 	return HotKeys(counts, t.keyName)
 }
 
-// HotKeys lists the hotKeyCount busiest keys of counts (decisions by key), with their share of
-// all decisions; name gives a key's Redis key.
+// HotKeys lists the hotKeyCount busiest keys of counts (completed requests by key), with their
+// share of all; name gives a key's Redis key.
 func HotKeys(counts []int64, name func(key int) string) []results.HotKey {
 	var all int64
 	idx := make([]int, 0, len(counts))
@@ -99,18 +99,18 @@ func HotKeys(counts []int64, name func(key int) string) []results.HotKey {
 	return out
 }
 
-// ledger lists every key that took a decision, in key order (tenant rank, then endpoint).
-func (t *tally) ledger() []results.KeyCount {
+// lines lists every key that took a decision, in key order (tenant rank, then endpoint).
+func (t *tally) lines() []results.KeyTally {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []results.KeyCount{}
-	for k := range t.decisions {
-		n := t.decisions[k].Load()
+	out := []results.KeyTally{}
+	for k := range t.completed {
+		n := t.completed[k].Load()
 		if n == 0 {
 			continue
 		}
 		over := t.over[k]
-		out = append(out, results.KeyCount{Key: t.keyName(k), Decisions: n, Overspend: over.requests, OverspendTokens: over.tokens})
+		out = append(out, results.KeyTally{Key: t.keyName(k), Completed: n, Overspend: over.requests, OverspendTokens: over.tokens})
 	}
 	return out
 }

@@ -12,11 +12,11 @@ import (
 	"ratelab/run/faults"
 )
 
-// backTally is the clients' side of tokens back: per key, the tokens the store allowed (the
+// clientDebits is the clients' side of tokens back: per key, the tokens the store allowed (the
 // decisions the clients saw allowed by the store itself, not by a fail policy or a lease) and
 // the tokens of calls the store may have debited unseen (the records' unknown outcomes). After
 // the run it is compared with the debit audit the cluster kept (limiter.audit).
-type backTally struct {
+type clientDebits struct {
 	tenants   map[string]int // tenant name -> dense index
 	endpoints map[string]int
 	nEp       int
@@ -28,11 +28,11 @@ type backTally struct {
 	run string
 }
 
-// newBackTally returns the tally of a run whose audit counters are named run.
-func newBackTally(tenants, endpoints []string, run string) *backTally {
+// newClientDebits returns the client debits of a run whose audit counters are named run.
+func newClientDebits(tenants, endpoints []string, run string) *clientDebits {
 	n := len(endpoints)
 	keyName := func(k int) string { return limiter.AuditKey(tenants[k/n], endpoints[k%n], run) }
-	b := &backTally{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName, run: run,
+	b := &clientDebits{tenants: map[string]int{}, endpoints: map[string]int{}, nEp: len(endpoints), names: keyName, run: run,
 		allowed: make([]atomic.Int64, len(tenants)*len(endpoints)), unknown: make([]atomic.Int64, len(tenants)*len(endpoints))}
 	for i, t := range tenants {
 		b.tenants[t] = i
@@ -43,9 +43,9 @@ func newBackTally(tenants, endpoints []string, run string) *backTally {
 	return b
 }
 
-// auditRun is the name of the run's audit counters; "" without a tally (a run whose counters
+// auditRun is the name of the run's audit counters; "" without client debits (a run whose counters
 // are never read: no store, or decisions over HTTP).
-func (b *backTally) auditRun() string {
+func (b *clientDebits) auditRun() string {
 	if b == nil {
 		return ""
 	}
@@ -56,7 +56,7 @@ func (b *backTally) auditRun() string {
 // those of a call the store may have debited unseen (Record.MayHaveDebited: a timeout, a
 // connection lost after the write, an allowed decision's short WAIT, a fail policy's answer to
 // one).
-func (b *backTally) Consume(r *Record) {
+func (b *clientDebits) Consume(r *Record) {
 	switch {
 	case r.MayHaveDebited:
 		b.unknown[r.Key].Add(r.Cost)
@@ -66,7 +66,7 @@ func (b *backTally) Consume(r *Record) {
 }
 
 // slotAllowed sums the allowed tokens so far per slot (a tenant's keys share its slot).
-func (b *backTally) slotAllowed() map[int]int64 {
+func (b *clientDebits) slotAllowed() map[int]int64 {
 	out := map[int]int64{}
 	for k := range b.allowed {
 		if n := b.allowed[k].Load(); n > 0 {

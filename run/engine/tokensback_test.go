@@ -65,7 +65,7 @@ func TestCountBack(t *testing.T) {
 // allowance.
 func TestTokensBackReadsTheRecords(t *testing.T) {
 	t.Parallel()
-	b := newBackTally([]string{"tenant-0"}, []string{"read"}, "")
+	b := newClientDebits([]string{"tenant-0"}, []string{"read"}, "")
 	recs := []Record{
 		{Cost: 2, Err: replyErr("NOREPLICAS Not enough good replicas to write.")},
 		{Cost: 4, Err: replyErr("CLUSTERDOWN The cluster is down")},

@@ -30,25 +30,25 @@ type Run interface {
 	DebitTokens() int64
 }
 
-// A Part is a piece of run state a fault of the gateways or regions changes.
-type Part int
+// A Feature is a piece of run state a fault of the gateways or regions changes.
+type Feature int
 
-// The parts a run may have (Gateways.Has).
+// The features a run may have (Gateways.Has).
 const (
-	GatewayClocks Part = iota // the gateways' clocks: clock-skew
-	GatewayLeases             // the gateways' leases: gateway-kill
-	GatewayLinks              // the gateways' links to Redis: a partition of gateways
-	Regions                   // the run's regions: a partition of region:NAME
+	GatewayClocks Feature = iota // the gateways' clocks: clock-skew
+	GatewayLeases                // the gateways' leases: gateway-kill
+	GatewayLinks                 // the gateways' links to Redis: a partition of gateways
+	Regions                      // the run's regions: a partition of region:NAME
 )
 
 // Gateways is the run's gateways (and regions) as a fault of theirs changes them. A fault whose
-// Part the run does not have is recorded as failed; the other methods are called only for parts
-// it has.
+// Feature the run does not have is recorded as failed; the other methods are called only for
+// features it has.
 type Gateways interface {
 	// Count is the number of gateways a gateway fault may target.
 	Count() int
-	// Has reports whether the run has part p.
-	Has(p Part) bool
+	// Has reports whether the run has feature f.
+	Has(f Feature) bool
 	// SetSkew sets gateway g's clock offset (a clock-skew fault).
 	SetSkew(g int, offset time.Duration)
 	// Drop kills gateway g — its leases are lost, it goes on empty — and returns the tokens
@@ -83,11 +83,11 @@ func (noRun) SlotTraffic() map[int]int64         { return nil }
 func (noRun) SlotAllowed() (map[int]int64, bool) { return nil, false }
 func (noRun) DebitTokens() int64                 { return 1 }
 
-// noGateways is the Gateways of a Runner given none: no gateway, no part.
+// noGateways is the Gateways of a Runner given none: no gateway, no feature.
 type noGateways struct{}
 
 func (noGateways) Count() int                                          { return 0 }
-func (noGateways) Has(Part) bool                                       { return false }
+func (noGateways) Has(Feature) bool                                    { return false }
 func (noGateways) SetSkew(int, time.Duration)                          {}
 func (noGateways) Drop(int) int64                                      { return 0 }
 func (noGateways) Cut(int, bool)                                       {}

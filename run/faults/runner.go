@@ -60,7 +60,7 @@ type Runner struct {
 }
 
 // New returns a Runner for specs on cl (nil when the run has no cluster: gateway faults only),
-// disturbing run and its gateways gw (nil: a run with no such parts; a gateway fault then
+// disturbing run and its gateways gw (nil: a run with no such features; a gateway fault then
 // records itself as failed). It reads cl's shards now, before the load starts: node:N of a
 // kill, a failover or a reshard names the N-th of them, whichever of its nodes is the primary
 // when the fault comes.

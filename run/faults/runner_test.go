@@ -57,8 +57,8 @@ type clocks struct {
 	set []time.Duration
 }
 
-func (c *clocks) Count() int      { return 2 }
-func (c *clocks) Has(p Part) bool { return p == GatewayClocks }
+func (c *clocks) Count() int         { return 2 }
+func (c *clocks) Has(p Feature) bool { return p == GatewayClocks }
 func (c *clocks) SetSkew(g int, off time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -53,7 +53,7 @@ const (
 	DefaultGatewayConns = DefaultConns * DefaultDepth
 )
 
-// Options configure one bench run. The zero value is a full run into DefaultOut.
+// Options configure one bench. The zero value is a full bench into DefaultOut.
 type Options struct {
 	// Out is the directory for README.md and raw.json (created). Default DefaultOut.
 	Out string
@@ -159,15 +159,16 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	Quick     bool      `json:"quick"`
 	Machine   Machine   `json:"machine"`
-	// Runs are the repetitions in the order they ran (Options.Repeat of them).
-	Runs []Run `json:"runs"`
-	// Goals say for each target in how many of the runs it was met.
+	// Repetitions are the passes over every section, in the order they ran (Options.Repeat of
+	// them); the JSON keeps the name "runs".
+	Repetitions []Repetition `json:"runs"`
+	// Goals say for each target in how many of the repetitions it was met.
 	Goals    []Goal        `json:"goals"`
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// Run is one repetition of every section.
-type Run struct {
+// Repetition is one repetition of every section.
+type Repetition struct {
 	Generator Generator `json:"generator"`
 	Memory    Memory    `json:"memory"`
 	Central   []Central `json:"central"`
@@ -177,7 +178,7 @@ type Run struct {
 	Gateway   Gateway   `json:"gateway"`
 }
 
-// SchemaReport is Report.Schema: v2 holds a list of runs where v1 held one run's sections.
+// SchemaReport is Report.Schema: v2 holds a list of repetitions where v1 held one repetition's sections.
 const SchemaReport = "ratelab.bench/v2"
 
 // Machine is where the numbers were measured.
@@ -305,13 +306,13 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for i := range opts.Repeat {
-		run, err := measureRun(ctx, opts, cl.Addrs(), state, filepath.Join(tmp, fmt.Sprint("run-", i+1)), i)
+		r, err := measureRepetition(ctx, opts, cl.Addrs(), state, filepath.Join(tmp, fmt.Sprint("run-", i+1)), i)
 		if err != nil {
 			return nil, err
 		}
-		rep.Runs = append(rep.Runs, run)
+		rep.Repetitions = append(rep.Repetitions, r)
 	}
-	rep.Goals = judge(rep.Runs)
+	rep.Goals = goalsMet(rep.Repetitions)
 	rep.Duration = time.Since(started)
 	if err := write(opts.Out, rep); err != nil {
 		return nil, err
@@ -319,11 +320,11 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// measureRun is repetition i (from 0) of the six sections on the cluster at addrs, whose
+// measureRepetition is repetition i (from 0) of the six sections on the cluster at addrs, whose
 // state file is state, with dir for the scenarios' run directories.
-func measureRun(ctx context.Context, opts Options, addrs []string, state, dir string, i int) (Run, error) {
+func measureRepetition(ctx context.Context, opts Options, addrs []string, state, dir string, i int) (Repetition, error) {
 	var (
-		run Run
+		run Repetition
 		err error
 	)
 	if opts.Repeat > 1 {
@@ -331,20 +332,20 @@ func measureRun(ctx context.Context, opts Options, addrs []string, state, dir st
 	}
 	opts.Logf("bench 1/6: generator with a no-op limiter")
 	if run.Generator, err = measureGenerator(ctx, opts, filepath.Join(dir, "generator")); err != nil {
-		return Run{}, err
+		return Repetition{}, err
 	}
 	opts.Logf("bench 2/6: in-memory token bucket")
 	run.Memory = measureMemory(opts)
 	if err := measureAgainstCeiling(ctx, opts, addrs, &run); err != nil {
-		return Run{}, err
+		return Repetition{}, err
 	}
 	opts.Logf("bench 5/6: lease mode at 100,000 offered decisions/s")
 	if run.Lease, err = measureLease(ctx, opts, state, filepath.Join(dir, "lease")); err != nil {
-		return Run{}, err
+		return Repetition{}, err
 	}
 	opts.Logf("bench 6/6: HTTP gateway under wrk, %d connections: bare net/http, in-memory, Redis coalescing", opts.GatewayConns)
 	if run.Gateway, err = measureGateway(ctx, opts, addrs, filepath.Join(dir, "gateway")); err != nil {
-		return Run{}, err
+		return Repetition{}, err
 	}
 	return run, nil
 }
@@ -364,7 +365,7 @@ func newReport(opts Options, started time.Time) *Report {
 // the redis-benchmark ceiling run before and after them, the higher rate counting (a machine busy
 // with other work during one of them lowers the ceiling, which would flatter the ratio). It sets
 // rep's Central, Ceiling and Ratio.
-func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Run) error {
+func measureAgainstCeiling(ctx context.Context, opts Options, addrs []string, rep *Repetition) error {
 	target, err := newTarget(ctx, addrs)
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ func TestMarkdownWarnsOfAChangedMachine(t *testing.T) {
 		central, ceiling float64
 		warn             bool
 	}{{8.3, 7.7, false}, {13.4, 7.8, true}, {7.6, 12.3, true}, {0, 7.8, false}} {
-		rep := &Report{Runs: []Run{{
+		rep := &Report{Repetitions: []Repetition{{
 			Central: []Central{{Mode: "ratelab coalescing", DecisionsPerSec: 100, RedisUsPerCall: tc.central}},
 			Ceiling: Ceiling{RequestsPerSec: 120, RedisUsPerCall: tc.ceiling},
 			Ratio:   Ratio{Best: "ratelab coalescing", Value: 100.0 / 120},

@@ -63,7 +63,7 @@ func (g Goal) Verdict() string {
 // repetition.
 type goal struct {
 	row, target string
-	met         func(Run) bool
+	met         func(Repetition) bool
 }
 
 // Row names of the rows with targets that are not a section's only row.
@@ -76,24 +76,24 @@ const (
 var goals = []goal{
 	// Decisions are counted over the load's window, a little longer than its whole seconds, so a
 	// generator that decided every one of 2,000,000/s offered reads a few per second short.
-	{SectionGenerator, ">= 2,000,000/s offered, 0 dropped, 99.9% decided in the window", func(r Run) bool {
+	{SectionGenerator, ">= 2,000,000/s offered, 0 dropped, 99.9% decided in the window", func(r Repetition) bool {
 		g := r.Generator
 		return g.OfferedRPS >= 2_000_000 && g.Dropped == 0 && g.DecisionsPerSec >= 0.999*g.OfferedRPS
 	}},
-	{SectionMemory, "0 allocs", func(r Run) bool { return r.Memory.AllocsPerDecision == 0 }},
-	{SectionCeiling, "best central / ceiling >= 0.9", func(r Run) bool { return r.Ratio.Value >= 0.9 }},
-	{SectionLease, ">= 99% achieved, p99 < 1 ms", func(r Run) bool { return r.Lease.Achieved >= 0.99 && r.Lease.P99Ms < 1 }},
-	{rowGatewayMemory, ">= 0.8x bare", func(r Run) bool { return r.Gateway.MemoryRatio >= 0.8 }},
-	{rowGatewayRedis, ">= 0.6x bare", func(r Run) bool { return r.Gateway.RedisRatio >= 0.6 }},
+	{SectionMemory, "0 allocs", func(r Repetition) bool { return r.Memory.AllocsPerDecision == 0 }},
+	{SectionCeiling, "best central / ceiling >= 0.9", func(r Repetition) bool { return r.Ratio.Value >= 0.9 }},
+	{SectionLease, ">= 99% achieved, p99 < 1 ms", func(r Repetition) bool { return r.Lease.Achieved >= 0.99 && r.Lease.P99Ms < 1 }},
+	{rowGatewayMemory, ">= 0.8x bare", func(r Repetition) bool { return r.Gateway.MemoryRatio >= 0.8 }},
+	{rowGatewayRedis, ">= 0.6x bare", func(r Repetition) bool { return r.Gateway.RedisRatio >= 0.6 }},
 }
 
-// judge counts, for every goal, the runs that met it.
-func judge(runs []Run) []Goal {
+// goalsMet counts, for every goal, the repetitions that met it.
+func goalsMet(reps []Repetition) []Goal {
 	out := make([]Goal, 0, len(goals))
 	for _, g := range goals {
-		r := Goal{Row: g.row, Target: g.target, Of: len(runs)}
-		for _, run := range runs {
-			if g.met(run) {
+		r := Goal{Row: g.row, Target: g.target, Of: len(reps)}
+		for _, rp := range reps {
+			if g.met(rp) {
 				r.Met++
 			}
 		}

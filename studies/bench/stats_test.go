@@ -37,20 +37,20 @@ func TestSpreadOf(t *testing.T) {
 // one repetition of one, says so.
 func TestJudge(t *testing.T) {
 	t.Parallel()
-	good := Run{
+	good := Repetition{
 		Generator: Generator{OfferedRPS: 2_000_000, DecisionsPerSec: 1_999_979},
 		Ratio:     Ratio{Value: 0.93},
 		Lease:     Lease{Achieved: 0.995, P99Ms: 0.4},
 		Gateway:   Gateway{MemoryRatio: 0.85, RedisRatio: 0.61},
 	}
-	bad := Run{
+	bad := Repetition{
 		Generator: Generator{OfferedRPS: 2_000_000, DecisionsPerSec: 1_999_999, Dropped: 1},
 		Memory:    Memory{AllocsPerDecision: 0.01},
 		Ratio:     Ratio{Value: 0.89},
 		Lease:     Lease{Achieved: 0.999, P99Ms: 1},
 		Gateway:   Gateway{MemoryRatio: 0.79, RedisRatio: 0.59},
 	}
-	gs := judge([]Run{good, bad, good})
+	gs := goalsMet([]Repetition{good, bad, good})
 	if len(gs) != len(goals) {
 		t.Fatalf("judge: %d goals, want %d", len(gs), len(goals))
 	}
@@ -60,10 +60,10 @@ func TestJudge(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		runs []Run
+		runs []Repetition
 		want string
-	}{{[]Run{good}, "met"}, {[]Run{bad}, "not met"}, {[]Run{bad, bad}, "met in 0 of 2"}} {
-		for _, g := range judge(tc.runs) {
+	}{{[]Repetition{good}, "met"}, {[]Repetition{bad}, "not met"}, {[]Repetition{bad, bad}, "met in 0 of 2"}} {
+		for _, g := range goalsMet(tc.runs) {
 			if g.Verdict() != tc.want {
 				t.Errorf("%s over %d runs: %q, want %q", g.Row, len(tc.runs), g.Verdict(), tc.want)
 			}
@@ -75,8 +75,8 @@ func TestJudge(t *testing.T) {
 // figures show their median and range.
 func TestMarkdownStatesTargets(t *testing.T) {
 	t.Parallel()
-	run := func(ratio, mem float64) Run {
-		return Run{
+	run := func(ratio, mem float64) Repetition {
+		return Repetition{
 			Central: []Central{{Mode: modeCoalescing, DecisionsPerSec: 100 * ratio}},
 			Ceiling: Ceiling{RequestsPerSec: 100},
 			Ratio:   Ratio{Best: modeCoalescing, Value: ratio},
@@ -85,8 +85,8 @@ func TestMarkdownStatesTargets(t *testing.T) {
 				MemoryRatio: mem / 100, RedisRatio: 0.3},
 		}
 	}
-	runs := []Run{run(0.95, 90), run(0.85, 70), run(0.92, 85)}
-	md := Markdown(&Report{Runs: runs, Goals: judge(runs)})
+	runs := []Repetition{run(0.95, 90), run(0.85, 70), run(0.92, 85)}
+	md := Markdown(&Report{Repetitions: runs, Goals: goalsMet(runs)})
 	rows := 0
 	for _, line := range strings.Split(md, "\n") {
 		cells := strings.Split(line, "|")

@@ -53,17 +53,17 @@ func Markdown(rep *Report) string {
 		rep.StartedAt.Format("2006-01-02 15:04 UTC"), m.Cores, m.GOMAXPROCS, orNA(m.CPU), m.OS, m.Go, m.RedisVersion,
 		orNA(m.Bench), m.Cluster, rep.Duration.Round(1e8))
 	s.WriteString("The generator, the Go client, redis-benchmark, wrk and the Redis nodes share these cores: every number is this machine's, at this moment.\n")
-	if n := len(rep.Runs); n > 1 {
+	if n := len(rep.Repetitions); n > 1 {
 		fmt.Fprintf(&s, "Every section ran %d times; each figure is the median (min–max) of the %d repetitions, and each target says in how many of them it was met.\n", n, n)
 	}
-	t := table{runs: rep.Runs, goals: rep.Goals}
+	t := table{reps: rep.Repetitions, goals: rep.Goals}
 	s.WriteString("\n| section | what ran | decisions/s | p50 ms | p99 ms | other | target |\n")
 	s.WriteString("| --- | --- | ---: | ---: | ---: | --- | --- |\n")
 	t.sections(&s)
 	s.WriteString("\n")
 	t.ratio(&s)
-	if len(rep.Runs) > 0 {
-		fmt.Fprintf(&s, "Ceiling command: `%s`\n\nGateway load: `%s`\n\n", rep.Runs[0].Ceiling.Command, rep.Runs[0].Gateway.Command)
+	if len(rep.Repetitions) > 0 {
+		fmt.Fprintf(&s, "Ceiling command: `%s`\n\nGateway load: `%s`\n\n", rep.Repetitions[0].Ceiling.Command, rep.Repetitions[0].Gateway.Command)
 	}
 	s.WriteString("Central and ceiling measure the same single primary (the owner of the hottest tenant's slot) with the same number of requests in flight: callers = connections x pipeline depth. ")
 	s.WriteString("The gateway section serves the limiter/gateway handler in-process on one loopback port, switching between a bare net/http handler, the gateway with the in-memory bucket and with the Redis coalescing bucket; wrk loads each closed loop with the same connections and duration, in halves bare, in-memory, Redis, Redis, in-memory, bare; its p99 is the worse half's. ")
@@ -73,17 +73,17 @@ func Markdown(rep *Report) string {
 
 // table renders the rows of a report's runs.
 type table struct {
-	runs  []Run
+	reps  []Repetition
 	goals []Goal
 }
 
 // fig is the figure f of every run, as its spread rendered with format.
-func (t table) fig(f func(Run) float64, format func(float64) string) string {
-	vs := make([]float64, len(t.runs))
-	for i, r := range t.runs {
+func (t table) fig(f func(Repetition) float64, format func(float64) string) string {
+	vs := make([]float64, len(t.reps))
+	for i, r := range t.reps {
 		vs[i] = f(r)
 	}
-	return spreadOf(vs).format(len(t.runs), format)
+	return spreadOf(vs).format(len(t.reps), format)
 }
 
 // verb is a format for fig: one Printf verb.
@@ -104,30 +104,30 @@ func (t table) target(row string) string {
 func (t table) sections(s *strings.Builder) {
 	f3, f1 := verb("%.3f"), verb("%.1f")
 	fmt.Fprintf(s, "| %s | no-op limiter, %s offered, intended-time schedule, HDR recording | %s | | %s | schedule lag p99 %s ms, %s dropped | %s |\n",
-		SectionGenerator, t.fig(func(r Run) float64 { return r.Generator.OfferedRPS }, num), t.fig(func(r Run) float64 { return r.Generator.DecisionsPerSec }, num),
-		t.fig(func(r Run) float64 { return float64(r.Generator.LatencyP99Ms) }, f3), t.fig(func(r Run) float64 { return r.Generator.ScheduleLagP99 }, f3),
-		t.fig(func(r Run) float64 { return float64(r.Generator.Dropped) }, num), t.target(SectionGenerator))
+		SectionGenerator, t.fig(func(r Repetition) float64 { return r.Generator.OfferedRPS }, num), t.fig(func(r Repetition) float64 { return r.Generator.DecisionsPerSec }, num),
+		t.fig(func(r Repetition) float64 { return float64(r.Generator.LatencyP99Ms) }, f3), t.fig(func(r Repetition) float64 { return r.Generator.ScheduleLagP99 }, f3),
+		t.fig(func(r Repetition) float64 { return float64(r.Generator.Dropped) }, num), t.target(SectionGenerator))
 	fmt.Fprintf(s, "| %s | limiter.TokenBucket, Zipf(0.99) over %s tenants, one goroutine | %s | | | %s ns and %s allocs per decision | %s |\n",
-		SectionMemory, num(memoryKeys), t.fig(func(r Run) float64 { return r.Memory.DecisionsPerSec }, num),
-		t.fig(func(r Run) float64 { return r.Memory.NsPerDecision }, f1), t.fig(func(r Run) float64 { return r.Memory.AllocsPerDecision }, verb("%.2f")), t.target(SectionMemory))
+		SectionMemory, num(memoryKeys), t.fig(func(r Repetition) float64 { return r.Memory.DecisionsPerSec }, num),
+		t.fig(func(r Repetition) float64 { return r.Memory.NsPerDecision }, f1), t.fig(func(r Repetition) float64 { return r.Memory.AllocsPerDecision }, verb("%.2f")), t.target(SectionMemory))
 	t.central(s)
 	t.ceiling(s)
 	fmt.Fprintf(s, "| %s | hot-tenant-lease, %s offered, 2 gateways x 100-token leases | %s | %s | %s | achieved %s%%, %s dropped, %s errors, %s central ops/s | %s |\n",
-		SectionLease, t.fig(func(r Run) float64 { return r.Lease.OfferedRPS }, num), t.fig(func(r Run) float64 { return r.Lease.AchievedRPS }, num),
-		t.fig(func(r Run) float64 { return float64(r.Lease.P50Ms) }, f3), t.fig(func(r Run) float64 { return float64(r.Lease.P99Ms) }, f3),
-		t.fig(func(r Run) float64 { return 100 * r.Lease.Achieved }, verb("%.2f")), t.fig(func(r Run) float64 { return float64(r.Lease.Dropped) }, num),
-		t.fig(func(r Run) float64 { return float64(r.Lease.Errors) }, num), t.fig(func(r Run) float64 { return r.Lease.CentralOpsPS }, num), t.target(SectionLease))
+		SectionLease, t.fig(func(r Repetition) float64 { return r.Lease.OfferedRPS }, num), t.fig(func(r Repetition) float64 { return r.Lease.AchievedRPS }, num),
+		t.fig(func(r Repetition) float64 { return float64(r.Lease.P50Ms) }, f3), t.fig(func(r Repetition) float64 { return float64(r.Lease.P99Ms) }, f3),
+		t.fig(func(r Repetition) float64 { return 100 * r.Lease.Achieved }, verb("%.2f")), t.fig(func(r Repetition) float64 { return float64(r.Lease.Dropped) }, num),
+		t.fig(func(r Repetition) float64 { return float64(r.Lease.Errors) }, num), t.fig(func(r Repetition) float64 { return r.Lease.CentralOpsPS }, num), t.target(SectionLease))
 	t.gateway(s)
 }
 
 // central writes one row per central variant.
 func (t table) central(s *strings.Builder) {
-	if len(t.runs) == 0 {
+	if len(t.reps) == 0 {
 		return
 	}
-	for i, c := range t.runs[0].Central {
-		at := func(f func(Central) float64) func(Run) float64 {
-			return func(r Run) float64 {
+	for i, c := range t.reps[0].Central {
+		at := func(f func(Central) float64) func(Repetition) float64 {
+			return func(r Repetition) float64 {
 				if i >= len(r.Central) {
 					return 0
 				}
@@ -148,26 +148,26 @@ func (t table) central(s *strings.Builder) {
 
 // ceiling writes the redis-benchmark row, with the ratio and its target.
 func (t table) ceiling(s *strings.Builder) {
-	if len(t.runs) == 0 {
+	if len(t.reps) == 0 {
 		return
 	}
-	ce := t.runs[0].Ceiling
+	ce := t.reps[0].Ceiling
 	fmt.Fprintf(s, "| %s | redis-benchmark EVALSHA, -c %d -P %d, same primary and script, the better of %d runs | %s | %s | %s | Redis main thread %s%% busy at %s µs per call (both runs); best central / ceiling = %s (%s) | %s |\n",
-		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), t.fig(func(r Run) float64 { return r.Ceiling.RequestsPerSec }, num),
-		t.fig(func(r Run) float64 { return r.Ceiling.P50Ms }, verb("%.3f")), t.fig(func(r Run) float64 { return r.Ceiling.P99Ms }, verb("%.3f")),
-		t.fig(func(r Run) float64 { return 100 * r.Ceiling.RedisBusy }, verb("%.0f")), t.fig(func(r Run) float64 { return r.Ceiling.RedisUsPerCall }, verb("%.1f")),
-		t.fig(func(r Run) float64 { return r.Ratio.Value }, verb("%.2f")), t.bestModes(), t.target(SectionCeiling))
+		SectionCeiling, ce.Conns, ce.Depth, len(ce.Runs), t.fig(func(r Repetition) float64 { return r.Ceiling.RequestsPerSec }, num),
+		t.fig(func(r Repetition) float64 { return r.Ceiling.P50Ms }, verb("%.3f")), t.fig(func(r Repetition) float64 { return r.Ceiling.P99Ms }, verb("%.3f")),
+		t.fig(func(r Repetition) float64 { return 100 * r.Ceiling.RedisBusy }, verb("%.0f")), t.fig(func(r Repetition) float64 { return r.Ceiling.RedisUsPerCall }, verb("%.1f")),
+		t.fig(func(r Repetition) float64 { return r.Ratio.Value }, verb("%.2f")), t.bestModes(), t.target(SectionCeiling))
 }
 
 // gateway writes one row per gateway variant; the limited ones carry their ratio to bare.
 func (t table) gateway(s *strings.Builder) {
-	if len(t.runs) == 0 {
+	if len(t.reps) == 0 {
 		return
 	}
-	g := t.runs[0].Gateway
+	g := t.reps[0].Gateway
 	for i, v := range g.Variants {
-		at := func(f func(GatewayVariant) float64) func(Run) float64 {
-			return func(r Run) float64 {
+		at := func(f func(GatewayVariant) float64) func(Repetition) float64 {
+			return func(r Repetition) float64 {
 				if i >= len(r.Gateway.Variants) {
 					return 0
 				}
@@ -181,9 +181,9 @@ func (t table) gateway(s *strings.Builder) {
 		row := SectionGateway + " " + v.Name
 		switch v.Name {
 		case GatewayMemory:
-			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Run) float64 { return r.Gateway.MemoryRatio }, verb("%.2f"))) + other
+			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Repetition) float64 { return r.Gateway.MemoryRatio }, verb("%.2f"))) + other
 		case GatewayRedis:
-			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Run) float64 { return r.Gateway.RedisRatio }, verb("%.2f"))) + other
+			other = fmt.Sprintf("%s x bare; ", t.fig(func(r Repetition) float64 { return r.Gateway.RedisRatio }, verb("%.2f"))) + other
 		}
 		fmt.Fprintf(s, "| %s | %s, wrk %d connections closed loop, requests/s | %s | %s | %s | %s | %s |\n",
 			SectionGateway, v.Name, g.Conns, t.fig(at(func(v GatewayVariant) float64 { return v.RequestsPerSec }), num),
@@ -196,7 +196,7 @@ func (t table) gateway(s *strings.Builder) {
 // order first seen when repetitions disagree.
 func (t table) bestModes() string {
 	var modes []string
-	for _, r := range t.runs {
+	for _, r := range t.reps {
 		if !slices.Contains(modes, r.Ratio.Best) {
 			modes = append(modes, r.Ratio.Best)
 		}
@@ -206,23 +206,23 @@ func (t table) bestModes() string {
 
 // ratio writes the ratio line and the warnings that say when it is not to be trusted.
 func (t table) ratio(s *strings.Builder) {
-	if len(t.runs) == 0 {
+	if len(t.reps) == 0 {
 		return
 	}
-	ratio := t.fig(func(r Run) float64 { return r.Ratio.Value }, verb("%.2f"))
+	ratio := t.fig(func(r Repetition) float64 { return r.Ratio.Value }, verb("%.2f"))
 	fmt.Fprintf(s, "**ratio**: best central mode (%s) / redis-benchmark ceiling = **%s** (%s / %s)\n\n",
-		t.bestModes(), ratio, t.fig(func(r Run) float64 { return r.Ratio.Value * r.Ceiling.RequestsPerSec }, num),
-		t.fig(func(r Run) float64 { return r.Ceiling.RequestsPerSec }, num))
-	ratios := make([]float64, len(t.runs))
-	for i, r := range t.runs {
+		t.bestModes(), ratio, t.fig(func(r Repetition) float64 { return r.Ratio.Value * r.Ceiling.RequestsPerSec }, num),
+		t.fig(func(r Repetition) float64 { return r.Ceiling.RequestsPerSec }, num))
+	ratios := make([]float64, len(t.reps))
+	for i, r := range t.reps {
 		ratios[i] = r.Ratio.Value
 	}
 	if spreadOf(ratios).Median > 1.05 {
 		s.WriteString("A ratio above 1 means redis-benchmark got less of the machine than the Go client did in its runs (one single-threaded process against a client with GOMAXPROCS threads on busy cores): the ceiling is under-measured, rerun on a quiet machine.\n\n")
 	}
-	for i, r := range t.runs {
+	for i, r := range t.reps {
 		if w := cpuWarning(r); w != "" {
-			if len(t.runs) > 1 {
+			if len(t.reps) > 1 {
 				w = fmt.Sprintf("Repetition %d: %s", i+1, w)
 			}
 			s.WriteString(w + "\n\n")
@@ -232,7 +232,7 @@ func (t table) ratio(s *strings.Builder) {
 
 // cpuWarning says when Redis spent clearly more (or less) CPU per call under run's best central
 // variant than under redis-benchmark; "" when they are close or unmeasured.
-func cpuWarning(r Run) string {
+func cpuWarning(r Repetition) string {
 	for _, c := range r.Central {
 		if c.Mode != r.Ratio.Best || r.Ceiling.RedisUsPerCall <= 0 || c.RedisUsPerCall <= 0 {
 			continue

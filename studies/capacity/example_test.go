@@ -10,7 +10,7 @@ import (
 func ExampleMakePlan() {
 	p, err := capacity.MakePlan(capacity.PlanInput{
 		TargetRPS: 100_000, Tenants: 1_000_000, Theta: 0.99, Headroom: 0.3,
-		PerShardRPS: capacity.DefaultPerShardRPS, PerShardSource: "default",
+		PerPrimaryRPS: capacity.DefaultPerPrimaryRPS, PerPrimarySource: "default",
 	})
 	if err != nil {
 		panic(err)

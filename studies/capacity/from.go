@@ -6,12 +6,12 @@ import (
 	"os"
 )
 
-// PerShardFromSweep reads capacity.json and returns one primary's rate: the knee of the
+// PerPrimaryFromSweep reads capacity.json and returns one primary's rate: the knee of the
 // one-primary series when there is one, else the USL's lambda (throughput of one unit), else the
 // smallest series' knee divided by its primaries. The source text says which, and that a local
 // sweep measures the whole machine (client and generator included), so it understates a
 // dedicated Redis host.
-func PerShardFromSweep(path string) (float64, string, error) {
+func PerPrimaryFromSweep(path string) (float64, string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, "", err

@@ -9,12 +9,12 @@ import (
 
 // Plan defaults.
 const (
-	// DefaultPerShardRPS is one primary's token-bucket script rate: EVALSHA of the script under
+	// DefaultPerPrimaryRPS is one primary's token-bucket script rate: EVALSHA of the script under
 	// redis-benchmark -P 16 -c 50 against one primary (docs/capacity.md, "Plan", has the
 	// measurement and the command). It is the server's single-threaded rate with the client
-	// cost pipelined away: what a shard can do for clients that pipeline. Measure your own
+	// cost pipelined away: what a primary can do for clients that pipeline. Measure your own
 	// hardware with a sweep (`--from capacity.json`) or pass --per-shard-rps.
-	DefaultPerShardRPS = 80_000
+	DefaultPerPrimaryRPS = 80_000
 	// DefaultHeadroom is the share of each primary kept free for failover, spikes and growth.
 	DefaultHeadroom = 0.3
 	// DefaultGateways and DefaultLeaseTTL describe the lease layer (as in scenarios).
@@ -33,9 +33,9 @@ type PlanInput struct {
 	Theta   float64 `json:"theta"`
 	// Headroom is the share of each primary left unused, in [0, 1). Default DefaultHeadroom.
 	Headroom float64 `json:"headroom"`
-	// PerShardRPS is one primary's script rate and PerShardSource where it comes from.
-	PerShardRPS    float64 `json:"per_shard_rps"`
-	PerShardSource string  `json:"per_shard_source"`
+	// PerPrimaryRPS is one primary's script rate and PerPrimarySource where it comes from.
+	PerPrimaryRPS    float64 `json:"per_shard_rps"`
+	PerPrimarySource string  `json:"per_shard_source"`
 	// Lease is the lease size in tokens; 0 or 1 plans central decisions only.
 	Lease int64 `json:"lease"`
 	// Gateways holding leases and the lease TTL (default DefaultGateways, DefaultLeaseTTL).
@@ -57,7 +57,7 @@ type Sizing struct {
 	// Primaries is the recommendation (0 when no count is enough: see Limiting).
 	Primaries int `json:"primaries"`
 	// HottestShareAt is the hottest primary's share of CentralRPS at Primaries.
-	HottestShardShare float64 `json:"hottest_shard_share"`
+	HottestPrimaryShare float64 `json:"hottest_shard_share"`
 	// Limiting is "mean load", "hottest shard" or "hottest key".
 	Limiting string `json:"limiting"`
 	// Feasible is false when the hottest key alone exceeds one primary's usable rate.
@@ -83,8 +83,8 @@ func (in *PlanInput) Validate() error {
 	if !(in.Headroom >= 0 && in.Headroom < 1) {
 		errs = append(errs, fmt.Errorf("headroom %v: must be in [0, 1), e.g. 0.3 keeps 30%% of each primary free", in.Headroom))
 	}
-	if !(in.PerShardRPS > 0) || math.IsInf(in.PerShardRPS, 0) {
-		errs = append(errs, fmt.Errorf("per-shard-rps %v: must be > 0 script calls per second", in.PerShardRPS))
+	if !(in.PerPrimaryRPS > 0) || math.IsInf(in.PerPrimaryRPS, 0) {
+		errs = append(errs, fmt.Errorf("per-shard-rps %v: must be > 0 script calls per second", in.PerPrimaryRPS))
 	}
 	if in.Lease < 0 {
 		errs = append(errs, fmt.Errorf("lease %d: must be >= 0 tokens (0: no leases)", in.Lease))
@@ -125,10 +125,10 @@ func MakePlan(in PlanInput) (*PlanResult, error) {
 		return nil, err
 	}
 	pop, _ := NewPopularity(in.Tenants, in.Theta)
-	res := &PlanResult{Input: in, Usable: in.PerShardRPS * (1 - in.Headroom)}
+	res := &PlanResult{Input: in, Usable: in.PerPrimaryRPS * (1 - in.Headroom)}
 	say := func(f string, a ...any) { res.Steps = append(res.Steps, fmt.Sprintf(f, a...)) }
 	say("One primary runs the limiter script at %s calls/s (%s); keeping %.0f%% headroom leaves %s calls/s usable per primary.",
-		num(in.PerShardRPS), in.PerShardSource, 100*in.Headroom, num(res.Usable))
+		num(in.PerPrimaryRPS), in.PerPrimarySource, 100*in.Headroom, num(res.Usable))
 	dist := fmt.Sprintf("Zipf theta %g", in.Theta)
 	if in.Theta == 0 {
 		dist = "uniform"
@@ -175,7 +175,7 @@ func size(pop *Popularity, in PlanInput, usable float64, mode string, cost func(
 	for p := s.MeanPrimaries; p <= MaxPlanPrimaries; p++ {
 		_, hot := slots.Hottest(p)
 		if hot <= usable {
-			s.Primaries, s.HottestShardShare, s.Feasible = p, hot/s.CentralRPS, true
+			s.Primaries, s.HottestPrimaryShare, s.Feasible = p, hot/s.CentralRPS, true
 			break
 		}
 	}
@@ -188,13 +188,13 @@ func size(pop *Popularity, in PlanInput, usable float64, mode string, cost func(
 	if s.Primaries == s.MeanPrimaries {
 		s.Limiting = "mean load"
 		say("[%s] At %d primaries the busiest one (slots hashed by CRC16, even slot ranges) carries %.2f%% = %s calls/s <= %s. Limiting factor: mean load. Recommendation: %d primaries.",
-			mode, s.Primaries, 100*s.HottestShardShare, num(s.HottestShardShare*s.CentralRPS), num(usable), s.Primaries)
+			mode, s.Primaries, 100*s.HottestPrimaryShare, num(s.HottestPrimaryShare*s.CentralRPS), num(usable), s.Primaries)
 		return s
 	}
 	s.Limiting = "hottest shard"
 	say("[%s] At %d primaries the busiest one would carry %s calls/s (%.2fx the mean) > %s; the first count whose busiest primary fits is %d (%.2f%% = %s calls/s). Limiting factor: hottest shard. Recommendation: %d primaries.",
 		mode, s.MeanPrimaries, num(meanHot), meanHot/(s.CentralRPS/float64(s.MeanPrimaries)), num(usable),
-		s.Primaries, 100*s.HottestShardShare, num(s.HottestShardShare*s.CentralRPS), s.Primaries)
+		s.Primaries, 100*s.HottestPrimaryShare, num(s.HottestPrimaryShare*s.CentralRPS), s.Primaries)
 	return s
 }
 

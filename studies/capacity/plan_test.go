@@ -31,7 +31,7 @@ func TestLeaseCost(t *testing.T) {
 
 func TestPlanMeanLoad(t *testing.T) {
 	t.Parallel()
-	in := PlanInput{TargetRPS: 1_000_000, Tenants: 2_000_000, Theta: 0, Headroom: 0.2, PerShardRPS: 100_000, PerShardSource: "test"}
+	in := PlanInput{TargetRPS: 1_000_000, Tenants: 2_000_000, Theta: 0, Headroom: 0.2, PerPrimaryRPS: 100_000, PerPrimarySource: "test"}
 	p, err := MakePlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func checkMinimal(t *testing.T, p *PlanResult) {
 func TestPlanHotKeyAndLeases(t *testing.T) {
 	t.Parallel()
 	in := PlanInput{TargetRPS: 5_000_000, Tenants: 1000, Theta: 0.99, Headroom: 0.3,
-		PerShardRPS: 80_000, PerShardSource: "test", Lease: 100}
+		PerPrimaryRPS: 80_000, PerPrimarySource: "test", Lease: 100}
 	p, err := MakePlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -95,11 +95,11 @@ func TestPlanHotKeyAndLeases(t *testing.T) {
 	}
 }
 
-func TestPlanHottestShard(t *testing.T) {
+func TestPlanHottestPrimary(t *testing.T) {
 	t.Parallel()
 	// 100K over 1M Zipf tenants: the hottest tenant is ~7% of the load, so two primaries of
 	// 56K usable cannot split it evenly.
-	p, err := MakePlan(PlanInput{TargetRPS: 100_000, Tenants: 1_000_000, Theta: 0.99, Headroom: 0.3, PerShardRPS: 80_000, PerShardSource: "test"})
+	p, err := MakePlan(PlanInput{TargetRPS: 100_000, Tenants: 1_000_000, Theta: 0.99, Headroom: 0.3, PerPrimaryRPS: 80_000, PerPrimarySource: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func TestPlanHottestShard(t *testing.T) {
 		t.Errorf("limiting %q with primaries = mean count", p.Central.Limiting)
 	}
 	if p.Central.Limiting == "hottest shard" && p.Central.Primaries <= p.Central.MeanPrimaries {
-		t.Errorf("limiting hottest shard but primaries %d <= mean %d", p.Central.Primaries, p.Central.MeanPrimaries)
+		t.Errorf("limiting hottest primary but primaries %d <= mean %d", p.Central.Primaries, p.Central.MeanPrimaries)
 	}
 }
 
 func TestPlanValidate(t *testing.T) {
 	t.Parallel()
-	_, err := MakePlan(PlanInput{TargetRPS: -1, Tenants: 0, Theta: 0.99, Headroom: 1, PerShardRPS: 0})
+	_, err := MakePlan(PlanInput{TargetRPS: -1, Tenants: 0, Theta: 0.99, Headroom: 1, PerPrimaryRPS: 0})
 	if err == nil {
 		t.Fatal("bad input accepted")
 	}

@@ -21,7 +21,8 @@ const MaxExactTenants = 1 << 20
 func TenantName(k int) string { return "tenant-" + strconv.Itoa(k) }
 
 // Popularity is the share of traffic of each tenant rank: Zipf(theta) over n tenants with the
-// normalisation of package workload (P(k) = (k+1)^-theta / H(n, theta)), or uniform when theta is 0.
+// normalisation of package workload (P(k) = (k+1)^-theta / H(n, theta)), or uniform when theta is
+// 0.
 type Popularity struct {
 	N     int
 	Theta float64
@@ -102,10 +103,10 @@ func (l *SlotLoad) Total() float64 {
 	return t
 }
 
-// ShardOfSlot is the primary (0-based) that owns slot when p primaries split the slots evenly
+// PrimaryOfSlot is the primary (0-based) that owns slot when p primaries split the slots evenly
 // in contiguous ranges, as the local launcher (and redis-cli --cluster create) does: primary i
 // owns [i*16384/p, (i+1)*16384/p).
-func ShardOfSlot(slot, p int) int {
+func PrimaryOfSlot(slot, p int) int {
 	i := slot * p / cluster.TotalSlots
 	// Integer division can put a range's first slot one primary too low; step up if needed.
 	for i+1 < p && slot >= (i+1)*cluster.TotalSlots/p {
@@ -117,11 +118,11 @@ func ShardOfSlot(slot, p int) int {
 	return i
 }
 
-// Shards sums the slot loads into p primaries' loads.
-func (l *SlotLoad) Shards(p int) []float64 {
+// Primaries sums the slot loads into p primaries' loads.
+func (l *SlotLoad) Primaries(p int) []float64 {
 	out := make([]float64, p)
 	for s, v := range l {
-		out[ShardOfSlot(s, p)] += v
+		out[PrimaryOfSlot(s, p)] += v
 	}
 	return out
 }
@@ -129,7 +130,7 @@ func (l *SlotLoad) Shards(p int) []float64 {
 // Hottest returns the index and load of the busiest of p primaries.
 func (l *SlotLoad) Hottest(p int) (int, float64) {
 	best, load := 0, -1.0
-	for i, v := range l.Shards(p) {
+	for i, v := range l.Primaries(p) {
 		if v > load {
 			best, load = i, v
 		}
@@ -145,10 +146,10 @@ type Skew struct {
 	// HottestKeyShare is the hottest tenant's share of all traffic (per endpoint key it is this
 	// times the endpoint's weight; one tenant's keys share one slot).
 	HottestKeyShare float64 `json:"hottest_key_share"`
-	// HottestShard is the index of the busiest primary and HottestShardShare its share.
-	HottestShard      int     `json:"hottest_shard"`
-	HottestShardShare float64 `json:"hottest_shard_share"`
-	// Imbalance is HottestShardShare / (1/Primaries): how much busier than the mean it is.
+	// HottestPrimary is the index of the busiest primary and HottestPrimaryShare its share.
+	HottestPrimary      int     `json:"hottest_shard"`
+	HottestPrimaryShare float64 `json:"hottest_shard_share"`
+	// Imbalance is HottestPrimaryShare / (1/Primaries): how much busier than the mean it is.
 	Imbalance float64 `json:"imbalance"`
 }
 
@@ -163,6 +164,6 @@ func skewFrom(pop *Popularity, slots *SlotLoad, p int) Skew {
 	share := v / slots.Total()
 	return Skew{
 		Tenants: pop.N, Theta: pop.Theta, Primaries: p, HottestKeyShare: pop.Share(0),
-		HottestShard: i, HottestShardShare: share, Imbalance: share * float64(p),
+		HottestPrimary: i, HottestPrimaryShare: share, Imbalance: share * float64(p),
 	}
 }

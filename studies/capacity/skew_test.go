@@ -9,11 +9,11 @@ import (
 	"ratelab/workload"
 )
 
-func TestShardOfSlotMatchesEvenRanges(t *testing.T) {
+func TestPrimaryOfSlotMatchesEvenRanges(t *testing.T) {
 	t.Parallel()
 	for _, p := range []int{1, 2, 3, 7, 30, 1000} {
 		for s := range cluster.TotalSlots {
-			i := ShardOfSlot(s, p)
+			i := PrimaryOfSlot(s, p)
 			if lo, hi := i*cluster.TotalSlots/p, (i+1)*cluster.TotalSlots/p; s < lo || s >= hi {
 				t.Fatalf("p=%d slot %d -> shard %d owning [%d,%d)", p, s, i, lo, hi)
 			}
@@ -63,10 +63,10 @@ func TestSkewHashesTheHead(t *testing.T) {
 	pop, _ := NewPopularity(10_000, 0.99)
 	const p = 3
 	sk := SkewOf(pop, p)
-	// Brute force: every tenant to its slot's shard.
+	// Brute force: every tenant to its slot's primary.
 	loads := make([]float64, p)
 	for k := range pop.N {
-		loads[ShardOfSlot(cluster.KeySlot(TenantName(k)), p)] += pop.Share(k)
+		loads[PrimaryOfSlot(cluster.KeySlot(TenantName(k)), p)] += pop.Share(k)
 	}
 	hot := 0
 	for i := range loads {
@@ -74,23 +74,23 @@ func TestSkewHashesTheHead(t *testing.T) {
 			hot = i
 		}
 	}
-	if sk.HottestShard != hot || math.Abs(sk.HottestShardShare-loads[hot]) > 1e-9 {
-		t.Errorf("SkewOf = shard %d share %v, brute force shard %d share %v", sk.HottestShard, sk.HottestShardShare, hot, loads[hot])
+	if sk.HottestPrimary != hot || math.Abs(sk.HottestPrimaryShare-loads[hot]) > 1e-9 {
+		t.Errorf("SkewOf = primary %d share %v, brute force primary %d share %v", sk.HottestPrimary, sk.HottestPrimaryShare, hot, loads[hot])
 	}
 	if sk.HottestKeyShare < 0.09 || sk.HottestKeyShare > 0.11 {
 		t.Errorf("hottest key share %v: Zipf 0.99 over 10,000 ranks gives ~0.1", sk.HottestKeyShare)
 	}
 	if sk.Imbalance < 1 {
-		t.Errorf("imbalance %v < 1: the hottest shard cannot be below the mean", sk.Imbalance)
+		t.Errorf("imbalance %v < 1: the hottest primary cannot be below the mean", sk.Imbalance)
 	}
 }
 
-// A cold tail spread by expectation: 2M uniform tenants on 4 shards stay within 1% of even.
+// A cold tail spread by expectation: 2M uniform tenants on 4 primaries stay within 1% of even.
 func TestSkewTailIsEven(t *testing.T) {
 	t.Parallel()
 	pop, _ := NewPopularity(2_000_000, 0)
 	sk := SkewOf(pop, 4)
 	if sk.Imbalance > 1.01 {
-		t.Errorf("uniform 2M tenants on 4 shards: imbalance %v, want ~1", sk.Imbalance)
+		t.Errorf("uniform 2M tenants on 4 primaries: imbalance %v, want ~1", sk.Imbalance)
 	}
 }

@@ -281,7 +281,7 @@ func stepOf(sum *results.Summary, p int, phase, dir string) Step {
 	st := Step{
 		Primaries: p, Phase: phase, Offered: sum.Load.OfferedRPS, Achieved: sum.Load.AchievedRPS,
 		P50Ms: sum.LatencyMs.P50, P99Ms: sum.LatencyMs.P99,
-		ErrorRatio: results.Ratio(sum.Outcomes.Errors, sum.Load.Decisions), Dropped: sum.Load.Dropped,
+		ErrorRatio: results.Ratio(sum.Outcomes.Errors, sum.Load.Completed), Dropped: sum.Load.Dropped,
 		Pass: sum.SLO.Pass, Failed: []string{}, Dir: dir,
 	}
 	if st.Offered > 0 {

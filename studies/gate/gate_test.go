@@ -153,7 +153,7 @@ func TestCompareModes(t *testing.T) {
 			sum := results.NewSummary("ci-smoke", 1, time.Unix(1700000000, 0))
 			sum.LatencyMs.P50 = results.Ms(p50 * (1 + float64(i)/100))
 			sum.LatencyMs.P99, sum.LatencyMs.P999 = 2, 3
-			sum.Load.Decisions, sum.Load.AchievedRPS = 5000, 1000
+			sum.Load.Completed, sum.Load.AchievedRPS = 5000, 1000
 			sum.CPU = &results.CPU{WallS: 5, Generator: 0.15}
 			s.Runs = append(s.Runs, compare.Rep{Dir: "rep", Summary: sum})
 		}

@@ -260,7 +260,7 @@ func oneMetricSet(metric string, vals []float64, factor float64) *compare.Set {
 		case "p99_ms":
 			sum.LatencyMs.P99 = results.Ms(v)
 		case "generator_cpu_us":
-			sum.Load.Decisions = 1_000_000
+			sum.Load.Completed = 1_000_000
 			sum.CPU = &results.CPU{WallS: 1, Generator: v}
 		case "achieved_rps":
 			sum.Load.AchievedRPS = v
@@ -269,7 +269,7 @@ func oneMetricSet(metric string, vals []float64, factor float64) *compare.Set {
 		case "false_deny_ratio":
 			sum.Overspend.FalseDenyRatio = v
 		case "error_ratio":
-			sum.Load.Decisions = 1_000_000
+			sum.Load.Completed = 1_000_000
 			sum.Outcomes.Errors = int64(math.Round(v * 1e6))
 		}
 		s.Runs = append(s.Runs, compare.Rep{Summary: sum})

@@ -16,7 +16,7 @@ import (
 // Calibration is what the model takes from a measured run.
 type Calibration struct {
 	Service Service `json:"service"`
-	// Client is the round trip outside the shard's thread (network, client library) of the
+	// Client is the round trip outside the primary's thread (network, client library) of the
 	// decisions no scheduling gap touched (Gaps.Body minus the service mean).
 	Client Empirical `json:"client"`
 	// Gaps is the light-load run's scheduling gaps (FitGaps); Host is filled from them and a
@@ -36,16 +36,16 @@ type Calibration struct {
 }
 
 // DefaultCalibration is used when no measured calibration is given. Its service time is
-// capacity.DefaultPerShardRPS's: the rate one primary runs the token-bucket script at for
+// capacity.DefaultPerPrimaryRPS's: the rate one primary runs the token-bucket script at for
 // pipelining clients, as a share of its thread per call. Clients that do not pipeline cost the
 // thread more per call (pass --service-us; docs/capacity.md has both rates). The spread (cv 0.5)
-// and the client part (0.5 ms: a loopback round trip plus go-redis) are coarse; calibrate for
+// and the client time (0.5 ms: a loopback round trip plus go-redis) are coarse; calibrate for
 // real numbers (`ratelab simulate calibrate`).
 func DefaultCalibration() Calibration {
 	return Calibration{
-		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerShardRPS, CV: 0.5},
+		Service: Service{Kind: Lognormal, MeanUs: 1e6 / capacity.DefaultPerPrimaryRPS, CV: 0.5},
 		Client:  ConstantMs(0.5),
-		Source:  "default: 80,000 script calls/s per primary (pipelined; docs/capacity.md), cv 0.5, client part 0.5 ms",
+		Source:  "default: 80,000 script calls/s per primary (pipelined; docs/capacity.md), cv 0.5, client time 0.5 ms",
 	}
 }
 
@@ -96,7 +96,7 @@ func WriteCalibration(path string, c Calibration) error {
 //     ln(p99/p50)/2.326), i.e. the script's variation applied to the whole call;
 //   - scheduling gaps (FitGaps): the latency tail of decisions that arrived while the machine ran
 //     other threads, as an off share and a mean gap length;
-//   - client part: the body of the latencies (below the gaps' threshold) minus the mean service
+//   - client time: the body of the latencies (below the gaps' threshold) minus the mean service
 //     time — network, client library, the dispatch of an idle generator. Subtracting the mean
 //     rather than deconvolving is an approximation that slightly widens its spread.
 func Calibrate(before, after cluster.NodeStats, lat *results.Histogram) (Calibration, error) {
@@ -141,7 +141,7 @@ func (e Empirical) shift(ms float64) Empirical {
 
 // CoLocate completes c for the co-located model with the machine's capacity for the limiter's
 // work, capacityRPS (a saturation probe's answered rate), and the light run's rate lightRPS:
-// Host takes the gaps and the capacity, and the client part loses the host's own CPU time per
+// Host takes the gaps and the capacity, and the client time loses the host's own CPU time per
 // decision, which the model now adds.
 //
 // The light run is not quite free of queueing: a decision that arrived a into a gap finds the
@@ -193,8 +193,8 @@ func (c Calibration) WithLoad(lo Gaps, loRPS float64, hi Gaps, hiRPS float64) (C
 	return c, nil
 }
 
-// HostAt is the co-located host at rate: Host, with its share of time off carried from the two
-// gap runs' to rate by the calibration's law (HostLoad) when the calibration has them (Load). nil when
+// HostAt is the co-located host at rate: Host, with its share of time off carried from the two gap
+// runs' to rate by the calibration's law (HostLoad) when the calibration has them (Load). nil when
 // not co-located.
 func (c Calibration) HostAt(rate float64) *Host {
 	if c.Host == nil || c.Load == nil {

@@ -114,8 +114,8 @@ func Measure(ctx context.Context, cl *cluster.Local, spec *scenarios.Spec, out s
 		return Calibration{}, nil, err
 	}
 	cal, err := Calibrate(m.before, m.after, m.hist)
-	if err == nil && m.sum.Load.Decisions > 0 {
-		cal.ClientCPUUs = m.clientCPU * 1e6 / float64(m.sum.Load.Decisions)
+	if err == nil && m.sum.Load.Completed > 0 {
+		cal.ClientCPUUs = m.clientCPU * 1e6 / float64(m.sum.Load.Completed)
 	}
 	return cal, m.sum, err
 }
@@ -176,7 +176,7 @@ func pool(ms []measured) pooled {
 		p.delta.P50Us, p.delta.P99Us = m.after.P50Us, m.after.P99Us
 		p.clientCPU += m.clientCPU
 		p.seconds += m.sum.DurationS
-		p.decisions += m.sum.Load.Decisions
+		p.decisions += m.sum.Load.Completed
 		p.answers += m.sum.Outcomes.Allowed + m.sum.Outcomes.Denied
 		p.offered += m.sum.Load.OfferedRPS * m.sum.DurationS
 		p.hist.Merge(m.hist)
@@ -207,11 +207,11 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 	if c := (sat.delta.TotalCPUSeconds/sat.seconds - light.delta.TotalCPUSeconds/light.seconds) * 1e6 / dRate; c > 0 {
 		cal.RedisCPUUs = c
 	}
-	// The shard's service time is likewise the main thread's marginal CPU per call between the
+	// The primary's service time is likewise the main thread's marginal CPU per call between the
 	// two runs, not the light run's average: at a light rate the thread's fixed costs
 	// (serverCron, waking from an idle epoll) are spread over few calls, and the average
-	// overstates a call's cost several times, putting the shard near saturation at rates it
-	// carries easily (docs/capacity.md has the figures). The client part keeps what it was: the
+	// overstates a call's cost several times, putting the primary near saturation at rates it
+	// carries easily (docs/capacity.md has the figures). The client time keeps what it was: the
 	// light run's body minus the service time used here.
 	if dCalls := float64(sat.delta.Calls)/sat.seconds - float64(light.delta.Calls)/light.seconds; dCalls > 0 {
 		if us := (sat.delta.CPUSeconds/sat.seconds - light.delta.CPUSeconds/light.seconds) * 1e6 / dCalls; us > 0 && us < cal.Service.MeanUs {
@@ -227,7 +227,7 @@ func calibratePooled(light, sat pooled, probeRate float64) (Calibration, error) 
 // completed with the gap runs (Calibration.WithLoad): the gaps' shape from each kind's runs
 // pooled, the disturbed ones left out (trimmedGaps), and the share of time off at each gap rate
 // solved for with the model (solveOff): the share at which the model's median p99 over runs as
-// long as the gap runs is theirs. base is the model of the runs (shards, tenants, timeout,
+// long as the gap runs is theirs. base is the model of the runs (primaries, tenants, timeout,
 // in-flight bound).
 func calibrateLoad(lows, highs, probes []measured, probeRate float64, base Config) (Calibration, error) {
 	// The round trips, the service time and the marginal CPU come from the low gap runs: a
@@ -322,7 +322,7 @@ func solveOff(base Config, cal Calibration, rate float64, dur time.Duration, wan
 }
 
 // modelRuns runs the model of n one-machine runs, seeds first.., each at rate for dur on host:
-// base (shards, tenants, timeout, in-flight bound) with cal's service time, client part and
+// base (primaries, tenants, timeout, in-flight bound) with cal's service time, client time and
 // client CPU. The validation and solveOff compare these runs' p99s with measured runs' p99s.
 func modelRuns(base Config, cal Calibration, host *Host, rate float64, dur time.Duration, first uint64, n int) ([]*Result, error) {
 	cfg := base

@@ -13,7 +13,7 @@ import (
 // Defaults of a simulation.
 const (
 	// DefaultMaxRequests bounds the simulated arrivals of the steady-state phase: the horizon is
-	// shortened to MaxRequests/Rate, so 10M decisions/s simulate 0.2 s. A shard at 5M/30
+	// shortened to MaxRequests/Rate, so 10M decisions/s simulate 0.2 s. A primary at 5M/30
 	// ~ 170K/s still serves tens of thousands of requests in that time, which settles
 	// queues whose service time is microseconds (the mean busy period of an M/G/1 queue at
 	// utilisation 0.8 is 5 service times).
@@ -33,20 +33,21 @@ const (
 
 // Config describes one simulated cluster and its traffic.
 type Config struct {
-	// Shards is the number of primaries, >= 1.
-	Shards int `json:"shards"`
+	// Primaries is the number of primaries (one per shard), >= 1; the JSON field and
+	// simulate --shards keep the name shards.
+	Primaries int `json:"shards"`
 	// Rate is the offered decisions per second (Poisson arrivals), > 0.
 	Rate float64 `json:"rate"`
 	// Tenants and Theta are the key popularity (Zipf; Theta 0 is uniform), as in scenarios.
 	Tenants int     `json:"tenants"`
 	Theta   float64 `json:"theta"`
-	// Service is a shard's script time; Client the client-side part of each central call's
+	// Service is a primary's script time; Client the client-side time of each central call's
 	// latency (network, client library, scheduling), added to queueing and service.
 	Service Service   `json:"service"`
 	Client  Empirical `json:"client"`
-	// Host, when set, puts the clients and the shards on one machine whose CPU every decision
+	// Host, when set, puts the clients and the primaries on one machine whose CPU every decision
 	// queues for (co-location: the one-machine runs this model is validated on). nil (default):
-	// every shard and gateway has a host of its own, as in a cluster sized for 1M-10M/s.
+	// every primary and gateway has a host of its own, as in a cluster sized for 1M-10M/s.
 	Host *Host `json:"host,omitempty"`
 	// ClientCPUUs is the client's CPU per decision (generator and client library), µs; when set
 	// the result says how many gateway cores the rate needs. 0: not reported.
@@ -72,17 +73,17 @@ type Config struct {
 
 // Failover is one primary dying and its replica taking over.
 type Failover struct {
-	// Shard is the primary that dies; -1 is the busiest.
-	Shard int `json:"shard"`
+	// Primary is the primary that dies; -1 is the busiest.
+	Primary int `json:"shard"`
 	// At is when it dies, from the start of the failover phase (default 0.5 s).
 	At time.Duration `json:"at_ns"`
 	// NodeTimeout is cluster-node-timeout (default 1 s) and Election the promotion after it
-	// (default DefaultElection): the shard serves nothing for their sum.
+	// (default DefaultElection): the primary serves nothing for their sum.
 	NodeTimeout time.Duration `json:"node_timeout_ns"`
 	Election    time.Duration `json:"election_ns"`
 	// ReplicationLag is the window of debits lost at promotion (default DefaultReplicationLag).
 	ReplicationLag time.Duration `json:"replication_lag_ns"`
-	// Fail is what decisions on the dead shard do: open (allow), closed (deny) or error.
+	// Fail is what decisions on the dead primary do: open (allow), closed (deny) or error.
 	Fail string `json:"fail"`
 	// PolicyRate and PolicyBurst are each key's bucket, to bound fail-open overspend.
 	PolicyRate  float64 `json:"policy_rate"`
@@ -116,8 +117,8 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
-	if c.Shards < 1 || c.Shards > 16384 {
-		bad("shards %d: must be between 1 and 16384 (one slot each at most)", c.Shards)
+	if c.Primaries < 1 || c.Primaries > 16384 {
+		bad("shards %d: must be between 1 and 16384 (one slot each at most)", c.Primaries)
 	}
 	if !(c.Rate > 0) || math.IsInf(c.Rate, 0) || c.Rate > 1e9 {
 		bad("rate %v: must be > 0 and at most 1e9 decisions/s", c.Rate)
@@ -155,8 +156,8 @@ func (c Config) Validate() error {
 		bad("max-requests %d: must be between 1,000 and 100,000,000", c.MaxRequests)
 	}
 	if f := c.Failover; f != nil {
-		if f.Shard < -1 || f.Shard >= c.Shards {
-			bad("failover shard %d: must be -1 (the busiest) or 0..%d", f.Shard, c.Shards-1)
+		if f.Primary < -1 || f.Primary >= c.Primaries {
+			bad("failover shard %d: must be -1 (the busiest) or 0..%d", f.Primary, c.Primaries-1)
 		}
 		switch f.Fail {
 		case "open", "closed", "error":

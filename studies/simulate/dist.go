@@ -15,7 +15,7 @@ const (
 	Constant    = "constant"
 )
 
-// Service is one shard's time to run one script call, in microseconds of its single thread.
+// Service is one primary's time to run one script call, in microseconds of its single thread.
 type Service struct {
 	// Kind is lognormal (default), exponential or constant.
 	Kind string `json:"kind"`

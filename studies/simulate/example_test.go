@@ -11,7 +11,7 @@ import (
 // the busiest more (Zipf tenants hash unevenly).
 func ExampleSimulate() {
 	res, err := simulate.Simulate(simulate.Config{
-		Shards: 4, Rate: 200_000, Tenants: 10_000, Theta: 0.99,
+		Primaries: 4, Rate: 200_000, Tenants: 10_000, Theta: 0.99,
 		Service: simulate.Service{Kind: simulate.Lognormal, MeanUs: 5, CV: 0.5},
 		Client:  simulate.ConstantMs(0.2), Horizon: time.Second, MaxRequests: 200_000,
 	})
@@ -19,7 +19,7 @@ func ExampleSimulate() {
 		panic(err)
 	}
 	mean := 0.0
-	for _, s := range res.Shards {
+	for _, s := range res.Primaries {
 		mean += s.Utilisation / 4
 	}
 	fmt.Printf("mean utilisation %.2f, throughput %.0fk/s\n", mean, res.ThroughputRPS/1000)

@@ -113,7 +113,7 @@ type Holdout struct {
 	Measured        HeldOut         `json:"measured"`
 	Model           Estimates       `json:"model"`
 	Baseline        Estimates       `json:"baseline"`
-	// ModelHotUtilisation is the model's busiest shard's utilisation at the top p99 level.
+	// ModelHotUtilisation is the model's busiest primary's utilisation at the top p99 level.
 	ModelHotUtilisation float64 `json:"model_hot_utilisation"`
 	Checks              []Check `json:"checks"`
 	// Validated counts the checks validated.

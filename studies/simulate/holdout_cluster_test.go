@@ -14,7 +14,7 @@ import (
 // The held-out validation's node shares on a real 3-primary cluster: the script calls each
 // primary counted (INFO commandstats, read one node at a time) against the model's shares from
 // exact slot hashing, under Zipf 1.2 (28/43/28% on 1,000 tenants, so a primary order that did
-// not match the model's shards would miss by over 10 points). 8,000 calls put a share's
+// not match the model's primaries would miss by over 10 points). 8,000 calls put a share's
 // sampling error near half a point; the tolerance is the validation's own.
 func TestNodeSharesMatchSlotHashing(t *testing.T) {
 	cl := clustertest.Start(t, cluster.Options{Primaries: 3, Replicas: cluster.NoReplicas})

@@ -157,20 +157,20 @@ func linearP99(loRate, loP99, hiRate, hiP99, rate float64) float64 {
 func mostTenantsNode(tenants, n int) int {
 	count := make([]int, n)
 	for k := range tenants {
-		count[capacity.ShardOfSlot(cluster.KeySlot(capacity.TenantName(k)), n)]++
+		count[capacity.PrimaryOfSlot(cluster.KeySlot(capacity.TenantName(k)), n)]++
 	}
 	return argmax(count)
 }
 
 // modelShares is the model's share of the script calls on each of n primaries: the tenants'
 // Zipf popularity summed over the slots each primary owns (exact slot hashing), as the model
-// plans its shards' arrivals.
+// plans its primaries' arrivals.
 func modelShares(tenants int, theta float64, n int) ([]float64, error) {
 	pop, err := capacity.NewPopularity(tenants, theta)
 	if err != nil {
 		return nil, err
 	}
-	s := capacity.LoadBySlot(pop, 1, func(r float64) float64 { return r }).Shards(n)
+	s := capacity.LoadBySlot(pop, 1, func(r float64) float64 { return r }).Primaries(n)
 	total := 0.0
 	for _, v := range s {
 		total += v

@@ -16,7 +16,7 @@ const (
 
 // predict fills h.Model: the model of h's calibration at each measured run's rate and cluster
 // size. Node shares come from the tenants' popularity summed over each primary's slots (what
-// the model's shards receive); p99s from simSeeds x o.Repeats model runs as long as the measured
+// the model's primaries receive); p99s from simSeeds x o.Repeats model runs as long as the measured
 // runs, on the co-located host at each rate (HostAt); the busiest primary is the model's at the
 // top level; the knees come from a bisection of the model (modelKnee).
 func (h *Holdout) predict(spec *scenarios.Spec, o HoldoutOptions) error {
@@ -36,9 +36,9 @@ func (h *Holdout) predict(spec *scenarios.Spec, o HoldoutOptions) error {
 		}
 		h.Model.P99Ms = append(h.Model.P99Ms, median(p99sOf(rs)))
 		if i == len(m.Levels)-1 {
-			h.Model.Busiest = rs[0].HotShard
+			h.Model.Busiest = rs[0].HotPrimary
 			for _, r := range rs {
-				h.ModelHotUtilisation += r.Shards[r.HotShard].Utilisation / float64(len(rs))
+				h.ModelHotUtilisation += r.Primaries[r.HotPrimary].Utilisation / float64(len(rs))
 			}
 		}
 	}

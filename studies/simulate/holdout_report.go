@@ -157,7 +157,7 @@ func (h *Holdout) Text() string {
 	for i, s := range m.BusyShare {
 		fmt.Fprintf(&b, " #%d %.0f%%", i, 100*s)
 	}
-	fmt.Fprintf(&b, " at the top level; the model's busiest shard %.0f%% busy there\n", 100*h.ModelHotUtilisation)
+	fmt.Fprintf(&b, " at the top level; the model's busiest primary %.0f%% busy there\n", 100*h.ModelHotUtilisation)
 	for _, n := range m.KneeNotes {
 		fmt.Fprintf(&b, "  knee: %s\n", n)
 	}

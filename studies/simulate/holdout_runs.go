@@ -81,8 +81,8 @@ func measureCluster(ctx context.Context, spec *scenarios.Spec, o HoldoutOptions,
 	if err != nil {
 		return err
 	}
-	// Primary i of a local cluster owns the i-th of the even slot ranges, as the model's shard i
-	// does (capacity.ShardOfSlot): the two are compared by index.
+	// Primary i of a local cluster owns the i-th of the even slot ranges, as the model's primary i
+	// does (capacity.PrimaryOfSlot): the two are compared by index.
 	cr := &clusterRuns{cl: cl, state: state, out: out, logf: o.Logf}
 	for _, n := range cl.Primaries() {
 		cr.addrs = append(cr.addrs, n.Addr)

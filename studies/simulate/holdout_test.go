@@ -167,7 +167,7 @@ func TestModelSharesAndMostTenants(t *testing.T) {
 		t.Errorf("most tenants on primary %d of 3", n)
 	}
 	if n := mostTenantsNode(1, 3); n != argmax(mustShares(t, 1, 3)) {
-		t.Errorf("one tenant: most tenants on %d, its shard %d", n, argmax(mustShares(t, 1, 3)))
+		t.Errorf("one tenant: most tenants on %d, its primary %d", n, argmax(mustShares(t, 1, 3)))
 	}
 }
 

@@ -6,18 +6,18 @@ import (
 	"math"
 )
 
-// Host is the CPU of a machine the clients share with the shards (co-location): the generator,
-// the client library and every Redis node of a one-machine run compete for the same cores,
-// beside whatever else runs there. Config.Host nil (the default, and what a big cluster is)
-// means the shards and the gateways have hosts of their own and only the shards' threads queue.
+// Host is the CPU of a machine the clients share with the primaries (co-location): the generator,
+// the client library and every Redis node of a one-machine run compete for the same cores, beside
+// whatever else runs there. Config.Host nil (the default, and what a big cluster is) means the
+// primaries and the gateways have hosts of their own and only the primaries' threads queue.
 //
-// The model is one preemptive-resume FIFO server for the CPU work of every decision (generator
-// and client, plus the script call on the node), whose availability alternates: the machine's
-// scheduler runs other runnable threads for a while (off), then ours (on). Off and on periods
-// are exponential and off periods lognormal, so a decision
-// arriving while the host is off waits the rest of the gap, and the work that piles up during a gap drains at the host's
-// spare speed: at a fraction rho of CapacityRPS a gap of V delays the decisions behind it by up
-// to about V/(1 - rho). That — not queueing at Redis — is what sets a co-located run's tail.
+// The model is one preemptive-resume FIFO server for the CPU work of every decision (generator and
+// client, plus the script call on the node), whose availability alternates: the machine's scheduler
+// runs other runnable threads for a while (off), then ours (on). Off and on periods are exponential
+// and off periods lognormal, so a decision arriving while the host is off waits the rest of the
+// gap, and the work that piles up during a gap drains at the host's spare speed: at a fraction rho
+// of CapacityRPS a gap of V delays the decisions behind it by up to about V/(1 - rho). That — not
+// queueing at Redis — is what sets a co-located run's tail.
 type Host struct {
 	// CapacityRPS is the most decisions per second the machine gives the limiter's work, over
 	// on and off periods (measured: a saturation probe's achieved rate). > 0.
@@ -200,8 +200,8 @@ type HostLoad struct {
 	// Law is the shape the share follows between and beyond the two points: LawFloor,
 	// LawErlangC or LawProportional; "" (a calibration without the field) is LawProportional.
 	Law string `json:"law,omitempty"`
-	// Cores is the host's cores, the n of LawFloor and LawErlangC (>= 1 under them); rho is the rate over the
-	// calibration's Host.CapacityRPS.
+	// Cores is the host's cores, the n of LawFloor and LawErlangC (>= 1 under them); rho is the
+	// rate over the calibration's Host.CapacityRPS.
 	Cores int `json:"cores,omitempty"`
 }
 

@@ -67,7 +67,7 @@ func TestHostGapsRoundTrip(t *testing.T) {
 	}
 	want := FitGaps(h)
 	host := &Host{CapacityRPS: 20_000, OffFraction: want.OffFraction, OffMeanMs: want.OffMeanMs, OffSigma: want.OffSigma}
-	res, err := Simulate(Config{Shards: 1, Rate: 300, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+	res, err := Simulate(Config{Primaries: 1, Rate: 300, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 		Client: want.Body.shift(-0.02), Host: host, Horizon: 300 * time.Second, MaxRequests: 90_000, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -88,13 +88,13 @@ func TestHostGapsRoundTrip(t *testing.T) {
 	}
 }
 
-// Co-location caps throughput at the host's capacity whatever the shards could do, and a gap
+// Co-location caps throughput at the host's capacity whatever the primaries could do, and a gap
 // of V stretches to about V/(1-rho): p99 grows with the host's utilisation.
 func TestHostCapacityAndTail(t *testing.T) {
 	t.Parallel()
 	host := &Host{CapacityRPS: 5000, OffFraction: 0.2, OffMeanMs: 10}
 	run := func(rate float64) *Result {
-		res, err := Simulate(Config{Shards: 1, Rate: rate, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+		res, err := Simulate(Config{Primaries: 1, Rate: rate, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 			Client: ConstantMs(0.3), Host: host, MaxInflight: 512, Horizon: 20 * time.Second, Timeout: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -105,8 +105,8 @@ func TestHostCapacityAndTail(t *testing.T) {
 	if math.Abs(over.ThroughputRPS-5000)/5000 > 0.05 || over.Dropped == 0 {
 		t.Errorf("offered twice the host's 5000/s: throughput %.0f/s, dropped %d; want ~5000/s and drops", over.ThroughputRPS, over.Dropped)
 	}
-	if over.Shards[0].Utilisation > 0.2 {
-		t.Errorf("shard utilisation %.2f: the host, not the shard, must limit", over.Shards[0].Utilisation)
+	if over.Primaries[0].Utilisation > 0.2 {
+		t.Errorf("primary utilisation %.2f: the host, not the primary, must limit", over.Primaries[0].Utilisation)
 	}
 	light, busy := run(500), run(3000)
 	if busy.ThroughputRPS < 0.98*3000 {
@@ -246,7 +246,7 @@ func TestFitGapsUndoesTheTruncation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ off, mean, sigma float64 }{{0.02, 2, 0.8}, {0.01, 2.5, 0.2}, {0.05, 4, 1.2}} {
 		host := &Host{CapacityRPS: 50_000, OffFraction: tc.off, OffMeanMs: tc.mean, OffSigma: tc.sigma}
-		res, err := Simulate(Config{Shards: 1, Rate: 1000, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
+		res, err := Simulate(Config{Primaries: 1, Rate: 1000, Tenants: 100, Service: Service{Kind: Constant, MeanUs: 20},
 			Client: ConstantMs(0.2), Host: host, Horizon: 400 * time.Second, MaxRequests: 400_000, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -275,7 +275,7 @@ func TestTrimmedGapsLeavesOutADisturbedRun(t *testing.T) {
 			h.Record(time.Duration(ms * 1e6))
 		}
 		sum := &results.Summary{DurationS: 4}
-		sum.Load.Decisions = 20_000
+		sum.Load.Completed = 20_000
 		return measured{sum: sum, hist: h}
 	}
 	quiet := []measured{run(0.01, 2), run(0.01, 2), run(0.01, 2), run(0.01, 2)}

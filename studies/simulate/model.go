@@ -11,18 +11,18 @@ import (
 	"ratelab/workload"
 )
 
-// job is one call waiting for or in service at a shard.
+// job is one call waiting for or in service at a primary.
 type job struct {
 	arrival  float64
 	sent     float64 // when the call left the client (after the co-located host's CPU): the timeout runs from here
 	key      uint64
-	shard    int32
+	primary  int32
 	measured bool
 	lease    *leaseState // set when the call fetches a lease
 }
 
-// shardState is one primary: a single-threaded FIFO server.
-type shardState struct {
+// primaryState is one primary: a single-threaded FIFO server.
+type primaryState struct {
 	queue        []job
 	head         int
 	cur          job
@@ -56,29 +56,29 @@ type counters struct {
 }
 
 // model runs one phase: arrivals in [0, end), statistics for arrivals (and busy time) in
-// [warm, end). With only set just those shards' arrivals are generated: Poisson splitting makes
-// each shard's arrivals an independent Poisson process (a key lives on one shard, and so does
-// its lease state), so a subset of shards can be simulated on its own.
+// [warm, end). With only set just those primaries' arrivals are generated: Poisson splitting makes
+// each primary's arrivals an independent Poisson process (a key lives on one primary, and so does
+// its lease state), so a subset of primaries can be simulated on its own.
 type model struct {
-	cfg       Config
-	r         *rand.Rand
-	pop       *capacity.Popularity
-	zipf      *workload.Zipf
-	shardOf   []uint16
-	only      []bool // nil: every shard
-	fshard    int    // the failed shard (failover phase)
-	svc       sampler
-	sched     scheduler
-	host      *hostState // nil unless cfg.Host (co-location)
-	shards    []shardState
-	leases    map[leaseKey]*leaseState
-	warm, end float64
-	ramp      float64 // arrivals ramp up over [0, ramp)
-	timeout   float64
-	hist      *results.Histogram
-	hotShard  int
-	hotHist   *results.Histogram
-	c         counters
+	cfg        Config
+	r          *rand.Rand
+	pop        *capacity.Popularity
+	zipf       *workload.Zipf
+	primaryOf  []uint16
+	only       []bool // nil: every primary
+	fprimary   int    // the failed primary (failover phase)
+	svc        sampler
+	sched      scheduler
+	host       *hostState // nil unless cfg.Host (co-location)
+	primaries  []primaryState
+	leases     map[leaseKey]*leaseState
+	warm, end  float64
+	ramp       float64 // arrivals ramp up over [0, ramp)
+	timeout    float64
+	hist       *results.Histogram
+	hotPrimary int
+	hotHist    *results.Histogram
+	c          counters
 
 	// failover
 	fo              *Failover
@@ -90,36 +90,36 @@ type model struct {
 	during, after   *results.Histogram
 }
 
-func newModel(cfg Config, stream uint64, only []bool, end, warm float64, hotShard int) *model {
+func newModel(cfg Config, stream uint64, only []bool, end, warm float64, hotPrimary int) *model {
 	e := &model{
 		cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, stream)), only: only, svc: cfg.Service.sampler(),
-		shards: make([]shardState, cfg.Shards), leases: map[leaseKey]*leaseState{},
+		primaries: make([]primaryState, cfg.Primaries), leases: map[leaseKey]*leaseState{},
 		warm: warm, end: end, timeout: cfg.Timeout.Seconds(), hist: results.NewHistogram(),
-		hotShard: hotShard, hotHist: results.NewHistogram(),
+		hotPrimary: hotPrimary, hotHist: results.NewHistogram(),
 	}
 	e.pop, _ = capacity.NewPopularity(cfg.Tenants, cfg.Theta)
 	if cfg.Theta > 0 {
 		e.zipf, _ = workload.NewZipf(uint64(cfg.Tenants), cfg.Theta)
 	}
-	e.shardOf = shardTable(cfg.Tenants, cfg.Shards)
+	e.primaryOf = primaryTable(cfg.Tenants, cfg.Primaries)
 	return e
 }
 
-// shardTable maps the hottest ranks to their shard once (at most capacity.MaxExactTenants).
-func shardTable(tenants, shards int) []uint16 {
+// primaryTable maps the hottest ranks to their primary once (at most capacity.MaxExactTenants).
+func primaryTable(tenants, primaries int) []uint16 {
 	n := min(tenants, capacity.MaxExactTenants)
 	t := make([]uint16, n)
 	for k := range t {
-		t[k] = uint16(capacity.ShardOfSlot(cluster.KeySlot(capacity.TenantName(k)), shards))
+		t[k] = uint16(capacity.PrimaryOfSlot(cluster.KeySlot(capacity.TenantName(k)), primaries))
 	}
 	return t
 }
 
-func (e *model) shardFor(k uint64) int {
-	if k < uint64(len(e.shardOf)) {
-		return int(e.shardOf[k])
+func (e *model) primaryFor(k uint64) int {
+	if k < uint64(len(e.primaryOf)) {
+		return int(e.primaryOf[k])
 	}
-	return capacity.ShardOfSlot(cluster.KeySlot(capacity.TenantName(int(k))), e.cfg.Shards)
+	return capacity.PrimaryOfSlot(cluster.KeySlot(capacity.TenantName(int(k))), e.cfg.Primaries)
 }
 
 func (e *model) drawKey() uint64 {
@@ -129,7 +129,7 @@ func (e *model) drawKey() uint64 {
 	return e.zipf.Draw(e.r)
 }
 
-// nextArrival schedules the first arrival after t (of the only shards, when set).
+// nextArrival schedules the first arrival after t (of the only primaries, when set).
 func (e *model) nextArrival(t float64) {
 	for {
 		t += e.r.ExpFloat64() / e.cfg.Rate
@@ -143,8 +143,8 @@ func (e *model) nextArrival(t float64) {
 			continue
 		}
 		k := e.drawKey()
-		if s := e.shardFor(k); e.only == nil || e.only[s] {
-			e.sched.push(event{t: t, kind: evArrival, key: k, shard: int32(s)})
+		if s := e.primaryFor(k); e.only == nil || e.only[s] {
+			e.sched.push(event{t: t, kind: evArrival, key: k, primary: int32(s)})
 			return
 		}
 	}
@@ -154,8 +154,8 @@ func (e *model) run() {
 	e.startHost()
 	e.nextArrival(0)
 	if e.fo != nil {
-		e.sched.push(event{t: e.downAt, kind: evDown, shard: int32(e.fshard)})
-		e.sched.push(event{t: e.upAt, kind: evUp, shard: int32(e.fshard)})
+		e.sched.push(event{t: e.downAt, kind: evDown, primary: int32(e.fprimary)})
+		e.sched.push(event{t: e.upAt, kind: evUp, primary: int32(e.fprimary)})
 	}
 	for {
 		ev, ok := e.sched.pop()
@@ -164,14 +164,14 @@ func (e *model) run() {
 		}
 		switch ev.kind {
 		case evArrival:
-			e.arrive(ev.t, ev.key, int(ev.shard))
+			e.arrive(ev.t, ev.key, int(ev.primary))
 			e.nextArrival(ev.t)
 		case evDeparture:
-			e.depart(ev.t, int(ev.shard), ev.epoch)
+			e.depart(ev.t, int(ev.primary), ev.epoch)
 		case evDown:
-			e.kill(ev.t, int(ev.shard))
+			e.kill(ev.t, int(ev.primary))
 		case evUp:
-			e.shards[ev.shard].down = false
+			e.primaries[ev.primary].down = false
 		case evHostDone:
 			e.hostDone(ev.t, ev.epoch)
 		case evHostToggle:
@@ -182,7 +182,7 @@ func (e *model) run() {
 
 // arrive is a decision's intended start: on a co-located host it first waits for CPU.
 func (e *model) arrive(t float64, k uint64, s int) {
-	j := job{arrival: t, sent: t, key: k, shard: int32(s), measured: t >= e.warm}
+	j := job{arrival: t, sent: t, key: k, primary: int32(s), measured: t >= e.warm}
 	if j.measured {
 		e.c.arrivals++
 	}
@@ -200,10 +200,10 @@ func (e *model) arrive(t float64, k uint64, s int) {
 	e.route(t, j)
 }
 
-// route decides j at t from a lease, or sends it (or its lease fetch) to its shard.
+// route decides j at t from a lease, or sends it (or its lease fetch) to its primary.
 func (e *model) route(t float64, j job) {
 	j.sent = t
-	k, s := j.key, int(j.shard)
+	k, s := j.key, int(j.primary)
 	if e.cfg.Lease <= 1 {
 		e.call(t, s, j)
 		return
@@ -231,9 +231,9 @@ func (e *model) route(t float64, j job) {
 	}
 }
 
-// call sends j to shard s: it fails at once if the shard is dead, else queues.
+// call sends j to primary s: it fails at once if the primary is dead, else queues.
 func (e *model) call(t float64, s int, j job) {
-	sh := &e.shards[s]
+	sh := &e.primaries[s]
 	if j.measured {
 		e.c.central++
 		sh.ops++
@@ -249,7 +249,7 @@ func (e *model) call(t float64, s int, j job) {
 }
 
 func (e *model) start(t float64, s int) {
-	sh := &e.shards[s]
+	sh := &e.primaries[s]
 	sh.cur = sh.queue[sh.head]
 	sh.queue[sh.head] = job{}
 	sh.head++
@@ -263,21 +263,21 @@ func (e *model) start(t float64, s int) {
 	if lo, hi := math.Max(t, e.warm), math.Min(t+d, e.end); hi > lo {
 		sh.busyMeasured += hi - lo
 	}
-	e.sched.push(event{t: t + d, kind: evDeparture, shard: int32(s), epoch: sh.epoch})
+	e.sched.push(event{t: t + d, kind: evDeparture, primary: int32(s), epoch: sh.epoch})
 }
 
 func (e *model) depart(t float64, s int, epoch uint32) {
-	sh := &e.shards[s]
+	sh := &e.primaries[s]
 	if epoch != sh.epoch {
-		return // the shard died while this call was in service: kill already failed it
+		return // the primary died while this call was in service: kill already failed it
 	}
 	j := sh.cur
 	sh.busy = false
 	if e.fo != nil && t <= e.downAt && t >= e.downAt-e.fo.ReplicationLag.Seconds() {
 		e.lostOps++ // applied on the primary, not yet on the replica that will replace it
 	}
-	// The client's timeout runs from dispatch, so it bounds the server part (queue + service);
-	// the client part (network, client library, generator lag) comes on top, as in a real run.
+	// The client's timeout runs from dispatch, so it bounds the server time (queue + service);
+	// the client time (network, client library, generator lag) comes on top, as in a real run.
 	ok := t-j.sent <= e.timeout
 	done := t + e.cfg.Client.sample(e.r)
 	e.decide(j.arrival, done, s, j, !ok)
@@ -319,7 +319,7 @@ func (e *model) decide(at, done float64, s int, j job, timedOut bool) {
 	e.c.latencySum += done - at
 	lat := time.Duration((done - at) * 1e9)
 	e.hist.Record(lat)
-	if s == e.hotShard {
+	if s == e.hotPrimary {
 		e.hotHist.Record(lat)
 	}
 }
@@ -334,9 +334,9 @@ func (e *model) failoverLatency(at, done float64) {
 	}
 }
 
-// kill makes shard s unavailable: the call in service and every queued call fail.
+// kill makes primary s unavailable: the call in service and every queued call fail.
 func (e *model) kill(t float64, s int) {
-	sh := &e.shards[s]
+	sh := &e.primaries[s]
 	sh.down = true
 	sh.epoch++
 	if sh.busy {

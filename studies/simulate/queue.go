@@ -16,12 +16,12 @@ const (
 // event is one scheduled happening. seq breaks ties in scheduling order, so runs are
 // reproducible whatever the heap does with equal times.
 type event struct {
-	t     float64 // seconds
-	seq   uint64
-	kind  eventKind
-	shard int32
-	epoch uint32 // a departure from before a shard died carries an old epoch and is ignored
-	key   uint64 // an arrival's tenant rank
+	t       float64 // seconds
+	seq     uint64
+	kind    eventKind
+	primary int32
+	epoch   uint32 // a departure from before a primary died carries an old epoch and is ignored
+	key     uint64 // an arrival's tenant rank
 }
 
 // eventQueue is a min-heap of events by time (container/heap).

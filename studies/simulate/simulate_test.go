@@ -9,7 +9,7 @@ import (
 	"ratelab/studies/capacity"
 )
 
-// One shard, one key, Poisson arrivals: the queue is M/G/1, whose mean time in system is the
+// One primary, one key, Poisson arrivals: the queue is M/G/1, whose mean time in system is the
 // Pollaczek-Khinchine formula W = E[S] + lambda E[S^2] / (2 (1 - rho)); for exponential service
 // (M/M/1) that is 1/(mu - lambda), and the time in system is exponential, so p99 = ln(100) W.
 func TestQueueMatchesClosedForms(t *testing.T) {
@@ -31,7 +31,7 @@ func TestQueueMatchesClosedForms(t *testing.T) {
 			lambda := tc.rho / es
 			cv2 := map[string]float64{Exponential: 1, Constant: 0, Lognormal: tc.svc.CV * tc.svc.CV}[tc.svc.Kind]
 			want := es + lambda*es*es*(1+cv2)/(2*(1-tc.rho))
-			res, err := Simulate(Config{Shards: 1, Rate: lambda, Tenants: 1, Service: tc.svc,
+			res, err := Simulate(Config{Primaries: 1, Rate: lambda, Tenants: 1, Service: tc.svc,
 				Horizon: time.Duration(300_000/lambda) * time.Second, MaxRequests: 300_000, Timeout: time.Hour, Seed: 7})
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +47,7 @@ func TestQueueMatchesClosedForms(t *testing.T) {
 			if math.Abs(have-want)/want > tol {
 				t.Errorf("mean time in system %.4f ms, closed form %.4f ms (off %.1f%%, tolerance %.0f%%)", 1e3*have, 1e3*want, 100*(have-want)/want, 100*tol)
 			}
-			if u := res.Shards[0].Utilisation; math.Abs(u-tc.rho) > 0.02 {
+			if u := res.Primaries[0].Utilisation; math.Abs(u-tc.rho) > 0.02 {
 				t.Errorf("utilisation %.3f, want rho %.2f", u, tc.rho)
 			}
 			if math.Abs(res.ThroughputRPS-lambda)/lambda > 0.02 {
@@ -63,23 +63,23 @@ func TestQueueMatchesClosedForms(t *testing.T) {
 	}
 }
 
-// Overload: a shard offered twice its capacity serves at its capacity and the rest time out.
+// Overload: a primary offered twice its capacity serves at its capacity and the rest time out.
 func TestOverloadSaturates(t *testing.T) {
 	t.Parallel()
-	res, err := Simulate(Config{Shards: 1, Rate: 20_000, Tenants: 10, Service: Service{Kind: Constant, MeanUs: 100},
+	res, err := Simulate(Config{Primaries: 1, Rate: 20_000, Tenants: 10, Service: Service{Kind: Constant, MeanUs: 100},
 		Horizon: 3 * time.Second, Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Saturated) != 1 || res.Timeouts < res.Decisions/3 {
-		t.Errorf("saturated %v, timeouts %d of %d: a shard at rho 2 must saturate and time out", res.Saturated, res.Timeouts, res.Decisions)
+		t.Errorf("saturated %v, timeouts %d of %d: a primary at rho 2 must saturate and time out", res.Saturated, res.Timeouts, res.Decisions)
 	}
 }
 
-// Skew: with Zipf 0.99 over 1000 tenants the busiest of 8 shards is well above the mean.
-func TestSkewedShardsAndLeases(t *testing.T) {
+// Skew: with Zipf 0.99 over 1000 tenants the busiest of 8 primaries is well above the mean.
+func TestSkewedPrimariesAndLeases(t *testing.T) {
 	t.Parallel()
-	base := Config{Shards: 8, Rate: 1_000_000, Tenants: 1000, Theta: 0.99,
+	base := Config{Primaries: 8, Rate: 1_000_000, Tenants: 1000, Theta: 0.99,
 		Service: Service{Kind: Lognormal, MeanUs: 2, CV: 0.5}, Client: ConstantMs(0.2), MaxRequests: 200_000,
 		LeaseTTL: 100 * time.Millisecond}
 	central, err := Simulate(base)
@@ -87,14 +87,14 @@ func TestSkewedShardsAndLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	maxU, meanU := 0.0, 0.0
-	for _, s := range central.Shards {
+	for _, s := range central.Primaries {
 		maxU = math.Max(maxU, s.Utilisation)
 		meanU += s.Utilisation / 8
 	}
 	if maxU < 1.3*meanU {
-		t.Errorf("busiest shard %.3f vs mean %.3f: Zipf 0.99 over 1000 tenants must skew the shards", maxU, meanU)
+		t.Errorf("busiest primary %.3f vs mean %.3f: Zipf 0.99 over 1000 tenants must skew the primaries", maxU, meanU)
 	}
-	if math.Abs(meanU-0.25) > 0.02 { // 1e6/s x 2 µs over 8 shards
+	if math.Abs(meanU-0.25) > 0.02 { // 1e6/s x 2 µs over 8 primaries
 		t.Errorf("mean utilisation %.3f, want 1e6 x 2µs / 8 = 0.25", meanU)
 	}
 	if math.Abs(central.CentralOpsPerS-1e6)/1e6 > 0.02 {
@@ -123,9 +123,9 @@ func TestSkewedShardsAndLeases(t *testing.T) {
 
 func TestFailoverBound(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Shards: 4, Rate: 200_000, Tenants: 1000, Theta: 0.99,
+	cfg := Config{Primaries: 4, Rate: 200_000, Tenants: 1000, Theta: 0.99,
 		Service: Service{Kind: Lognormal, MeanUs: 5, CV: 0.5}, Client: ConstantMs(0.2), MaxRequests: 200_000,
-		Failover: &Failover{Shard: -1, NodeTimeout: time.Second, Election: 500 * time.Millisecond, ReplicationLag: 10 * time.Millisecond, Fail: "open"}}
+		Failover: &Failover{Primary: -1, NodeTimeout: time.Second, Election: 500 * time.Millisecond, ReplicationLag: 10 * time.Millisecond, Fail: "open"}}
 	res, err := Simulate(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +134,8 @@ func TestFailoverBound(t *testing.T) {
 	if f == nil || f.OutageS != 1.5 {
 		t.Fatalf("failover %+v, want an outage of 1.5 s", f)
 	}
-	// The failed shard carries about its share of 200K/s for 1.5 s.
-	share := res.Shards[f.Shard].CentralOpsPerS
+	// The failed primary carries about its share of 200K/s for 1.5 s.
+	share := res.Primaries[f.Primary].CentralOpsPerS
 	if want := share * 1.5; math.Abs(float64(f.OutageDecisions)-want)/want > 0.1 {
 		t.Errorf("outage decisions %d, want ~%.0f (%.0f/s x 1.5 s)", f.OutageDecisions, want, share)
 	}
@@ -155,7 +155,7 @@ func TestFailoverBound(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	_, err := Simulate(Config{Shards: 0, Rate: -1, Tenants: 0, Service: Service{Kind: "gamma", MeanUs: 0}})
+	_, err := Simulate(Config{Primaries: 0, Rate: -1, Tenants: 0, Service: Service{Kind: "gamma", MeanUs: 0}})
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}

@@ -17,7 +17,7 @@ func TestSolveOffMatchesTheP99(t *testing.T) {
 	t.Parallel()
 	const rate, off, horizon = 9000, 0.02, 2 * time.Second
 	host := &Host{CapacityRPS: 20_000, OffFraction: off, OffMeanMs: 2, OffSigma: 0.3}
-	base := Config{Shards: 1, Tenants: 100}
+	base := Config{Primaries: 1, Tenants: 100}
 	cal := Calibration{Service: Service{Kind: Constant, MeanUs: 20}, Client: ConstantMs(0.2), Host: host}
 	var p99s []float64
 	all := results.NewHistogram()

@@ -237,7 +237,7 @@ func ValidateCoLocated(ctx context.Context, cl *cluster.Local, spec *scenarios.S
 	if err != nil {
 		return nil, err
 	}
-	v, err := judge(spec, len(cl.Primaries()), runs, rates.measured, first, o)
+	v, err := compareModel(spec, len(cl.Primaries()), runs, rates.measured, first, o)
 	if err != nil {
 		return v, err
 	}
@@ -274,7 +274,7 @@ func (vr *validationRuns) run(ctx context.Context, kind string, rate float64, d 
 // rounds' probe rate: at least twice its answer, since the capacity moves between probes.
 func (vr *validationRuns) firstProbe(ctx context.Context, o *ValidateOptions) (measured, error) {
 	p, err := vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)
-	for err == nil && !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
+	for err == nil && !saturated(p.sum.Load.Completed, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 		o.ProbeRate *= 2
 		o.Logf("probe: the machine kept up with it; again at %.0f/s", o.ProbeRate)
 		p, err = vr.run(ctx, "probe", o.ProbeRate, o.ProbeLength)

@@ -55,7 +55,7 @@ func TestGapRunPairs(t *testing.T) {
 		return &s
 	}
 	p := run(at(o.ProbeRate, true))
-	for !saturated(p.sum.Load.Decisions, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
+	for !saturated(p.sum.Load.Completed, p.sum.Load.OfferedRPS*p.sum.DurationS) && o.ProbeRate < maxProbeRate {
 		o.ProbeRate *= 2
 		p = run(at(o.ProbeRate, true))
 	}
@@ -85,7 +85,7 @@ func TestGapRunPairs(t *testing.T) {
 		{1, 3, 2}, {0, 2, 1}, {0, 3, 2}, {0, 3, 1}, // bracketing: the validation's default first
 		{0, 1, 2}, {1, 2, 3}, {2, 3, 1}, // extrapolating, up and down
 	} {
-		v, err := judge(spec, 1, sides{byShare[pr.lo], byShare[pr.hi], probes, byShare[pr.at]}, math.Round(shares[pr.at]*first), first, o)
+		v, err := compareModel(spec, 1, sides{byShare[pr.lo], byShare[pr.hi], probes, byShare[pr.at]}, math.Round(shares[pr.at]*first), first, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,14 +23,14 @@ const validateRounds = 64
 
 // The co-located model against the machine it runs on, between two gap runs (`ratelab simulate
 // validate --method gap` as a test), an experiment (the `experiment` build tag: about 16 minutes
-// that saturate the machine every few seconds; `make validate-model` runs the held-out
-// validation, TestModelPredictsHeldOutRuns):
-// after a first saturation probe, rounds of a low gap run (25% of its capacity), a measured run
-// at 30%, a high gap run (35%) and a probe; the model is calibrated from the gap runs and probes only, never from the measured
-// runs, its host's share of time off interpolated between the gap runs (HostLoad), and run at
-// the measured rate. The medians over the rounds of throughput and p99 must agree within 15%:
-// two independent numbers, so the test fails when the model is wrong — or when the machine's
-// background changes faster than a round (docs/capacity.md has the figures measured).
+// that saturate the machine every few seconds; `make validate-model` runs the held-out validation,
+// TestModelPredictsHeldOutRuns): after a first saturation probe, rounds of a low gap run (25% of
+// its capacity), a measured run at 30%, a high gap run (35%) and a probe; the model is calibrated
+// from the gap runs and probes only, never from the measured runs, its host's share of time off
+// interpolated between the gap runs (HostLoad), and run at the measured rate. The medians over the
+// rounds of throughput and p99 must agree within 15%: two independent numbers, so the test fails
+// when the model is wrong — or when the machine's background changes faster than a round
+// (docs/capacity.md has the figures measured).
 func TestSimulationMatchesMeasurement(t *testing.T) {
 	cl := clustertest.Start(t, cluster.Options{Primaries: 1, Replicas: cluster.NoReplicas})
 	spec, err := scenarios.Parse("simulate-validate", []byte(ValidateScenario))

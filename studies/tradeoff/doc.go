@@ -5,5 +5,5 @@
 // package report's (report.WriteRegionsSweep, report.WriteDurability).
 //
 // It never decides a request and never draws: it rewrites specs (pure functions, tested as
-// such) and runs them one after another, keeping a run that failed as a Run saying so.
+// such) and runs them one after another, keeping a run that failed as a results.StudyRun saying so.
 package tradeoff

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"ratelab/results"
 	"ratelab/scenarios"
 )
 
@@ -85,7 +86,7 @@ func DurabilityPlan(base *scenarios.Spec, faults, settings []string, duration ti
 	var plans []Plan
 	for _, f := range faults {
 		for _, st := range settings {
-			run := Run{Fault: f, Setting: st}
+			run := results.StudyRun{Fault: f, Setting: st}
 			s, err := WithFault(base, f)
 			if err == nil {
 				err = WithSetting(&s, st)
@@ -201,7 +202,7 @@ func Shorten(s *scenarios.Spec, d time.Duration) {
 
 // Durability runs DurabilityPlan(base, ...) into opts.Out and returns every run, failed ones
 // included, and the directory; on an interrupt, the runs up to it and ctx's error.
-func Durability(ctx context.Context, base *scenarios.Spec, opts DurabilityOptions) ([]Run, string, error) {
+func Durability(ctx context.Context, base *scenarios.Spec, opts DurabilityOptions) ([]results.StudyRun, string, error) {
 	plans, err := DurabilityPlan(base, opts.Faults, opts.Settings, opts.Duration)
 	if err != nil {
 		return nil, "", err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"ratelab/results"
 	"ratelab/scenarios"
 )
 
@@ -72,7 +73,7 @@ func RegionsPlan(base *scenarios.Spec, periods []time.Duration, duration time.Du
 		for _, t := range ts {
 			s := WithDesign(base, d, t)
 			s.Duration = scenarios.Duration(duration)
-			run := Run{Design: d, PeriodS: t.Seconds()}
+			run := results.StudyRun{Design: d, PeriodS: t.Seconds()}
 			if err := revalidate(&s, "regions.design "+d); err != nil {
 				run.Err = err.Error()
 			}
@@ -124,7 +125,7 @@ func regionsRunName(design string, period time.Duration) string {
 
 // RegionsSweep runs RegionsPlan(base, ...) into opts.Out and returns every run, failed ones
 // included; on an interrupt, the runs up to it and ctx's error.
-func RegionsSweep(ctx context.Context, base *scenarios.Spec, opts RegionsOptions) ([]Run, string, error) {
+func RegionsSweep(ctx context.Context, base *scenarios.Spec, opts RegionsOptions) ([]results.StudyRun, string, error) {
 	plans, err := RegionsPlan(base, opts.Periods, opts.Duration)
 	if err != nil {
 		return nil, "", err

@@ -12,13 +12,10 @@ import (
 	"ratelab/scenarios"
 )
 
-// Run is one run of a driver: what it varied, where it went and what it measured.
-type Run = results.DriverRun
-
-// Plan is a run still to do: its labels (a Run without results), its directory's name under
+// Plan is a run still to do: its labels (a results.StudyRun without results), its directory's name under
 // the driver's runs/ and its spec.
 type Plan struct {
-	Run  Run
+	Run  results.StudyRun
 	Name string
 	Spec scenarios.Spec
 }
@@ -30,11 +27,11 @@ const RunsDir = "runs"
 // (a spec its validation refused) is kept without running; a run that fails is kept with its
 // error and the next one runs; an interrupt (ctx cancelled) keeps what the interrupted run measured
 // and stops there, returning ctx's error.
-func runAll(ctx context.Context, plans []Plan, out, version string, logf func(string, ...any)) ([]Run, error) {
+func runAll(ctx context.Context, plans []Plan, out, version string, logf func(string, ...any)) ([]results.StudyRun, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	var runs []Run
+	var runs []results.StudyRun
 	for i, p := range plans {
 		if err := ctx.Err(); err != nil {
 			return runs, err

@@ -37,8 +37,6 @@ func fmtAvail(a *float64) string {
 	return strconv.FormatFloat(*a, 'f', 4, 64)
 }
 
-func toReport(runs []Run) []report.TradeoffRun { return runs }
-
 func TestRegionsSweepShort(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -59,7 +57,7 @@ func TestRegionsSweepShort(t *testing.T) {
 				i, s.Regions.Design, s.Regions.PeriodS, s.Seed, len(s.Regions.List), Designs[i], r.PeriodS, runs[0].Summary.Seed)
 		}
 	}
-	rows, err := report.WriteRegionsSweep(dir, toReport(runs))
+	rows, err := report.WriteRegionsSweep(dir, runs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +120,7 @@ func TestDurabilityMatrixShort(t *testing.T) {
 				r.Fault, r.Setting, s.TokensBack, s.Environment.Durability, s.Faults, r.Setting, r.Fault)
 		}
 	}
-	rows, err := report.WriteDurability(dir, toReport(runs))
+	rows, err := report.WriteDurability(dir, runs)
 	if err != nil {
 		t.Fatal(err)
 	}

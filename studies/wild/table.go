@@ -32,7 +32,7 @@ func Table(rows []Row) string {
 		p99 := s.LatencyMs.P99.String()
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2g..%.2g | %.2g | %.2g..%.2g | %.1f%s | %s | %d |\n",
 			r.Variant.Name, fault, s.Load.AchievedRPS, p99, o.Ratio, o.PossibleRatio,
-			float64(o.FalseDenies)/math.Max(float64(s.Load.Decisions), 1), o.FalseDenyRatio, o.PossibleFalseDenyRatio,
+			float64(o.FalseDenies)/math.Max(float64(s.Load.Completed), 1), o.FalseDenyRatio, o.PossibleFalseDenyRatio,
 			o.BurstExcess.WorstTokens, boundNote(r), callsPerDecision(r), s.Outcomes.Errors)
 	}
 	return b.String()
@@ -45,7 +45,7 @@ func callsPerDecision(r Row) string {
 		return "1 (HTTP)"
 	}
 	s := r.Summary
-	return fmt.Sprintf("%.3f", float64(s.Central.Ops)/math.Max(float64(s.Load.Decisions), 1))
+	return fmt.Sprintf("%.3f", float64(s.Central.Ops)/math.Max(float64(s.Load.Completed), 1))
 }
 
 // GlobalBound is the burst excess the design of GLOBAL allows one key if every daemon but the

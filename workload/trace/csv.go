@@ -111,9 +111,9 @@ func (im *csvImport) trace() *Trace {
 	if start.UnixMicro() <= 0 {
 		t.Start = time.Time{}
 	}
-	t.Records = make([]Record, len(rows))
+	t.Requests = make([]Request, len(rows))
 	for i, r := range rows {
-		t.Records[i] = Record{At: r.at.Sub(start).Truncate(time.Microsecond), Tenant: r.tenant, Endpoint: uint16(r.endpoint), Cost: r.cost}
+		t.Requests[i] = Request{At: r.at.Sub(start).Truncate(time.Microsecond), Tenant: r.tenant, Endpoint: uint16(r.endpoint), Cost: r.cost}
 	}
 	return t
 }

@@ -12,17 +12,17 @@
 //	         tenant prefix (length, bytes), tenant count T, T tenant names (length, bytes),
 //	         endpoint count E (>= 1), E endpoint names (length, bytes),
 //	         CRC-32 (IEEE, 4 bytes little-endian) of every header byte after the magic.
-//	blocks:  record count n (1..MaxBlockRecords), payload length L, L payload bytes,
-//	         CRC-32 (4 bytes LE) of the payload. The payload is n records:
-//	           delta  microseconds since the previous record (the first record of the file:
+//	blocks:  request count n (1..MaxBlockRequests), payload length L, L payload bytes,
+//	         CRC-32 (4 bytes LE) of the payload. The payload is n requests:
+//	           delta  microseconds since the previous request (the first request of the file:
 //	                  since offset 0), so offsets never decrease;
 //	           tenant id (< T when T > 0; with T = 0 tenant i's name is prefix + decimal i);
 //	           endpoint index (< E); cost in tokens.
-//	end:     a block count of 0, then the total record count.
+//	end:     a block count of 0, then the total request count.
 //
 // A file without the end marker was cut short (ErrTruncated); a block whose checksum or fields
-// do not hold is ErrCorrupt. Either way the reader returns every record before the damage (and
-// the complete records of a cut-short last block), so an interrupted recording is still usable.
+// do not hold is ErrCorrupt. Either way the reader returns every request before the damage (and
+// the complete requests of a cut-short last block), so an interrupted recording is still usable.
 // Time resolution is one microsecond: Generate truncates its offsets to it, so a generated trace
 // survives a write and a read exactly.
 //

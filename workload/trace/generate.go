@@ -12,8 +12,8 @@ import (
 // hottest rank.
 const DefaultTenantPrefix = "tenant-"
 
-// DefaultMaxRecords bounds a generated trace (about 24 bytes per record in memory).
-const DefaultMaxRecords = 20_000_000
+// DefaultMaxRequests bounds a generated trace (about 24 bytes per request in memory).
+const DefaultMaxRequests = 20_000_000
 
 // GenOptions describe a synthetic trace: the scenario engine's open-loop schedule and request
 // stream, so the same seed, rate, duration, key distribution and mix give the same requests
@@ -40,8 +40,8 @@ type GenOptions struct {
 	TenantPrefix string
 	// Start is the trace's start time (optional).
 	Start time.Time
-	// MaxRecords refuses a schedule longer than this (default DefaultMaxRecords).
-	MaxRecords int
+	// MaxRequests refuses a schedule longer than this (default DefaultMaxRequests).
+	MaxRequests int
 }
 
 // Generate builds the trace GenOptions describe. Offsets are truncated to whole microseconds,
@@ -66,9 +66,9 @@ func Generate(o GenOptions) (*Trace, error) {
 	if o.Mix != nil && o.Mix.Len() != len(o.Endpoints) {
 		return nil, fmt.Errorf("%w: generate: %d endpoint names for a mix of %d", ErrInvalid, len(o.Endpoints), o.Mix.Len())
 	}
-	max := o.MaxRecords
+	max := o.MaxRequests
 	if max <= 0 {
-		max = DefaultMaxRecords
+		max = DefaultMaxRequests
 	}
 	want := o.Rate * o.Duration.Seconds()
 	if o.Profile != nil {
@@ -110,17 +110,17 @@ func Generate(o GenOptions) (*Trace, error) {
 	}
 	// Same stream as the engine's: NewStream(seed, keys, mix), one draw per scheduled request.
 	s := workload.NewStream(o.Seed, o.Keys, o.Mix)
-	t.Records = make([]Record, 0, int(math.Min(want+1, float64(max))))
+	t.Requests = make([]Request, 0, int(math.Min(want+1, float64(max))))
 	for {
 		off, ok := p.Next()
 		if !ok {
 			break
 		}
-		if len(t.Records) == max {
+		if len(t.Requests) == max {
 			return nil, fmt.Errorf("%w: generate: more than %d requests; shorten the run or lower the rate", ErrInvalid, max)
 		}
 		tenant, ep := s.Next()
-		t.Records = append(t.Records, Record{
+		t.Requests = append(t.Requests, Request{
 			At: off.Truncate(time.Microsecond), Tenant: uint32(tenant), Endpoint: uint16(ep), Cost: 1,
 		})
 	}

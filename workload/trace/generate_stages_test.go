@@ -32,16 +32,16 @@ func TestGenerateFollowsAProfile(t *testing.T) {
 			if !ok {
 				break
 			}
-			if n >= len(tr.Records) || tr.Records[n].At != off.Truncate(time.Microsecond) {
-				t.Fatalf("%s: record %d differs from the ramp's offset %v", pacer, n, off)
+			if n >= len(tr.Requests) || tr.Requests[n].At != off.Truncate(time.Microsecond) {
+				t.Fatalf("%s: request %d differs from the ramp's offset %v", pacer, n, off)
 			}
 			n++
 		}
-		if n != len(tr.Records) {
-			t.Errorf("%s: %d records, the ramp scheduled %d", pacer, len(tr.Records), n)
+		if n != len(tr.Requests) {
+			t.Errorf("%s: %d requests, the ramp scheduled %d", pacer, len(tr.Requests), n)
 		}
 	}
-	if _, err := trace.Generate(trace.GenOptions{Profile: prof, Keys: keys, MaxRecords: 1000}); err == nil {
+	if _, err := trace.Generate(trace.GenOptions{Profile: prof, Keys: keys, MaxRequests: 1000}); err == nil {
 		t.Error("a profile of 8000 requests passed MaxRecords 1000")
 	}
 }

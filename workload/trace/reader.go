@@ -12,14 +12,14 @@ import (
 	"time"
 )
 
-// Reader reads a trace file record by record, checking every block's checksum. Not safe for
+// Reader reads a trace file request by request, checking every block's checksum. Not safe for
 // concurrent use.
 type Reader struct {
 	br      *bufio.Reader
 	h       Header
-	buf     []Record // the current block's records
+	buf     []Request // the current block's requests
 	next    int
-	count   uint64 // records returned or buffered
+	count   uint64 // requests returned or buffered
 	lastUs  int64
 	block   int // blocks read
 	payload []byte
@@ -162,12 +162,12 @@ func readHeader(r *hashingReader) (Header, error) {
 // Header is the trace's header.
 func (r *Reader) Header() Header { return r.h }
 
-// Next returns the next record; io.EOF after the end marker. A damaged file's error
-// (ErrTruncated, ErrCorrupt) comes after every record before the damage.
-func (r *Reader) Next() (Record, error) {
+// Next returns the next request; io.EOF after the end marker. A damaged file's error
+// (ErrTruncated, ErrCorrupt) comes after every request before the damage.
+func (r *Reader) Next() (Request, error) {
 	for r.next == len(r.buf) {
 		if r.err != nil {
-			return Record{}, r.err
+			return Request{}, r.err
 		}
 		r.buf, r.next = r.buf[:0], 0
 		r.err = r.readBlock()
@@ -178,31 +178,31 @@ func (r *Reader) Next() (Record, error) {
 }
 
 // readBlock reads one block into r.buf, or returns the error that ends the file (io.EOF at the
-// end marker). Records of a cut-short block that decode completely are kept in r.buf.
+// end marker). Requests of a cut-short block that decode completely are kept in r.buf.
 func (r *Reader) readBlock() error {
-	at := fmt.Sprintf("block %d (after record %d)", r.block, r.count)
+	at := fmt.Sprintf("block %d (after request %d)", r.block, r.count)
 	n, err := binary.ReadUvarint(r.br)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("trace %s: no end marker, the file was cut short (interrupted write?): %w", at, ErrTruncated)
 		}
-		return fmt.Errorf("trace %s: record count: %v: %w", at, err, ErrCorrupt)
+		return fmt.Errorf("trace %s: request count: %v: %w", at, err, ErrCorrupt)
 	}
 	if n == 0 {
 		total, err := binary.ReadUvarint(r.br)
 		if err != nil {
-			return fmt.Errorf("trace end marker: record total: %w", eofIsTruncated(err))
+			return fmt.Errorf("trace end marker: request total: %w", eofIsTruncated(err))
 		}
 		if total != r.count {
-			return fmt.Errorf("trace end marker: says %d records, the blocks hold %d: %w", total, r.count, ErrCorrupt)
+			return fmt.Errorf("trace end marker: says %d requests, the blocks hold %d: %w", total, r.count, ErrCorrupt)
 		}
 		if _, err := r.br.ReadByte(); err == nil {
 			return fmt.Errorf("trace: bytes after the end marker: %w", ErrCorrupt)
 		}
 		return io.EOF
 	}
-	if n > MaxBlockRecords {
-		return fmt.Errorf("trace %s: %d records, at most %d: %w", at, n, MaxBlockRecords, ErrCorrupt)
+	if n > MaxBlockRequests {
+		return fmt.Errorf("trace %s: %d requests, at most %d: %w", at, n, MaxBlockRequests, ErrCorrupt)
 	}
 	size, err := binary.ReadUvarint(r.br)
 	if err != nil {
@@ -211,8 +211,8 @@ func (r *Reader) readBlock() error {
 		}
 		return fmt.Errorf("trace %s: payload length: %v: %w", at, err, ErrCorrupt)
 	}
-	if size < 4*n || size > maxRecordBytes*n {
-		return fmt.Errorf("trace %s: payload of %d bytes for %d records: %w", at, size, n, ErrCorrupt)
+	if size < 4*n || size > maxRequestBytes*n {
+		return fmt.Errorf("trace %s: payload of %d bytes for %d requests: %w", at, size, n, ErrCorrupt)
 	}
 	if cap(r.payload) < int(size) {
 		r.payload = make([]byte, size)
@@ -220,15 +220,15 @@ func (r *Reader) readBlock() error {
 	p := r.payload[:size]
 	got, err := io.ReadFull(r.br, p)
 	if err != nil {
-		// Cut short: keep the records that are there in full; they cannot be checked.
+		// Cut short: keep the requests that are there in full; they cannot be checked.
 		r.decode(p[:got], n)
-		return fmt.Errorf("trace %s: payload cut short at %d of %d bytes (%d whole records kept, unchecked): %w",
+		return fmt.Errorf("trace %s: payload cut short at %d of %d bytes (%d whole requests kept, unchecked): %w",
 			at, got, size, len(r.buf), ErrTruncated)
 	}
 	var c [4]byte
 	if _, err := io.ReadFull(r.br, c[:]); err != nil {
 		r.decode(p, n)
-		return fmt.Errorf("trace %s: checksum cut short (%d records kept, unchecked): %w", at, len(r.buf), ErrTruncated)
+		return fmt.Errorf("trace %s: checksum cut short (%d requests kept, unchecked): %w", at, len(r.buf), ErrTruncated)
 	}
 	if want, sum := binary.LittleEndian.Uint32(c[:]), crc32.ChecksumIEEE(p); want != sum {
 		return fmt.Errorf("trace %s: checksum %08x, computed %08x: the block is damaged: %w", at, want, sum, ErrCorrupt)
@@ -241,9 +241,9 @@ func (r *Reader) readBlock() error {
 	return nil
 }
 
-// decode appends up to n records from p to r.buf. It stops at the first record that does not
+// decode appends up to n requests from p to r.buf. It stops at the first request that does not
 // decode in full or does not fit the header, and reports it; it also reports a payload that is
-// not exactly n records.
+// not exactly n requests.
 func (r *Reader) decode(p []byte, n uint64) error {
 	for i := uint64(0); i < n; i++ {
 		var f [4]uint64
@@ -251,20 +251,20 @@ func (r *Reader) decode(p []byte, n uint64) error {
 		for j := range f {
 			v, k := binary.Uvarint(q)
 			if k <= 0 {
-				return fmt.Errorf("record %d: field %d does not decode", r.count, j)
+				return fmt.Errorf("request %d: field %d does not decode", r.count, j)
 			}
 			f[j], q = v, q[k:]
 		}
 		if f[0] > uint64(math.MaxInt64/int64(time.Microsecond)-r.lastUs) {
-			return fmt.Errorf("record %d: time delta %d us overflows", r.count, f[0])
+			return fmt.Errorf("request %d: time delta %d us overflows", r.count, f[0])
 		}
 		if f[1] > math.MaxUint32 || f[2] > math.MaxUint16 || f[3] > math.MaxUint32 {
-			return fmt.Errorf("record %d: tenant %d, endpoint %d or cost %d out of range", r.count, f[1], f[2], f[3])
+			return fmt.Errorf("request %d: tenant %d, endpoint %d or cost %d out of range", r.count, f[1], f[2], f[3])
 		}
 		us := r.lastUs + int64(f[0])
-		rec := Record{At: time.Duration(us) * time.Microsecond, Tenant: uint32(f[1]), Endpoint: uint16(f[2]), Cost: uint32(f[3])}
+		rec := Request{At: time.Duration(us) * time.Microsecond, Tenant: uint32(f[1]), Endpoint: uint16(f[2]), Cost: uint32(f[3])}
 		if err := r.h.checkRecord(rec); err != nil {
-			return fmt.Errorf("record %d: %v", r.count, err)
+			return fmt.Errorf("request %d: %v", r.count, err)
 		}
 		r.buf = append(r.buf, rec)
 		r.lastUs = us
@@ -272,12 +272,12 @@ func (r *Reader) decode(p []byte, n uint64) error {
 		p = q
 	}
 	if len(p) != 0 {
-		return fmt.Errorf("%d bytes after the block's %d records", len(p), n)
+		return fmt.Errorf("%d bytes after the block's %d requests", len(p), n)
 	}
 	return nil
 }
 
-// ReadAll reads a whole trace. On a damaged file it returns what was readable (records before
+// ReadAll reads a whole trace. On a damaged file it returns what was readable (requests before
 // the damage) together with the error; a nil *Trace means not even the header was readable.
 func ReadAll(r io.Reader) (*Trace, error) {
 	tr, err := NewReader(r)
@@ -293,6 +293,6 @@ func ReadAll(r io.Reader) (*Trace, error) {
 		if err != nil {
 			return t, err
 		}
-		t.Records = append(t.Records, rec)
+		t.Requests = append(t.Requests, rec)
 	}
 }

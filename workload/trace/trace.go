@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Errors of this package; the wrapping message names the record, block or field.
+// Errors of this package; the wrapping message names the request, block or field.
 var (
 	// ErrTruncated: the file ends before its end marker (an interrupted write). What was read
 	// before the cut is returned with it.
@@ -24,25 +24,25 @@ var (
 const (
 	// Version is the format version Writer writes and Reader reads.
 	Version = 1
-	// MaxBlockRecords is the most records in one checksummed block.
-	MaxBlockRecords = 4096
+	// MaxBlockRequests is the most requests in one checksummed block.
+	MaxBlockRequests = 4096
 	// MaxNameLen is the longest tenant prefix, tenant name or endpoint name, in bytes.
 	MaxNameLen = 256
 	// MaxTenantNames is the most tenant names a header may list.
 	MaxTenantNames = 1 << 24
 	// MaxEndpoints is the most endpoints a header may list (indices are uint16).
 	MaxEndpoints = 1 << 16
-	// maxRecordBytes is the longest encoding of one record: four 64-bit varints.
-	maxRecordBytes = 4 * 10
+	// maxRequestBytes is the longest encoding of one request: four 64-bit varints.
+	maxRequestBytes = 4 * 10
 )
 
 // magic opens every trace file.
 const magic = "RLTRACE\n"
 
-// Record is one request of a trace.
-type Record struct {
+// Request is one request of a trace.
+type Request struct {
 	// At is the request's offset from the trace's start; a whole number of microseconds in a
-	// file, never decreasing from one record to the next.
+	// file, never decreasing from one request to the next.
 	At time.Duration
 	// Tenant is the tenant id: an index into Header.Tenants, or with no names the number after
 	// Header.TenantPrefix.
@@ -53,7 +53,7 @@ type Record struct {
 	Cost uint32
 }
 
-// Header is what a trace says about its records.
+// Header is what a trace says about its requests.
 type Header struct {
 	// Start is the wall-clock time of offset 0 (microsecond resolution); zero when unknown.
 	Start time.Time
@@ -107,8 +107,8 @@ func (h *Header) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkRecord reports a record h cannot hold.
-func (h *Header) checkRecord(r Record) error {
+// checkRecord reports a request h cannot hold.
+func (h *Header) checkRecord(r Request) error {
 	if len(h.Tenants) > 0 && int(r.Tenant) >= len(h.Tenants) {
 		return fmt.Errorf("tenant %d: the header names %d tenants", r.Tenant, len(h.Tenants))
 	}
@@ -118,19 +118,19 @@ func (h *Header) checkRecord(r Record) error {
 	return nil
 }
 
-// Trace is a header and its records, in time order.
+// Trace is a header and its requests, in time order.
 type Trace struct {
 	Header
-	Records []Record
-	// Span is the window the records were scheduled in, when known: Generate sets the duration
+	Requests []Request
+	// Span is the window the requests were scheduled in, when known: Generate sets the duration
 	// it drew them for. A file does not keep it (a read trace has 0), so Window estimates it.
 	Span time.Duration
 }
 
-// Duration is the offset of the last record (0 for an empty trace).
+// Duration is the offset of the last request (0 for an empty trace).
 func (t *Trace) Duration() time.Duration {
-	if len(t.Records) == 0 {
+	if len(t.Requests) == 0 {
 		return 0
 	}
-	return t.Records[len(t.Records)-1].At
+	return t.Requests[len(t.Requests)-1].At
 }

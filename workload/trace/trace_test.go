@@ -46,35 +46,35 @@ func encode(t testing.TB, tr *trace.Trace) []byte {
 func TestGenerateRoundTrip(t *testing.T) {
 	t.Parallel()
 	tr := genTrace(t, 5000, 2*time.Second, 7)
-	if n := len(tr.Records); n < 9000 || n > 11000 {
-		t.Fatalf("%d records for 5000/s over 2 s", n)
+	if n := len(tr.Requests); n < 9000 || n > 11000 {
+		t.Fatalf("%d requests for 5000/s over 2 s", n)
 	}
 	data := encode(t, tr)
 	got, err := trace.ReadAll(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Records, tr.Records) || !reflect.DeepEqual(got.Endpoints, tr.Endpoints) ||
+	if !reflect.DeepEqual(got.Requests, tr.Requests) || !reflect.DeepEqual(got.Endpoints, tr.Endpoints) ||
 		got.TenantPrefix != tr.TenantPrefix || !got.Start.Equal(tr.Start) {
-		t.Fatalf("round trip differs: header %+v vs %+v, %d vs %d records", got.Header, tr.Header, len(got.Records), len(tr.Records))
+		t.Fatalf("round trip differs: header %+v vs %+v, %d vs %d requests", got.Header, tr.Header, len(got.Requests), len(tr.Requests))
 	}
-	t.Logf("%d records in %d bytes (%.2f bytes/record)", len(tr.Records), len(data), float64(len(data))/float64(len(tr.Records)))
+	t.Logf("%d requests in %d bytes (%.2f bytes/request)", len(tr.Requests), len(data), float64(len(data))/float64(len(tr.Requests)))
 
 	keys, _ := workload.NewZipf(100, 0.99)
 	mix, _ := workload.NewMix([]string{"search", "read"}, []float64{3, 1})
 	s := workload.NewStream(7, keys, mix)
-	for i, r := range tr.Records[:1000] {
+	for i, r := range tr.Requests[:1000] {
 		tenant, ep := s.Next()
 		if uint64(r.Tenant) != tenant || int(r.Endpoint) != ep {
-			t.Fatalf("record %d: tenant %d endpoint %d, the engine's stream draws %d %d", i, r.Tenant, r.Endpoint, tenant, ep)
+			t.Fatalf("request %d: tenant %d endpoint %d, the engine's stream draws %d %d", i, r.Tenant, r.Endpoint, tenant, ep)
 		}
 	}
-	if again := genTrace(t, 5000, 2*time.Second, 7); !reflect.DeepEqual(again.Records, tr.Records) {
+	if again := genTrace(t, 5000, 2*time.Second, 7); !reflect.DeepEqual(again.Requests, tr.Requests) {
 		t.Error("the same seed generated a different trace")
 	}
 }
 
-// A file cut anywhere yields ErrTruncated (or a header error) and a prefix of the records.
+// A file cut anywhere yields ErrTruncated (or a header error) and a prefix of the requests.
 func TestTruncatedKeepsPrefix(t *testing.T) {
 	t.Parallel()
 	tr := genTrace(t, 3000, 2*time.Second, 1) // > 1 block
@@ -88,14 +88,14 @@ func TestTruncatedKeepsPrefix(t *testing.T) {
 		if got == nil {
 			continue
 		}
-		if n := len(got.Records); n > len(tr.Records) || !reflect.DeepEqual(got.Records, tr.Records[:n]) {
-			t.Errorf("cut at %d: the %d records read are not a prefix of the trace", cut, n)
+		if n := len(got.Requests); n > len(tr.Requests) || !reflect.DeepEqual(got.Requests, tr.Requests[:n]) {
+			t.Errorf("cut at %d: the %d requests read are not a prefix of the trace", cut, n)
 		}
-		if cut == len(data)*3/4 && len(got.Records) < trace.MaxBlockRecords {
-			t.Errorf("cut in the second block: only %d records kept, want at least the first block", len(got.Records))
+		if cut == len(data)*3/4 && len(got.Requests) < trace.MaxBlockRequests {
+			t.Errorf("cut in the second block: only %d requests kept, want at least the first block", len(got.Requests))
 		}
-		if cut == len(data)-1 && len(got.Records) != len(tr.Records) {
-			t.Errorf("cut in the end marker: %d of %d records kept", len(got.Records), len(tr.Records))
+		if cut == len(data)-1 && len(got.Requests) != len(tr.Requests) {
+			t.Errorf("cut in the end marker: %d of %d requests kept", len(got.Requests), len(tr.Requests))
 		}
 	}
 }
@@ -111,8 +111,8 @@ func TestCorruptBlockKeepsEarlierBlocks(t *testing.T) {
 	if !errors.Is(err, trace.ErrCorrupt) {
 		t.Fatalf("error %v, want ErrCorrupt", err)
 	}
-	if n := len(got.Records); n < trace.MaxBlockRecords || n >= len(tr.Records) || !reflect.DeepEqual(got.Records, tr.Records[:n]) {
-		t.Fatalf("kept %d of %d records, want the undamaged blocks as a prefix", n, len(tr.Records))
+	if n := len(got.Requests); n < trace.MaxBlockRequests || n >= len(tr.Requests) || !reflect.DeepEqual(got.Requests, tr.Requests[:n]) {
+		t.Fatalf("kept %d of %d requests, want the undamaged blocks as a prefix", n, len(tr.Requests))
 	}
 	if _, err := trace.ReadAll(strings.NewReader("GIF89a not a trace")); !errors.Is(err, trace.ErrCorrupt) || !strings.Contains(err.Error(), "not a ratelab trace") {
 		t.Errorf("a foreign file: %v", err)
@@ -125,10 +125,10 @@ func TestWriterRefusesDisorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(trace.Record{At: time.Second, Cost: 1}); err != nil {
+	if err := w.Write(trace.Request{At: time.Second, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []trace.Record{{At: time.Millisecond}, {At: 2 * time.Second, Endpoint: 1}} {
+	for _, r := range []trace.Request{{At: time.Millisecond}, {At: 2 * time.Second, Endpoint: 1}} {
 		if err := w.Write(r); !errors.Is(err, trace.ErrInvalid) {
 			t.Errorf("Write(%+v) = %v, want ErrInvalid", r, err)
 		}
@@ -148,14 +148,14 @@ func TestImportCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unix time 1777636803.25 is 3.25 s after the earliest row (bob's, at 12:00:00Z).
-	want := []trace.Record{
+	want := []trace.Request{
 		{At: 0, Tenant: 1, Endpoint: 1, Cost: 1},
 		{At: 1500 * time.Millisecond, Tenant: 0, Endpoint: 0, Cost: 2},
 		{At: 1500 * time.Millisecond, Tenant: 1, Endpoint: 0, Cost: 1},
 		{At: 3250 * time.Millisecond, Tenant: 0, Endpoint: 1, Cost: 1},
 	}
-	if !reflect.DeepEqual(tr.Records, want) {
-		t.Errorf("records %+v\nwant %+v", tr.Records, want)
+	if !reflect.DeepEqual(tr.Requests, want) {
+		t.Errorf("requests %+v\nwant %+v", tr.Requests, want)
 	}
 	if !reflect.DeepEqual(tr.Tenants, []string{"alice", "bob"}) || !reflect.DeepEqual(tr.Endpoints, []string{"/search", "/read"}) {
 		t.Errorf("tenants %v endpoints %v", tr.Tenants, tr.Endpoints)
@@ -164,7 +164,7 @@ func TestImportCSV(t *testing.T) {
 		t.Errorf("start %v", tr.Start)
 	}
 	got, err := trace.ReadAll(bytes.NewReader(encode(t, tr)))
-	if err != nil || !reflect.DeepEqual(got.Records, tr.Records) || got.TenantName(1) != "bob" {
+	if err != nil || !reflect.DeepEqual(got.Requests, tr.Requests) || got.TenantName(1) != "bob" {
 		t.Errorf("imported trace does not round-trip: %v", err)
 	}
 	_, err = trace.ImportCSV(strings.NewReader("2026-05-01T12:00:00Z,a,b\nyesterday,a,b\n"))
@@ -194,7 +194,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a trace that read cleanly does not read back after writing: %v", err)
 		}
-		if !reflect.DeepEqual(again.Records, tr.Records) || !reflect.DeepEqual(again.Header, tr.Header) {
+		if !reflect.DeepEqual(again.Requests, tr.Requests) || !reflect.DeepEqual(again.Header, tr.Header) {
 			t.Fatal("a trace changed after write and read")
 		}
 	})

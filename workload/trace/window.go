@@ -19,14 +19,14 @@ import (
 // nanosecond, as the replays compute it), so every request falls inside. An empty trace has
 // window 0 and rate 0; a speed that is not > 0 counts as 1.
 func (t *Trace) Window(speed float64) (window time.Duration, rate float64) {
-	n := len(t.Records)
+	n := len(t.Requests)
 	if n == 0 {
 		return 0, 0
 	}
 	if !(speed > 0) || math.IsInf(speed, 1) {
 		speed = 1
 	}
-	first, last := t.Records[0].At, t.Records[n-1].At
+	first, last := t.Requests[0].At, t.Requests[n-1].At
 	var end float64 // ns at speed 1
 	switch {
 	case t.Span > last:

@@ -9,15 +9,15 @@ import (
 	"time"
 )
 
-// Writer writes a trace file: the header at NewWriter, records in checksummed blocks of
-// MaxBlockRecords as they come, and the end marker at Close. Each block goes to the
+// Writer writes a trace file: the header at NewWriter, requests in checksummed blocks of
+// MaxBlockRequests as they come, and the end marker at Close. Each block goes to the
 // underlying writer in one Write, so an interrupted recording leaves whole blocks behind.
 // Not safe for concurrent use.
 type Writer struct {
 	w      io.Writer
 	h      Header
 	block  []byte // the current block's payload
-	n      int    // records in block
+	n      int    // requests in block
 	total  uint64
 	lastUs int64
 	out    []byte // scratch for one block's framing
@@ -25,7 +25,7 @@ type Writer struct {
 	err    error // the first write error; every later call returns it
 }
 
-// NewWriter validates h, writes the header to w and returns a Writer for the records.
+// NewWriter validates h, writes the header to w and returns a Writer for the requests.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	if err := h.Validate(); err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	}
 	h.Tenants = append([]string(nil), h.Tenants...)
 	h.Endpoints = append([]string(nil), h.Endpoints...)
-	return &Writer{w: w, h: h, block: make([]byte, 0, MaxBlockRecords*8)}, nil
+	return &Writer{w: w, h: h, block: make([]byte, 0, MaxBlockRequests*8)}, nil
 }
 
 func appendString(b []byte, s string) []byte {
@@ -60,25 +60,25 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// Write appends one record. Its offset is truncated to a whole microsecond and must not be
-// before the previous record's; its tenant and endpoint must be ones the header names.
-func (w *Writer) Write(r Record) error {
+// Write appends one request. Its offset is truncated to a whole microsecond and must not be
+// before the previous request's; its tenant and endpoint must be ones the header names.
+func (w *Writer) Write(r Request) error {
 	if w.err != nil {
 		return w.err
 	}
 	if w.closed {
-		return fmt.Errorf("%w: record %d: writer already closed", ErrInvalid, w.total)
+		return fmt.Errorf("%w: request %d: writer already closed", ErrInvalid, w.total)
 	}
 	us := int64(r.At / time.Microsecond)
 	if r.At < 0 || us < w.lastUs {
-		return fmt.Errorf("%w: record %d at %v: before the previous record (%v); records must be in time order",
+		return fmt.Errorf("%w: request %d at %v: before the previous request (%v); requests must be in time order",
 			ErrInvalid, w.total, r.At, time.Duration(w.lastUs)*time.Microsecond)
 	}
 	if us > math.MaxInt64/int64(time.Microsecond) {
-		return fmt.Errorf("%w: record %d at %v: offset too large", ErrInvalid, w.total, r.At)
+		return fmt.Errorf("%w: request %d at %v: offset too large", ErrInvalid, w.total, r.At)
 	}
 	if err := w.h.checkRecord(r); err != nil {
-		return fmt.Errorf("%w: record %d: %v", ErrInvalid, w.total, err)
+		return fmt.Errorf("%w: request %d: %v", ErrInvalid, w.total, err)
 	}
 	w.block = binary.AppendUvarint(w.block, uint64(us-w.lastUs))
 	w.block = binary.AppendUvarint(w.block, uint64(r.Tenant))
@@ -87,13 +87,13 @@ func (w *Writer) Write(r Record) error {
 	w.lastUs = us
 	w.n++
 	w.total++
-	if w.n == MaxBlockRecords {
+	if w.n == MaxBlockRequests {
 		return w.flush()
 	}
 	return nil
 }
 
-// Flush writes the records buffered so far as a block (a recorder calls it now and then, so
+// Flush writes the requests buffered so far as a block (a recorder calls it now and then, so
 // a crash loses little).
 func (w *Writer) Flush() error {
 	if w.err != nil {
@@ -114,7 +114,7 @@ func (w *Writer) flush() error {
 	w.block = w.block[:0]
 	w.n = 0
 	if _, err := w.w.Write(out); err != nil {
-		w.err = fmt.Errorf("trace: write block ending at record %d: %w", w.total, err)
+		w.err = fmt.Errorf("trace: write block ending at request %d: %w", w.total, err)
 		return w.err
 	}
 	return nil
@@ -136,7 +136,7 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
-// Count is the number of records written so far.
+// Count is the number of requests written so far.
 func (w *Writer) Count() uint64 { return w.total }
 
 // Write writes t to w as a complete trace file.
@@ -145,7 +145,7 @@ func Write(w io.Writer, t *Trace) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range t.Records {
+	for _, r := range t.Requests {
 		if err := tw.Write(r); err != nil {
 			return err
 		}

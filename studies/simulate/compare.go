@@ -11,19 +11,19 @@ import (
 // sides are a validation's runs by kind, round by round.
 type sides struct{ lows, highs, probes, runs []measured }
 
-// modelOf is the model of spec's runs on shards primaries: its tenants, decision timeout and
+// modelOf is the model of spec's runs on primaries primaries: its tenants, decision timeout and
 // in-flight bound, to be completed with a calibration and a rate.
-func modelOf(spec *scenarios.Spec, shards int) Config {
-	return Config{Shards: shards, Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
+func modelOf(spec *scenarios.Spec, primaries int) Config {
+	return Config{Primaries: primaries, Tenants: spec.Tenants.Count, Theta: spec.Tenants.Theta,
 		Timeout: time.Duration(spec.Limiter.Timeout), MaxInflight: spec.Load.MaxInflight}
 }
 
-// judge calibrates the model from the gap runs and probes of r, runs it at rate and compares it
-// with r's measured runs; first is the first probe's answer (the shares' base). One model serves
-// every round, calibrated from all rounds' gap runs and probes pooled: a line through one
-// round's two fits, each of a few dozen delayed decisions, is mostly noise.
-func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
-	base := modelOf(spec, shards)
+// compareModel calibrates the model from the gap runs and probes of r, runs it at rate and compares
+// it with r's measured runs; first is the first probe's answer (the shares' base). One model serves
+// every round, calibrated from all rounds' gap runs and probes pooled: a line through one round's
+// two fits, each of a few dozen delayed decisions, is mostly noise.
+func compareModel(spec *scenarios.Spec, primaries int, r sides, rate, first float64, o ValidateOptions) (*Validation, error) {
+	base := modelOf(spec, primaries)
 	cal, err := calibrateLoad(r.lows, r.highs, r.probes, o.ProbeRate, base)
 	if err != nil {
 		return nil, err
@@ -33,11 +33,11 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 	host := cal.HostAt(rate)
 	v := &Validation{Rate: rate, Share: rate / first, LowRate: r.lows[0].sum.Load.OfferedRPS, HighRate: r.highs[0].sum.Load.OfferedRPS,
 		Pooled: cal, Host: host}
-	simHist, seedP99s, err := judgeRounds(v, base, cal, r, o.RunLength)
+	simHist, seedP99s, err := compareRounds(v, base, cal, r, o.RunLength)
 	if err != nil {
 		return nil, err
 	}
-	if err := judgeGapRates(v, base, cal, r, o.RunLength); err != nil {
+	if err := compareGapRates(v, base, cal, r, o.RunLength); err != nil {
 		return nil, err
 	}
 	var mRPS, mP99, sRPS []float64
@@ -55,18 +55,18 @@ func judge(spec *scenarios.Spec, shards int, r sides, rate, first float64, o Val
 	}
 	v.ThroughputGap = (v.SimulatedRPS - v.MeasuredRPS) / v.MeasuredRPS
 	v.P99Gap = (v.SimulatedP99 - v.MeasuredP99Ms) / v.MeasuredP99Ms
-	if err := judgeLaws(v, base, cal, o.HostLaw, len(r.runs), o.RunLength); err != nil {
+	if err := compareLaws(v, base, cal, o.HostLaw, len(r.runs), o.RunLength); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// judgeRounds runs the model of each measured run of r (as long as the run, from empty, with
+// compareRounds runs the model of each measured run of r (as long as the run, from empty, with
 // the generator's in-flight bound) at v.Rate on v.Host and adds each round to v.Rounds. Each
 // round gets simSeeds seeds of its own, each seed one run, and a round's simulated p99 is the
 // median of its runs' p99s, as the validation's measured p99 is the median of the rounds'. It
 // returns every model run's latencies merged and every run's p99.
-func judgeRounds(v *Validation, base Config, cal Calibration, r sides, dur time.Duration) (*results.Histogram, []float64, error) {
+func compareRounds(v *Validation, base Config, cal Calibration, r sides, dur time.Duration) (*results.Histogram, []float64, error) {
 	simHist := results.NewHistogram()
 	var seedP99s []float64
 	for i := range r.runs {
@@ -93,10 +93,10 @@ func judgeRounds(v *Validation, base Config, cal Calibration, r sides, dur time.
 	return simHist, seedP99s, nil
 }
 
-// judgeGapRates runs the model at its own calibration rates: how well the shares solved there
+// compareGapRates runs the model at its own calibration rates: how well the shares solved there
 // reproduce the gap runs' p99 (shown, not compared; a law fitted to two good points can still
 // miss beyond them).
-func judgeGapRates(v *Validation, base Config, cal Calibration, r sides, dur time.Duration) error {
+func compareGapRates(v *Validation, base Config, cal Calibration, r sides, dur time.Duration) error {
 	for _, at := range []struct {
 		rate float64
 		runs []measured
@@ -115,9 +115,9 @@ func judgeGapRates(v *Validation, base Config, cal Calibration, r sides, dur tim
 	return nil
 }
 
-// judgeLaws fills v.Laws: the model at v.Rate under each host law, law (the model's own) first,
+// compareLaws fills v.Laws: the model at v.Rate under each host law, law (the model's own) first,
 // on the same gap runs and seeds; only the share of time off carried to v.Rate differs.
-func judgeLaws(v *Validation, base Config, cal Calibration, law string, rounds int, dur time.Duration) error {
+func compareLaws(v *Validation, base Config, cal Calibration, law string, rounds int, dur time.Duration) error {
 	v.Laws = append(v.Laws, LawCheck{Law: law, OffFraction: v.Host.OffFraction, SimulatedP99: v.SimulatedP99, P99Gap: v.P99Gap})
 	for _, other := range []string{LawFloor, LawErlangC, LawProportional} {
 		if other == law {

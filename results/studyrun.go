@@ -1,9 +1,9 @@
 package results
 
-// DriverRun is one run of a driver of many runs (the regions sweep, the durability matrix):
-// what it varied, where it went and what it measured. The driver fills it and the report's
+// StudyRun is one run of a study (the regions sweep, the durability matrix) as the study keeps
+// it: what it varied, where it went and what it measured. The study fills it and the report's
 // trade-off tables read it.
-type DriverRun struct {
+type StudyRun struct {
 	// Design and PeriodS are the regions design and the rebalance period T in seconds (0 for
 	// the designs without a period); empty in a durability run.
 	Design  string  `json:"design,omitempty"`
