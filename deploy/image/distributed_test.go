@@ -96,8 +96,19 @@ func TestImageDistributedRun(t *testing.T) {
 			t.Errorf("key %s: decisions whole %d, merged %d", k, w, m)
 		}
 	}
-	if w, m := whole.hist.Count(), merged.hist.Count(); w != m || w != whole.sum.Load.Completed {
-		t.Errorf("latency histogram count: whole %d, merged %d; want both the whole run's %d decisions", w, m, whole.sum.Load.Completed)
+	// The histograms hold the decided requests: each run's completed less its errors (a busy
+	// machine's timeouts differ between the two runs), and both runs completed every request.
+	for _, r := range []struct {
+		name string
+		sum  *results.Summary
+		n    int64
+	}{{"whole", whole.sum, whole.hist.Count()}, {"merged", merged.sum, merged.hist.Count()}} {
+		if want := r.sum.Load.Completed - r.sum.Outcomes.Errors; r.n != want {
+			t.Errorf("latency histogram count: %s %d; want its %d completed less %d errors", r.name, r.n, r.sum.Load.Completed, r.sum.Outcomes.Errors)
+		}
+	}
+	if w, m := whole.sum.Load.Completed, merged.sum.Load.Completed; w != m {
+		t.Errorf("completed: whole %d, merged %d; want the same schedule's", w, m)
 	}
 	t.Logf("whole and merged: offered %v by second (%d in all), %d decisions over %d keys, histogram count %d",
 		offered, whole.sum.Load.Offered, whole.sum.Load.Completed, len(whole.keys), merged.hist.Count())

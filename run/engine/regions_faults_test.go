@@ -71,16 +71,19 @@ func TestRegionsCutRegionFailsItsGlobalDecisions(t *testing.T) {
 		byName[g.Name] = g
 	}
 	eu, us, ap := byName["eu"], byName["us"], byName["ap"]
-	share := func(g results.Region) float64 { return float64(g.Errors) / float64(max(g.Offered, 1)) }
-	t.Logf("error shares: eu %.2f, us %.2f, ap %.2f; eu availability %.2f", share(eu), share(us), share(ap), eu.Availability)
-	if share(eu) < 0.2 || share(eu) < share(ap)+0.1 {
-		t.Errorf("eu: %d errors of %d offered (ap's share %.2f); want the decisions of the cut (about a third of the run) to fail, well above ap's", eu.Errors, eu.Offered, share(ap))
+	// The store's failures: errors, and the fail policy's answers (eu fails open).
+	failed := func(g results.Region) int64 { return g.Errors + g.FailedOpen + g.FailedClosed }
+	share := func(g results.Region) float64 { return float64(failed(g)) / float64(max(g.Offered, 1)) }
+	t.Logf("failure shares: eu %.2f, us %.2f, ap %.2f; eu availability %.2f", share(eu), share(us), share(ap), eu.Availability)
+	if share(eu) < 0.2 || share(eu) < share(ap)+0.1 || eu.FailedOpen == 0 {
+		t.Errorf("eu: %d failed (%d answered by fail open) of %d offered (ap's share %.2f); want the decisions of the cut (about a third of the run) to fail, well above ap's",
+			failed(eu), eu.FailedOpen, eu.Offered, share(ap))
 	}
 	if eu.Availability < 0.1 || eu.Availability > 0.9 {
 		t.Errorf("eu availability %.2f; want it lost during the cut and back after the restore", eu.Availability)
 	}
 	// The home region decides on its own cluster: a cut eu cannot fail it.
 	if share(us) > 0.02 {
-		t.Errorf("us: %d errors of %d offered; the home region's decisions do not cross", us.Errors, us.Offered)
+		t.Errorf("us: %d failed of %d offered; the home region's decisions do not cross", failed(us), us.Offered)
 	}
 }
