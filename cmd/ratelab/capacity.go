@@ -15,10 +15,10 @@ import (
 
 // newCapacityCmd is `ratelab capacity sweep|plan`.
 func newCapacityCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := newGroupCmd(&cobra.Command{
 		Use:   "capacity",
 		Short: "Find the knee of a scenario on a local cluster, and size a cluster for a target rate",
-	}
+	})
 	cmd.AddCommand(newCapacitySweepCmd(), newCapacityPlanCmd())
 	return cmd
 }
@@ -213,7 +213,6 @@ not guessed. Prints every step of the reasoning.`,
 	fl.IntVar(&f.in.Gateways, "gateways", capacity.DefaultGateways, "gateways holding leases")
 	fl.DurationVar(&f.in.LeaseTTL, "lease-ttl", capacity.DefaultLeaseTTL, "lifetime of a lease")
 	f.output = addOutputFlag(cmd, "json is the plan: its input, steps and sizings", outputJSON)
-	aliasJSON(fl)
 	_ = cmd.MarkFlagRequired("target-rps")
 	return cmd
 }
