@@ -95,9 +95,6 @@ the verdict is written into summary.json, and a failed check exits 3.
 	addMetricsFlags(cmd, &f.metrics)
 	f.req.register(cmd, &o)
 	f.output = addOutputFlag(cmd, runOutputHelp, outputJSON, outputMD)
-	alias(fl, "workers", "concurrency")
-	alias(fl, "max-workers", "max-inflight")
-	alias(fl, "timeout", "request-timeout")
 	return cmd
 }
 

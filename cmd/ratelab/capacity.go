@@ -15,10 +15,10 @@ import (
 
 // newCapacityCmd is `ratelab capacity sweep|plan`.
 func newCapacityCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := newGroupCmd(&cobra.Command{
 		Use:   "capacity",
 		Short: "Find the knee of a scenario on a local cluster, and size a cluster for a target rate",
-	}
+	})
 	cmd.AddCommand(newCapacitySweepCmd(), newCapacityPlanCmd())
 	return cmd
 }
@@ -164,7 +164,7 @@ func newCapacityPlanCmd() *cobra.Command {
 		Use:   "plan",
 		Short: "Primaries needed for a target rate with Zipf tenants: the limiting factor and what leases change",
 		Long: `Size a Redis Cluster for --target-rps decisions/s over --tenants Zipf(--zipf) tenants, keeping
---headroom of each primary free. One primary's script rate is --per-shard-rps, or read from a
+--headroom of each primary free. One primary's script rate is --per-primary-rps, or read from a
 sweep (--from capacity.json), or by default 80,000 calls/s (the token-bucket EVALSHA measured
 with redis-benchmark -P 16 on one primary; see docs/capacity.md). Tenants are hashed into slots
 by CRC16 as Redis does and slots split evenly over primaries, so the busiest primary is known,
@@ -173,11 +173,11 @@ not guessed. Prints every step of the reasoning.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set := cmd.Flags().Changed
-			if set("from") && set("per-shard-rps") {
-				return errors.New("--from and --per-shard-rps both set: give one source for a primary's rate")
+			if set("from") && set("per-primary-rps") {
+				return errors.New("--from and --per-primary-rps both set: give one source for a primary's rate")
 			}
-			f.in.PerPrimarySource = "--per-shard-rps"
-			if !set("per-shard-rps") {
+			f.in.PerPrimarySource = "--per-primary-rps"
+			if !set("per-primary-rps") {
 				f.in.PerPrimarySource = "default: token-bucket EVALSHA on one primary, redis-benchmark -P 16 -c 50, docs/capacity.md"
 			}
 			if f.from != "" {
@@ -207,13 +207,12 @@ not guessed. Prints every step of the reasoning.`,
 	fl.IntVar(&f.in.Tenants, "tenants", 1_000_000, "number of tenants (keys' hash tags)")
 	fl.Float64Var(&f.in.Theta, "zipf", 0.99, "Zipf exponent of tenant popularity (0: uniform)")
 	fl.Float64Var(&f.in.Headroom, "headroom", capacity.DefaultHeadroom, "share of each primary kept free")
-	fl.Float64Var(&f.in.PerPrimaryRPS, "per-shard-rps", capacity.DefaultPerPrimaryRPS, "one primary's script calls per second")
+	fl.Float64Var(&f.in.PerPrimaryRPS, "per-primary-rps", capacity.DefaultPerPrimaryRPS, "one primary's script calls per second")
 	fl.StringVar(&f.from, "from", "", "take the per-primary rate from a sweep's capacity.json")
 	fl.Int64Var(&f.in.Lease, "lease", 0, "also plan with local leases of this many tokens")
 	fl.IntVar(&f.in.Gateways, "gateways", capacity.DefaultGateways, "gateways holding leases")
 	fl.DurationVar(&f.in.LeaseTTL, "lease-ttl", capacity.DefaultLeaseTTL, "lifetime of a lease")
 	f.output = addOutputFlag(cmd, "json is the plan: its input, steps and sizings", outputJSON)
-	aliasJSON(fl)
 	_ = cmd.MarkFlagRequired("target-rps")
 	return cmd
 }

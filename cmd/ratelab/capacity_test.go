@@ -24,8 +24,8 @@ func TestCapacityPlanCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = exec.Command(binary, "capacity", "plan", "--target-rps", "1000", "--per-shard-rps", "10", "--from", "x.json").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--from and --per-shard-rps") {
+	out, err = exec.Command(binary, "capacity", "plan", "--target-rps", "1000", "--per-primary-rps", "10", "--from", "x.json").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--from and --per-primary-rps") {
 		t.Errorf("both rate sources accepted: %v\n%s", err, out)
 	}
 }
@@ -45,10 +45,10 @@ func TestSimulateValidateBadLaw(t *testing.T) {
 
 func TestSimulateCommand(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(binary, "simulate", "--shards", "4", "--rate", "200000", "--tenants", "10000",
-		"--service-us", "5", "--failover", "--fail", "open", "--json").Output()
+	out, err := exec.Command(binary, "simulate", "predict", "--primaries", "4", "--rate", "200000", "--tenants", "10000",
+		"--service-us", "5", "--failover", "--fail", "open", "-o", "json").Output()
 	if err != nil {
-		t.Fatalf("simulate: %v\n%s", err, out)
+		t.Fatalf("simulate predict: %v\n%s", err, out)
 	}
 	var res struct {
 		ThroughputRPS float64 `json:"throughput_rps"`
@@ -61,7 +61,7 @@ func TestSimulateCommand(t *testing.T) {
 		} `json:"failover"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("simulate --json: %v\n%s", err, out)
+		t.Fatalf("simulate predict -o json: %v\n%s", err, out)
 	}
 	if len(res.Shards) != 4 || res.ThroughputRPS < 180_000 || res.ThroughputRPS > 220_000 {
 		t.Errorf("shards %d throughput %.0f: want 4 shards near 200,000/s", len(res.Shards), res.ThroughputRPS)
@@ -80,7 +80,7 @@ func TestSimulateColocated(t *testing.T) {
 	if err := os.WriteFile(plain, []byte(`{"service":{"kind":"constant","mean_us":20},"client":[{"p":0,"ms":0.3},{"p":1,"ms":0.3}],"client_cpu_us":40}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(binary, "simulate", "--shards", "1", "--rate", "1000", "--tenants", "100", "--calibration", plain, "--colocated").CombinedOutput()
+	out, err := exec.Command(binary, "simulate", "predict", "--primaries", "1", "--rate", "1000", "--tenants", "100", "--calibration", plain, "--colocated").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--probe-rate") {
 		t.Errorf("--colocated without a host: err %v, output %s; want an error naming --probe-rate", err, out)
 	}
@@ -89,10 +89,10 @@ func TestSimulateColocated(t *testing.T) {
 		"host":{"capacity_rps":4000,"off_fraction":0.2,"off_mean_ms":10,"off_sigma":0.5}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command(binary, "simulate", "--shards", "1", "--rate", "8000", "--tenants", "100", "--calibration", host,
-		"--colocated", "--max-inflight", "512", "--json").Output()
+	out, err = exec.Command(binary, "simulate", "predict", "--primaries", "1", "--rate", "8000", "--tenants", "100", "--calibration", host,
+		"--colocated", "--max-inflight", "512", "-o", "json").Output()
 	if err != nil {
-		t.Fatalf("simulate --colocated: %v\n%s", err, out)
+		t.Fatalf("simulate predict --colocated: %v\n%s", err, out)
 	}
 	var res struct {
 		ThroughputRPS   float64 `json:"throughput_rps"`
@@ -101,7 +101,7 @@ func TestSimulateColocated(t *testing.T) {
 		Dropped         int64   `json:"dropped"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("simulate --json: %v\n%s", err, out)
+		t.Fatalf("simulate predict -o json: %v\n%s", err, out)
 	}
 	if res.HostUtilisation != 2 || res.ThroughputRPS > 4400 || res.Dropped == 0 || res.GatewayCores != 8000*40e-6 {
 		t.Errorf("8000/s on a host of 4000/s: %+v; want utilisation 2, ~4000/s, drops, 0.32 gateway cores", res)

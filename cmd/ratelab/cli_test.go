@@ -29,106 +29,98 @@ func execRatelab(t *testing.T, dir string, args ...string) (int, string, string)
 	return code, stdout.String(), stderr.String()
 }
 
-// TestDeprecatedSpellings: each old spelling still sets its new flag (and marks it changed, as
-// the commands read it), and cobra says the new name.
-func TestDeprecatedSpellings(t *testing.T) {
+// TestOldSpellingsFail: each old spelling of a flag or a command fails (exit 1) with a message
+// naming its new one, typed as the user would, --help included.
+func TestOldSpellingsFail(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
 	for _, tc := range []struct {
-		args       []string
-		flag, want string
+		args []string
+		want string
 	}{
-		{[]string{"attack", "--workers", "7"}, "concurrency", "7"},
-		{[]string{"attack", "--max-workers", "9"}, "max-inflight", "9"},
-		{[]string{"attack", "--timeout", "3s"}, "request-timeout", "3s"},
-		{[]string{"gateway", "--rate", "5"}, "policy", "rate=5,burst=200"},
-		{[]string{"gateway", "--burst", "7"}, "policy", "rate=100,burst=7"},
-		{[]string{"gateway", "--burst", "7", "--rate", "5"}, "policy", "rate=5,burst=7"},
-		{[]string{"gateway", "--timeout", "2s"}, "decision-timeout", "2s"},
-		{[]string{"simulate", "--policy-rate", "5", "--policy-burst", "9"}, "policy", "rate=5,burst=9"},
-		{[]string{"simulate", "--timeout", "20ms"}, "decision-timeout", "20ms"},
-		{[]string{"simulate", "--json"}, "output", "json"},
-		{[]string{"simulate", "validate", "--run-dir", "d"}, "out", "d"},
-		{[]string{"simulate", "validate", "--json"}, "output", "json"},
-		{[]string{"simulate", "calibrate", "--run-dir", "d"}, "out", "d"},
-		{[]string{"capacity", "plan", "--json"}, "output", "json"},
-		{[]string{"compare", "--format", "md"}, "output", "md"},
-		{[]string{"trace", "gen", "--out", "f.trace"}, "file", "f.trace"},
-		{[]string{"trace", "import", "--out", "f.trace"}, "file", "f.trace"},
+		{[]string{"attack", "--url", "http://127.0.0.1:1/", "--workers", "7"}, "--workers: it is --concurrency now"},
+		{[]string{"attack", "--max-workers", "9"}, "it is --max-inflight now"},
+		{[]string{"attack", "--timeout", "3s"}, "it is --request-timeout now"},
+		{[]string{"gateway", "--rate", "5"}, "--rate: it is --policy rate=R,burst=B"},
+		{[]string{"gateway", "--burst", "7"}, "it is --policy rate=R,burst=B"},
+		{[]string{"gateway", "--timeout", "2s"}, "it is --decision-timeout now"},
+		{[]string{"simulate", "predict", "--policy-rate", "5"}, "it is --policy rate=R,burst=B now"},
+		{[]string{"simulate", "predict", "--policy-burst", "9"}, "it is --policy rate=R,burst=B now"},
+		{[]string{"simulate", "predict", "--timeout", "20ms"}, "it is --decision-timeout now"},
+		{[]string{"simulate", "predict", "--json"}, "--json: it is -o json now"},
+		{[]string{"simulate", "validate", "--run-dir", "d"}, "--run-dir: it is --out now"},
+		{[]string{"simulate", "validate", "--json"}, "it is -o json now"},
+		{[]string{"simulate", "calibrate", "--run-dir", "d"}, "it is --out now"},
+		{[]string{"simulate", "calibrate", "--out", "cal.json"}, "name the calibration file with --file cal.json"},
+		{[]string{"capacity", "plan", "--target-rps", "1000", "--json"}, "it is -o json now"},
+		{[]string{"compare", "--format", "md", "a", "b"}, "--format: it is -o FORMAT now"},
+		{[]string{"trace", "gen", "--out", "f.trace"}, "--out: it is --file now"},
+		{[]string{"trace", "import", "--out", "f.trace"}, "it is --file now"},
+		{[]string{"simulate", "--shards", "30", "--rate", "5000000"}, "type 'ratelab simulate predict --primaries ...'"},
+		{[]string{"simulate", "predict", "--shards", "30"}, "--shards: it is --primaries now"},
+		{[]string{"simulate", "predict", "--failover-shard", "1"}, "it is --failover-primary now"},
+		{[]string{"capacity", "plan", "--target-rps", "1000", "--per-shard-rps", "10"}, "it is --per-primary-rps now"},
+		{[]string{"regions", "sweep"}, "'ratelab regions sweep' is now 'ratelab regions'"},
+		{[]string{"regions", "sweep", "--periods", "1s", "--help"}, "is now 'ratelab regions'"},
+		{[]string{"scenarios", "side-by-side", "algorithms-side-by-side"}, "is now 'ratelab side-by-side'"},
+		{[]string{"scenarios", "in-the-wild", "--help"}, "is now 'ratelab in-the-wild'"},
+		{[]string{"trace", "record", "smoke", "f.trace"}, "is now 'ratelab run NAME --record-trace FILE'"},
+		{[]string{"trace", "replay", "f.trace", "--scenario", "smoke"}, "is now 'ratelab run NAME --trace FILE'"},
+		{[]string{"scenarios", "lst"}, `unknown command "lst" for "ratelab scenarios"; did you mean list?`},
 	} {
-		root := newRootCmd()
-		var msgs bytes.Buffer
-		root.SetOut(&msgs)
-		cmd, rest, err := root.Find(tc.args)
-		if err != nil {
-			t.Fatal(err)
+		code, stdout, stderr := execRatelab(t, dir, tc.args...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("ratelab %s: exit %d, stderr %q; want 1 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			t.Errorf("%v: %v", tc.args, err)
-			continue
-		}
-		f := cmd.Flags().Lookup(tc.flag)
-		if f.Value.String() != tc.want || !f.Changed {
-			t.Errorf("%v: --%s = %q (changed %v), want %q", tc.args, tc.flag, f.Value, f.Changed, tc.want)
-		}
-		if !strings.Contains(msgs.String(), "has been deprecated, use --"+tc.flag) {
-			t.Errorf("%v: no deprecation naming --%s: %q", tc.args, tc.flag, msgs.String())
+		if stdout != "" {
+			t.Errorf("ratelab %s: printed %q on stdout; an error goes to stderr only", strings.Join(tc.args, " "), stdout)
 		}
 	}
 }
 
-// TestCalibrateOldOutFile: calibrate's --out ending in .json without --file is the calibration
-// file, as --out was before, with a warning naming --file; otherwise --out is the runs' directory.
-func TestCalibrateOldOutFile(t *testing.T) {
+// TestGroupsListTheirCommands: a group run bare prints its help, naming its commands and not
+// the hidden old spellings, and exits 0.
+func TestGroupsListTheirCommands(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		args      []string
-		file, out string
-		warns     bool
+		group      string
+		want, hide []string
 	}{
-		{[]string{"--out", "cal.json"}, "cal.json", "", true},
-		{[]string{"--out", "runs"}, "calibration.json", "runs", false},
-		{[]string{"--out", "runs.json", "--file", "c.json"}, "c.json", "runs.json", false},
+		{"simulate", []string{"predict", "calibrate", "validate"}, nil},
+		{"scenarios", []string{"list", "show"}, []string{"side-by-side", "in-the-wild"}},
+		{"trace", []string{"gen", "import", "info"}, []string{"record ", "replay "}},
 	} {
-		root := newRootCmd()
-		cmd, _, err := root.Find([]string{"simulate", "calibrate"})
-		if err != nil {
-			t.Fatal(err)
+		code, stdout, stderr := execRatelab(t, t.TempDir(), tc.group)
+		if code != 0 {
+			t.Errorf("ratelab %s: exit %d, stderr %q", tc.group, code, stderr)
 		}
-		if err := cmd.ParseFlags(tc.args); err != nil {
-			t.Fatal(err)
+		avail := stdout[strings.Index(stdout, "Available Commands:"):]
+		for _, w := range tc.want {
+			if !strings.Contains(avail, "  "+w+" ") {
+				t.Errorf("ratelab %s: its help does not list %s:\n%s", tc.group, w, stdout)
+			}
 		}
-		o := calibrateOptions{}
-		o.file, _ = cmd.Flags().GetString("file")
-		o.out, _ = cmd.Flags().GetString("out")
-		var stderr bytes.Buffer
-		o = legacyCalibrateOut(cmd, o, &stderr)
-		if o.file != tc.file || o.out != tc.out || (stderr.Len() > 0) != tc.warns {
-			t.Errorf("%v: file %q out %q warning %q; want %q, %q, warning %v", tc.args, o.file, o.out, stderr.String(), tc.file, tc.out, tc.warns)
-		}
-		if tc.warns && !strings.Contains(stderr.String(), "--file "+tc.file) {
-			t.Errorf("%v: the warning does not name --file: %q", tc.args, stderr.String())
+		for _, h := range tc.hide {
+			if strings.Contains(avail, "  "+h) {
+				t.Errorf("ratelab %s: its help lists the old spelling %s:\n%s", tc.group, h, stdout)
+			}
 		}
 	}
 }
 
-// TestOutputFlag: -o json leaves only the JSON document on stdout (a deprecated spelling's
-// notice goes to stderr), and an unknown format is refused naming the flag, the value and the
-// formats the command has.
+// TestOutputFlag: -o json leaves only the JSON document on stdout, and an unknown format is
+// refused naming the flag, the value and the formats the command has.
 func TestOutputFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"version", "-o", "json"},
 		{"capacity", "plan", "--target-rps", "100000", "--tenants", "1000", "-o", "json"},
-		{"capacity", "plan", "--target-rps", "100000", "--tenants", "1000", "--json"},
 	} {
 		code, stdout, stderr := execRatelab(t, dir, args...)
 		var v map[string]any
 		if err := json.Unmarshal([]byte(stdout), &v); code != 0 || err != nil {
 			t.Errorf("%v: exit %d, stdout is not one JSON document (%v):\n%s\nstderr %s", args, code, err, stdout, stderr)
-		}
-		if args[len(args)-1] == "--json" && !strings.Contains(stderr, "Flag --json has been deprecated, use --output instead") {
-			t.Errorf("%v: stderr lacks the deprecation: %q", args, stderr)
 		}
 	}
 	code, _, stderr := execRatelab(t, dir, "version", "-o", "yaml")

@@ -22,10 +22,10 @@ const stateFileHelp = "$XDG_RUNTIME_DIR/" + cluster.DefaultStateFileName + ", or
 // newClusterCmd is `ratelab cluster up|down|status`: a local Redis Cluster that outlives the
 // command, for running scenarios against by hand.
 func newClusterCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := newGroupCmd(&cobra.Command{
 		Use:   "cluster",
 		Short: "Manage a local Redis Cluster (redis-server processes on 127.0.0.1)",
-	}
+	})
 	cmd.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterStatusCmd())
 	return cmd
 }

@@ -59,7 +59,6 @@ Exit code: 0 no regression, 3 a regression, 1 bad input or too few runs for any 
 	o.output = addOutputFlag(cmd, "text an aligned table, json the comparison (its rows, medians, intervals, p-values, verdicts), "+
 		"md a Markdown table, benchfmt every run as Go benchmark format lines: pipe them to a file for 'benchstat -col side FILE'",
 		outputJSON, outputMD, outputBenchfmt)
-	alias(f, "format", "output")
 	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a metric's regression threshold, key=value: p99_ms=15% (share of BASE's median) or overspend_ratio=0.002 (absolute); repeatable")
 	f.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "significance level of the U test")
 	f.Float64Var(&o.confidence, "confidence", compare.DefaultConfidence, "confidence level of the medians' intervals")

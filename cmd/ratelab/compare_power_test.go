@@ -114,7 +114,7 @@ func TestCompareDetectsInjectedDelay(t *testing.T) {
 		}
 	}
 	compareCmd := func(base, next string) (string, int) {
-		args := append(append([]string{"compare", "--format", "md"}, compareFlags...), filepath.Join(dir, base), filepath.Join(dir, next))
+		args := append(append([]string{"compare", "-o", "md"}, compareFlags...), filepath.Join(dir, base), filepath.Join(dir, next))
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		return string(out), exitCode(err)
 	}

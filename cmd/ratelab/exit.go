@@ -14,11 +14,11 @@ import (
 //
 //	0    ok
 //	1    error: bad input, or a failure before there were results (exitError's default)
-//	3    an SLO check failed (run, its --repeat, trace record/replay, attack, merge) or
+//	3    an SLO check failed (run, its --repeat, attack, merge) or
 //	     compare or perf-check found a regression (exitRegression)
 //	4    a scheduled fault could not be carried out (run, merge)
 //	130  interrupted by SIGINT/SIGTERM; the results up to the interrupt are written (run,
-//	     attack, demo, scenarios side-by-side, capacity sweep, bench, simulate calibrate and
+//	     attack, demo, side-by-side, capacity sweep, bench, simulate calibrate and
 //	     validate: interruptedErr)
 //
 // A long-running server (gateway) stopped by a signal exits 0: stopping it is how it ends.

@@ -85,11 +85,6 @@ cluster.
 	f.StringVar(&o.stateFile, "state", "", "state file of 'ratelab cluster up' (with --cluster running; default "+stateFileHelp+")")
 	f.DurationVar(&o.serve.Timeout, "decision-timeout", gateway.DefaultTimeout, "deadline of one limiter decision by Redis")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress messages on stderr")
-	// The old --rate was the refill rate (not an offered rate, as --rate is elsewhere): it keeps
-	// that meaning while deprecated.
-	aliasPolicyRate(f, policy, "rate")
-	aliasPolicyBurst(f, policy, "burst")
-	alias(f, "timeout", "decision-timeout")
 	return cmd
 }
 

@@ -25,7 +25,7 @@ func TestGatewayRefusesRemoteListen(t *testing.T) {
 // answers 200 then 429 on a real port, and on SIGINT exits 0 and leaves no redis-server behind.
 func TestGatewayServesAndStops(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binary, "gateway", "--listen", "127.0.0.1:0", "--rate", "0.1", "--burst", "1", "--timeout", "1s")
+	cmd := exec.Command(binary, "gateway", "--listen", "127.0.0.1:0", "--policy", "rate=0.1,burst=1", "--decision-timeout", "1s")
 	buf := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {

@@ -66,10 +66,13 @@ func writeCLIDoc(w io.Writer) error {
 func writeCommandDoc(w io.Writer, cmd *cobra.Command) error {
 	// No "Auto generated on <date>" line: the file must not change with the day it is made.
 	cmd.DisableAutoGenTag = true
+	// cobra/doc sorts the command's own list of children by name for its "SEE ALSO" lines:
+	// take them first, in the order --help lists them (by group, as the user meets them).
+	children := append([]*cobra.Command(nil), cmd.Commands()...)
 	if err := doc.GenMarkdownCustom(cmd, w, anchorOf); err != nil {
 		return err
 	}
-	for _, c := range cmd.Commands() {
+	for _, c := range children {
 		if !c.IsAvailableCommand() || c.IsAdditionalHelpTopicCommand() {
 			continue
 		}

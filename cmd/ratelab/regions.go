@@ -15,17 +15,7 @@ import (
 	"ratelab/studies/tradeoff"
 )
 
-// newRegionsCmd is `ratelab regions sweep`.
-func newRegionsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "regions",
-		Short: "Compare the multi-region designs: what each costs in tail latency and in limit errors",
-	}
-	cmd.AddCommand(newRegionsSweepCmd())
-	return cmd
-}
-
-// regionsSweepOptions are the flags of `ratelab regions sweep`.
+// regionsSweepOptions are the flags of `ratelab regions`.
 type regionsSweepOptions struct {
 	periods  string
 	duration time.Duration
@@ -33,11 +23,12 @@ type regionsSweepOptions struct {
 	output   *outputFlag
 }
 
-func newRegionsSweepCmd() *cobra.Command {
+// newRegionsCmd is `ratelab regions`: the multi-region designs on one trace.
+func newRegionsCmd() *cobra.Command {
 	var o regionsSweepOptions
 	cmd := &cobra.Command{
-		Use:   "sweep [NAME|FILE]",
-		Short: "Run the global, split and rebalance designs (rebalance at each period T) on one trace; write the table and the trade-off plot",
+		Use:   "regions [NAME|FILE]",
+		Short: "Run the multi-region designs (global, split, rebalance at each period T) on one trace: what each costs in tail latency and in limit errors",
 		Long: `Run the scenario (default ` + tradeoff.DefaultRegionsScenario + `) once with each regions design: global
 (one cluster in the home region, the others pay the round trip), split (each region's cluster
 holds a fixed share of every tenant's quota) and rebalance (the shares follow demand every
@@ -47,7 +38,7 @@ ratios against the global envelope, worst-region and mean p99, availability, cro
 calls/s), tradeoff.png/svg (worst-region p99 against overspend + false denies per allowed
 request) and index.html, with every run's directory and report under runs/. A run that fails
 is a row saying so; an interrupt keeps the rows measured so far.`,
-		Example: "  ratelab regions sweep\n  ratelab regions sweep --periods 500ms,2s --duration 10s --out out/regions",
+		Example: "  ratelab regions\n  ratelab regions --periods 500ms,2s --duration 10s --out out/regions",
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runRegionsSweep(cmd, args, o) },
 	}

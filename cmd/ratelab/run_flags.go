@@ -10,7 +10,7 @@ import (
 	"ratelab/scenarios"
 )
 
-// addFlags defines the run flags on cmd: `run` and the trace record/replay commands share them.
+// addFlags defines the run flags on cmd: `run` and the run that `kubernetes` checks share them.
 func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's duration (e.g. 10s)")
@@ -104,7 +104,6 @@ func applyOverrides(cmd *cobra.Command, spec *scenarios.Spec, o runOptions) erro
 	if set("via") {
 		spec.Via = o.via
 	}
-	// o.trace is --trace, or the argument of `trace replay`.
 	if set("speed") && o.trace == "" && spec.Trace == nil {
 		return fmt.Errorf("--speed %g: only a replay has a speed; add --trace FILE", o.speed)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func newScenariosCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "scenarios", Short: "List and show the built-in scenarios"}
+	cmd := newGroupCmd(&cobra.Command{Use: "scenarios", Short: "List and show the built-in scenarios"})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the built-in scenarios",
@@ -44,11 +44,10 @@ func newScenariosCmd() *cobra.Command {
 			return err
 		},
 	})
-	cmd.AddCommand(newSideBySideCmd(), newInTheWildCmd())
 	return cmd
 }
 
-// sideBySideOptions are the flags of `ratelab scenarios side-by-side`.
+// sideBySideOptions are the flags of `ratelab side-by-side`.
 type sideBySideOptions struct {
 	kinds     []string
 	duration  time.Duration
@@ -58,7 +57,7 @@ type sideBySideOptions struct {
 	output    *outputFlag
 }
 
-// algorithmJSON is one kind's run in `scenarios side-by-side -o json`.
+// algorithmJSON is one kind's run in `ratelab side-by-side -o json`.
 type algorithmJSON struct {
 	Kind           scenarios.LimiterKind `json:"kind"`
 	Dir            string                `json:"dir"`
@@ -77,8 +76,8 @@ p99 latency and achieved rate. The policy must be written as {limit: L, window: 
 kinds read it as a limit per window, the bucket kinds as burst L refilled at L per W); see the
 built-in algorithms-side-by-side. With a local cluster one cluster serves every run and is flushed
 between them. Each run's full results go to OUT/<kind>.`,
-		Example: `  ratelab scenarios side-by-side algorithms-side-by-side
-  ratelab scenarios side-by-side algorithms-side-by-side --kinds token-bucket,gcra --duration 3s`,
+		Example: `  ratelab side-by-side algorithms-side-by-side
+  ratelab side-by-side algorithms-side-by-side --kinds token-bucket,gcra --duration 3s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSideBySide(cmd, args[0], o)

@@ -35,7 +35,7 @@ func TestScenariosCompareAlgorithms(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cmp")
 	kinds := []string{"token-bucket", "fixed-window"}
-	_, out, done, seen := startRepeat(t, "scenarios", "side-by-side", file,
+	_, out, done, seen := startRepeat(t, "side-by-side", file,
 		"--kinds", strings.Join(kinds, ","), "--duration", "2s", "--out", dir)
 	if err := wait(t, done, out); err != nil {
 		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, out.String())
@@ -106,7 +106,7 @@ func TestScenariosCompareAlgorithmsRefuses(t *testing.T) {
 		{[]string{file, "--duration", "0s"}, []string{"--duration 0s"}},
 	}
 	for _, tt := range tests {
-		args := append([]string{"scenarios", "side-by-side"}, tt.args...)
+		args := append([]string{"side-by-side"}, tt.args...)
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		if code := exitCode(err); code != 1 {
 			t.Errorf("ratelab %v: exit %d, want 1\n%s", args, code, out)

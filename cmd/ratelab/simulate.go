@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 	"ratelab/studies/simulate"
 )
 
-// simulateOptions are the flags of `ratelab simulate`.
+// simulateOptions are the flags of `ratelab simulate predict`.
 type simulateOptions struct {
 	cfg         simulate.Config
 	calibration string
@@ -27,28 +26,38 @@ type simulateOptions struct {
 	output      *outputFlag
 }
 
-// newSimulateCmd is `ratelab simulate` (and `ratelab simulate calibrate|validate`).
+// newSimulateCmd is `ratelab simulate predict|calibrate|validate`: the queueing model, the
+// measurement of its inputs and the judgement of its predictions.
 func newSimulateCmd() *cobra.Command {
+	cmd := newGroupCmd(&cobra.Command{
+		Use:   "simulate",
+		Short: "Discrete-event model of N primaries at rates this machine cannot run: predict, calibrate, validate",
+	})
+	cmd.AddCommand(newSimulatePredictCmd(), newSimulateCalibrateCmd(), newSimulateValidateCmd())
+	return cmd
+}
+
+// newSimulatePredictCmd is `ratelab simulate predict`: the model at the flags' cluster and load.
+func newSimulatePredictCmd() *cobra.Command {
 	var o simulateOptions
 	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Discrete-event model of N primaries at rates this machine cannot run (1M-10M decisions/s)",
-		Long: `Simulate --shards single-threaded primaries (FIFO, service time from a calibration) under
+		Use:   "predict",
+		Short: "Predict per-primary utilisation, p50/p99 and a failover's overspend bound at rates this machine cannot run (1M-10M decisions/s)",
+		Long: `Simulate --primaries single-threaded primaries (FIFO, service time from a calibration) under
 open-loop Poisson traffic of --rate decisions/s, with Zipf tenants hashed to primaries by CRC16 slot,
-optional leases, and optionally a failover of the busiest primary (or --failover-shard).
+optional leases, and optionally a failover of the busiest primary (or --failover-primary).
 Prints per-primary utilisation, throughput, p50/p99, central calls/s and the failover's overspend
 bound. The steady state is simulated for min(--horizon, --max-requests/--rate) seconds; the
 failover phase simulates the failed primary alone (its arrivals are an independent Poisson stream)
 through its whole outage. The service time and client time come from --calibration FILE
 (written by 'ratelab simulate calibrate'), or --service-us/--service-cv/--client-ms, or defaults
 (80,000 calls/s per primary; see docs/capacity.md).`,
-		Example: "  ratelab simulate --shards 30 --rate 5000000 --tenants 1000000 --zipf 0.99\n" +
-			"  ratelab simulate --shards 30 --rate 5000000 --lease 100 --failover --fail open",
+		Example: "  ratelab simulate predict --primaries 30 --rate 5000000 --tenants 1000000 --zipf 0.99\n" +
+			"  ratelab simulate predict --primaries 30 --rate 5000000 --lease 100 --failover --fail open",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
 	}
 	o.addFlags(cmd)
-	cmd.AddCommand(newSimulateCalibrateCmd(), newSimulateValidateCmd())
 	return cmd
 }
 
@@ -100,10 +109,10 @@ func runSimulate(cmd *cobra.Command, o simulateOptions) error {
 	return err
 }
 
-// addFlags defines the flags of `ratelab simulate` on cmd.
+// addFlags defines the flags of `ratelab simulate predict` on cmd.
 func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.IntVar(&o.cfg.Primaries, "shards", 3, "primaries, one per shard")
+	fl.IntVar(&o.cfg.Primaries, "primaries", 3, "primaries (one per shard)")
 	fl.Float64Var(&o.cfg.Rate, "rate", 100_000, "offered decisions per second (Poisson)")
 	fl.IntVar(&o.cfg.Tenants, "tenants", 1_000_000, "tenants")
 	fl.Float64Var(&o.cfg.Theta, "zipf", 0.99, "Zipf exponent (0: uniform)")
@@ -122,7 +131,7 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.colocated, "colocated", false, "put the clients and the primaries on the calibrated machine's CPU (validation on one machine; off for a real cluster)")
 	fl.IntVar(&o.cfg.MaxInflight, "max-inflight", 0, "drop arrivals beyond this many undecided decisions, as the generator does (0: no bound)")
 	fl.BoolVar(&o.failover, "failover", false, "fail a primary and report the outage and overspend bound")
-	fl.IntVar(&o.fo.Primary, "failover-shard", -1, "primary to fail (-1: the busiest)")
+	fl.IntVar(&o.fo.Primary, "failover-primary", -1, "primary to fail (-1: the busiest)")
 	fl.DurationVar(&o.fo.At, "failover-at", 500*time.Millisecond, "when it fails, from the start of the failover phase")
 	fl.DurationVar(&o.fo.NodeTimeout, "node-timeout", time.Second, "cluster-node-timeout (failure detection)")
 	fl.DurationVar(&o.fo.Election, "election", simulate.DefaultElection, "from detection to the replica serving")
@@ -132,10 +141,6 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	policy := newPolicyFlag(&o.fo.PolicyRate, func() int64 { return int64(o.fo.PolicyBurst) }, func(b int64) { o.fo.PolicyBurst = float64(b) })
 	fl.Var(policy, "policy", "each key's token bucket (rate tokens/s, burst tokens), to bound fail-open overspend")
 	o.output = addOutputFlag(cmd, "json is the simulation's result", outputJSON)
-	aliasPolicyRate(fl, policy, "policy-rate")
-	aliasPolicyBurst(fl, policy, "policy-burst")
-	alias(fl, "timeout", "decision-timeout")
-	aliasJSON(fl)
 }
 
 // calibrateOptions are the flags of `ratelab simulate calibrate`.
@@ -160,8 +165,8 @@ client time of latency (the body of the latencies minus the service time). With 
 saturation probe follows (2 s far above capacity), then two gap runs as long as the first at 25%
 and 35% of the probe's answered rate: the machine's capacity for the limiter's work, the marginal
 CPU per decision, and the co-located host, whose scheduling gaps grow with the rate, for
-'ratelab simulate --colocated'.
-Writes --file for 'ratelab simulate --calibration'.`,
+'ratelab simulate predict --colocated'.
+Writes --file for 'ratelab simulate predict --calibration'.`,
 		Example: "  ratelab simulate calibrate --rate 1000 --duration 5s --file calibration.json\n" +
 			"  ratelab simulate calibrate --rate 800 --probe-rate 30000 --file calibration.json --out out/calibration-runs",
 		Args: cobra.MaximumNArgs(1),
@@ -173,29 +178,28 @@ Writes --file for 'ratelab simulate --calibration'.`,
 	fl.Float64Var(&o.probeRate, "probe-rate", 0, "also run a saturation probe at this rate (far above capacity) for the co-located model")
 	fl.StringVar(&o.file, "file", "calibration.json", "`FILE` to write the calibration JSON to")
 	fl.StringVar(&o.out, "out", "", "keep the calibration runs' directories in `DIR` (default a temp dir, removed); "+
-		"a value ending in .json without --file is read as the calibration file, its old meaning, with a warning")
+		"a value ending in .json needs --file beside it (the calibration file is --file)")
 	o.output = addOutputFlag(cmd, "json is the calibration as written to --file", outputJSON)
-	alias(fl, "run-dir", "out")
 	return cmd
 }
 
-// legacyCalibrateOut reads --out as the calibration file, its old meaning, when it ends in .json
-// and --file is not given (a run directory is rarely named *.json), and warns on w that --file
-// names the file now.
-func legacyCalibrateOut(cmd *cobra.Command, o calibrateOptions, w io.Writer) calibrateOptions {
+// checkCalibrateOut refuses an --out ending in .json without --file: --out names the directory
+// of the calibration runs, and such a value is the calibration file's old spelling.
+func checkCalibrateOut(cmd *cobra.Command, o calibrateOptions) error {
 	set := cmd.Flags().Changed
 	if set("out") && !set("file") && strings.HasSuffix(o.out, ".json") {
-		fmt.Fprintf(w, "ratelab: --out %s: --out is now the directory of the calibration runs; writing the calibration to %s as before, but name it with --file %s\n", o.out, o.out, o.out)
-		o.file, o.out = o.out, ""
+		return fmt.Errorf("--out %s: --out is the directory of the calibration runs; name the calibration file with --file %s", o.out, o.out)
 	}
-	return o
+	return nil
 }
 
 // runCalibrate calibrates the model on the scenario args name (default hot-tenant) and writes
 // the calibration to o.file.
 func runCalibrate(cmd *cobra.Command, args []string, o calibrateOptions) error {
+	if err := checkCalibrateOut(cmd, o); err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
-	o = legacyCalibrateOut(cmd, o, stderr)
 	name := "hot-tenant"
 	if len(args) == 1 {
 		name = args[0]

@@ -80,8 +80,6 @@ tenants, workers and max_inflight; rates and durations are set per run.`,
 	fl.StringVar(&o.gap.HostLaw, "host-law", simulate.DefaultHostLaw, `gap: how the host's share of time off goes from the gap runs to the measured rate: "floor", "erlang-c" or "proportional"`)
 	fl.StringVar(&o.holdout.Out, "out", "", "keep the runs' directories in `DIR` (default a temp dir, removed)")
 	o.output = addOutputFlag(cmd, "json is the validation's result (holdout: every check with its measured, model and baseline values)", outputJSON)
-	alias(fl, "run-dir", "out")
-	aliasJSON(fl)
 	return cmd
 }
 

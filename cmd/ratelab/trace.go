@@ -14,18 +14,18 @@ import (
 	"ratelab/workload/trace"
 )
 
-// newTraceCmd is `ratelab trace record|gen|replay|import|info`: request traces to replay with
-// `ratelab attack --trace`.
+// newTraceCmd is `ratelab trace gen|import|info`: request traces to replay with
+// `ratelab run|attack --trace`.
 func newTraceCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := newGroupCmd(&cobra.Command{
 		Use:   "trace",
 		Short: "Generate, import and inspect request traces (replay them with 'ratelab run|attack --trace')",
 		Long: `A trace is a compact binary file of timed requests (time offset, tenant, endpoint, cost);
 see docs/attack.md for the format. 'ratelab attack --trace FILE --speed 2' replays one over HTTP
 with its original timing, keys and each tenant's order; 'ratelab run NAME --trace FILE' replays one
 in-process, and 'ratelab run NAME --record-trace FILE' records a run's schedule as a trace.`,
-	}
-	cmd.AddCommand(newTraceRecordCmd(), newTraceGenCmd(), newTraceReplayCmd(), newTraceImportCmd(), newTraceInfoCmd())
+	})
+	cmd.AddCommand(newTraceGenCmd(), newTraceImportCmd(), newTraceInfoCmd())
 	return cmd
 }
 
@@ -71,7 +71,6 @@ func newTraceGenCmd() *cobra.Command {
 	f.StringVar(&o.pacer, "pacer", "constant", "constant or poisson (overrides the scenario's)")
 	f.StringVar(&o.endpoints, "endpoints", attack.DefaultEndpoint, "endpoint mix name[:weight],... (overrides the scenario's)")
 	f.StringVar(&o.file, "file", "", "trace `FILE` to write (required)")
-	alias(f, "out", "file")
 	return cmd
 }
 
@@ -149,7 +148,6 @@ skipped.`,
 	}
 	cmd.Flags().StringVar(&in, "csv", "", "CSV access log to read")
 	cmd.Flags().StringVar(&out, "file", "", "trace `FILE` to write (required)")
-	alias(cmd.Flags(), "out", "file")
 	return cmd
 }
 

@@ -14,9 +14,9 @@ func TestTradeoffBadInput(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"regions", "sweep", "--periods", "1"}, []string{"--periods", `"1" has no unit`, "250ms"}},
-		{[]string{"regions", "sweep", "--periods", "1s", "--duration", "500ms"}, []string{"--duration 500ms: must be at least 1s"}},
-		{[]string{"regions", "sweep", "smoke"}, []string{"scenario smoke: regions: absent", "regions-global"}},
+		{[]string{"regions", "--periods", "1"}, []string{"--periods", `"1" has no unit`, "250ms"}},
+		{[]string{"regions", "--periods", "1s", "--duration", "500ms"}, []string{"--duration 500ms: must be at least 1s"}},
+		{[]string{"regions", "smoke"}, []string{"scenario smoke: regions: absent", "regions-global"}},
 		{[]string{"durability", "--faults", "crash"}, []string{`--faults: "crash" is not one of kill-primary, partition`}},
 		{[]string{"durability", "--settings", "async,fsync"}, []string{`--settings: "fsync" is not one of async, wait, wait-pipeline, min-replicas`}},
 		{[]string{"durability", "smoke"}, []string{"scenario smoke: faults: no partition of a primary", "partition built-in"}},

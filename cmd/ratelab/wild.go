@@ -11,7 +11,7 @@ import (
 	"ratelab/studies/wild"
 )
 
-// wildOptions are the flags of `ratelab scenarios in-the-wild`.
+// wildOptions are the flags of `ratelab in-the-wild`.
 type wildOptions struct {
 	out      string
 	duration time.Duration
@@ -28,8 +28,8 @@ batching and gubernator global, each once without a fault and once with one (kil
 hottest tenant's primary for the Redis kinds; a gubernator daemon killed and restarted), and write
 one Markdown table (table.md, also printed) and one plot (burst.png) to OUT, with each run's
 directory under OUT/runs. Kind gubernator needs bin/gubernatord: make gubernator.`,
-		Example: `  ratelab scenarios in-the-wild
-  ratelab scenarios in-the-wild --no-faults --duration 6s`,
+		Example: `  ratelab in-the-wild
+  ratelab in-the-wild --no-faults --duration 6s`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := "in-the-wild"

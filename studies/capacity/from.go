@@ -40,5 +40,5 @@ func PerPrimaryFromSweep(path string) (float64, string, error) {
 			return r, fmt.Sprintf("the %d-primary knee of %s in %s divided by %d (assumes linear scaling)%s", s.Primaries, res.Scenario, path, s.Primaries, note), nil
 		}
 	}
-	return 0, "", fmt.Errorf("%s: no series has a knee (no step met the SLO); sweep lower rates or pass --per-shard-rps", path)
+	return 0, "", fmt.Errorf("%s: no series has a knee (no step met the SLO); sweep lower rates or pass --per-primary-rps", path)
 }

@@ -13,7 +13,7 @@ const (
 	// redis-benchmark -P 16 -c 50 against one primary (docs/capacity.md, "Plan", has the
 	// measurement and the command). It is the server's single-threaded rate with the client
 	// cost pipelined away: what a primary can do for clients that pipeline. Measure your own
-	// hardware with a sweep (`--from capacity.json`) or pass --per-shard-rps.
+	// hardware with a sweep (`--from capacity.json`) or pass --per-primary-rps.
 	DefaultPerPrimaryRPS = 80_000
 	// DefaultHeadroom is the share of each primary kept free for failover, spikes and growth.
 	DefaultHeadroom = 0.3
@@ -84,7 +84,7 @@ func (in *PlanInput) Validate() error {
 		errs = append(errs, fmt.Errorf("headroom %v: must be in [0, 1), e.g. 0.3 keeps 30%% of each primary free", in.Headroom))
 	}
 	if !(in.PerPrimaryRPS > 0) || math.IsInf(in.PerPrimaryRPS, 0) {
-		errs = append(errs, fmt.Errorf("per-shard-rps %v: must be > 0 script calls per second", in.PerPrimaryRPS))
+		errs = append(errs, fmt.Errorf("per-primary-rps %v: must be > 0 script calls per second", in.PerPrimaryRPS))
 	}
 	if in.Lease < 0 {
 		errs = append(errs, fmt.Errorf("lease %d: must be >= 0 tokens (0: no leases)", in.Lease))

@@ -121,7 +121,7 @@ func TestPlanValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad input accepted")
 	}
-	for _, want := range []string{"target-rps", "tenants", "headroom", "per-shard-rps"} {
+	for _, want := range []string{"target-rps", "tenants", "headroom", "per-primary-rps"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}

@@ -33,8 +33,8 @@ const (
 
 // Config describes one simulated cluster and its traffic.
 type Config struct {
-	// Primaries is the number of primaries (one per shard), >= 1; the JSON field and
-	// simulate --shards keep the name shards.
+	// Primaries is the number of primaries (one per shard), >= 1 (simulate predict --primaries;
+	// the JSON field keeps the name shards).
 	Primaries int `json:"shards"`
 	// Rate is the offered decisions per second (Poisson arrivals), > 0.
 	Rate float64 `json:"rate"`

@@ -1,7 +1,7 @@
 // Package wild runs one seeded trace through ratelab's own limiters and the limiters people run
 // (go-redis/redis_rate, a gubernator cluster in its batching and global behaviours), each without
-// and with one fault, and tabulates and plots them side by side (`ratelab scenarios
-// in-the-wild`). Each run is an ordinary engine run judged by its kind's own envelope.
+// and with one fault, and tabulates and plots them side by side (`ratelab in-the-wild`). Each
+// run is an ordinary engine run judged by its kind's own envelope.
 //
 // The Redis kinds' fault is the scenario engine's kill-primary of the hottest tenant's primary.
 // A gubernator run's fault is a kill of one daemon, restarted after Outage: the fault runner
