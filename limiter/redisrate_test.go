@@ -26,9 +26,14 @@ func TestRedisRateKeepsItsEnvelope(t *testing.T) {
 	// can drift by n * 2^-25 s / T tokens, and each whole token of drift (or its start) shows
 	// as one overspend and one false deny. Anything beyond is a different envelope.
 	drift := float64(ns.Allowed) * math.Ldexp(1, -25) / 1e-3
-	limit := int64(drift) + 1
+	// At is recovered as tat - reset_after from the key and the reply, and Redis's Lua writes
+	// both numbers with 14 significant digits: tat (about 3.1e8 s) to 10 µs. A decision made
+	// within those 10 µs of a token's arrival cannot be judged exactly; at 1,000 tokens/s that is
+	// about one in a hundred token arrivals, so 1% of the allowed requests is the At's share.
+	quantum := int64(math.Ceil(0.01 * float64(ns.Allowed)))
+	limit := int64(drift) + 1 + quantum
 	if ns.OverspendRequests > limit || ns.FalseDenies > limit+1 {
-		t.Fatalf("judged at the nanosecond: overspend %d, false denies %d of %d decisions (float drift allows %d): redis_rate's GCRA is not the (rate, burst) bucket, or At is not its time",
+		t.Fatalf("judged at the nanosecond: overspend %d, false denies %d of %d decisions (float drift and At's 10 µs allow %d): redis_rate's GCRA is not the (rate, burst) bucket, or At is not its time",
 			ns.OverspendRequests, ns.FalseDenies, ns.Allowed+ns.Denied, limit)
 	}
 	if ns.Denied == 0 || ns.Allowed < 20 {
