@@ -111,6 +111,11 @@ func (t *textRows) latency(s *results.Summary) {
 	if s.LatencyClamped > 0 {
 		clamped = fmt.Sprintf("; %d clamped at %.0f min", s.LatencyClamped, results.MaxLatency.Minutes())
 	}
+	if l.MeasurablePct <= 0 {
+		// ServedLatency is all 0 then: zeros would read as instant answers.
+		t.row("served ms", "none: no request was decided")
+		return
+	}
 	t.row("served ms", "p50 %.3f, p90 %.3f, p99 %.3f, p99.9 %.3f, max %.3f (decided requests only: allowed or denied, a fail policy's answer included%s)",
 		v.P50, v.P90, v.P99, v.P999, v.Max, clamped)
 }

@@ -99,6 +99,26 @@ func TestWriteTextV2(t *testing.T) {
 	}
 }
 
+// TestWriteTextNothingDecided: a run in which no request got a decision (every connection
+// refused) has no served latency; its all-zero percentiles must not print as instant answers.
+func TestWriteTextNothingDecided(t *testing.T) {
+	t.Parallel()
+	s := results.NewSummary("x", 1, time.Unix(0, 0))
+	s.LatencyMs, s.LatencyServedMs = results.LatencyOf(results.NewHistogram(), 100)
+	s.Load = results.Load{Offered: 100, Completed: 100, Sent: 100}
+	var b bytes.Buffer
+	if err := WriteText(&b, s, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "served ms     none: no request was decided") {
+		t.Errorf("text lacks the served row's none:\n%s", out)
+	}
+	if strings.Contains(out, "p50 0.000") {
+		t.Errorf("text prints a zero percentile for nothing decided:\n%s", out)
+	}
+}
+
 // A summary read from a v1 file says so, and shows v1's figures by v1's names.
 func TestWriteTextV1(t *testing.T) {
 	t.Parallel()
