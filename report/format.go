@@ -106,6 +106,10 @@ func fmtFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
+// fmtTokens formats a number of tokens to a thousandth: the envelope's sums of fractional
+// refills leave residues of 1e-14 tokens that are float rounding, not an excess to read.
+func fmtTokens(v float64) string { return fmtFloat(math.Round(v*1000) / 1000) }
+
 // fmtOptFloat is fmtFloat of *p, or not measurable for nil.
 func fmtOptFloat(p *float64) string {
 	if p == nil {

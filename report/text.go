@@ -137,14 +137,14 @@ func (t *textRows) overspend(s *results.Summary) {
 		o.FalseDenies, o.PossibleFalseDenies, o.FalseDenyRatio, o.PossibleFalseDenyRatio)
 	verdict := "; no bound applies"
 	if sources := boundAndUnmeasured(o.Bound); sources != "" {
-		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtFloat(o.Bound.Tokens), sources, boundWithin(o.Bound))
+		verdict = fmt.Sprintf(" vs bound %s tokens (%s): within %s", fmtTokens(o.Bound.Tokens), sources, boundWithin(o.Bound))
 	}
 	worst := ""
 	if o.BurstExcess.WorstKey != "" {
 		worst = " on " + o.BurstExcess.WorstKey
 	}
 	t.row("burst excess", "worst key %s tokens%s (all keys %s)%s",
-		fmtFloat(o.BurstExcess.WorstTokens), worst, fmtFloat(o.BurstExcess.Tokens), verdict)
+		fmtTokens(o.BurstExcess.WorstTokens), worst, fmtTokens(o.BurstExcess.Tokens), verdict)
 }
 
 // central writes the commands the Redis nodes received.

@@ -173,7 +173,7 @@ func boundSources(sources map[string]float64) string {
 	names := slices.Sorted(maps.Keys(sources))
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtFloat(sources[n])
+		out[i] = strings.ReplaceAll(n, "_", " ") + " " + fmtTokens(sources[n])
 	}
 	return strings.Join(out, " + ")
 }
