@@ -41,9 +41,19 @@ func errorStats(t *testing.T, l *cluster.Local) map[string]int64 {
 
 // TestRedirectCountsMatchTheNodes: in a run that is the only client of its cluster, with a
 // reshard (ASK while slots move, MOVED after) and a script flush (NOSCRIPT), the summary's
-// MOVED, ASK and NOSCRIPT counts equal the nodes' own counts of those replies, within 2.
+// MOVED, ASK and NOSCRIPT counts equal the nodes' own counts of those replies, within 2 — with
+// each transport: plain calls, and the coalescing pipelines hot-tenant runs by default.
 func TestRedirectCountsMatchTheNodes(t *testing.T) {
 	t.Parallel()
+	for _, transport := range []string{scenarios.TransportPlain, scenarios.TransportCoalesce} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			redirectCountsMatch(t, transport)
+		})
+	}
+}
+
+func redirectCountsMatch(t *testing.T, transport string) {
 	l := clustertest.Start(t, cluster.Options{Primaries: 3, Replicas: cluster.NoReplicas})
 	state := filepath.Join(t.TempDir(), "state.json")
 	if err := l.SaveState(state); err != nil {
@@ -56,7 +66,7 @@ duration: 4s
 load: {rate: 2000, concurrency: 16, max_inflight: 512}
 tenants: {count: 300, theta: 0.99}
 policy: {rate: 50, burst: 100}
-limiter: {kind: token-bucket, timeout: 2s}
+limiter: {kind: token-bucket, timeout: 2s, transport: `+transport+`}
 cluster: {provider: running, primaries: 3, replicas: 0}
 faults:
   - {at: 1s, kind: reshard, slots: 20, from: "node:0", to: "node:1"}
