@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ratelab/run/attack"
+	"ratelab/run/engine"
 	"ratelab/scenarios"
 	"ratelab/workload/trace"
 )
@@ -54,7 +55,7 @@ func newTraceGenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := attack.TraceFromSpec(spec)
+			t, err := engine.TraceOf(spec)
 			if err != nil {
 				return err
 			}

@@ -90,7 +90,7 @@ func scenarioOptions(s *engine.Session, opts engine.Options, urls []string) (Opt
 	var err error
 	if tr := s.Trace(); tr != nil {
 		o.Trace, o.Speed, o.CostHeader = tr, spec.Trace.Speed, CostHeader
-	} else if o.Trace, err = TraceFromSpec(spec); err != nil {
+	} else if o.Trace, err = engine.TraceOf(spec); err != nil {
 		// The engine's schedule for the spec (pacer, distribution, mix, seed); a generated
 		// schedule has no tenant order to keep.
 		return o, err

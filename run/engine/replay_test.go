@@ -30,24 +30,31 @@ func readTraceFile(t *testing.T, path string) *trace.Trace {
 	return tr
 }
 
-// The recorded schedule is the seeded one: the same requests trace.Generate draws for the spec,
-// one per offered request.
+// The recorded schedule is the seeded one: the same requests TraceOf (what the HTTP driver
+// replays and `trace gen` writes) draws for the spec, one per offered request — at a Poisson
+// rate and along load stages (a ramp the HTTP driver once replayed as a constant rate).
 func TestRecordTraceIsTheSeededSchedule(t *testing.T) {
 	t.Parallel()
-	spec := testSpec(t, "noop", 3000, 2*time.Second)
-	spec.Load.Pacer = "poisson"
+	poisson := testSpec(t, "noop", 3000, 2*time.Second)
+	poisson.Load.Pacer = "poisson"
+	ramp := testSpec(t, "noop", 500, 2*time.Second) // the ramp starts at load.rate
+	ramp.Load.Stages = []scenarios.Stage{scenarios.Ramp(3000, 2*time.Second)}
+	for name, spec := range map[string]*scenarios.Spec{"poisson": poisson, "stages": ramp} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			recordedIsTraceOf(t, spec)
+		})
+	}
+}
+
+func recordedIsTraceOf(t *testing.T, spec *scenarios.Spec) {
 	path := filepath.Join(t.TempDir(), "run.trace")
 	res, err := Run(context.Background(), spec, Options{Out: t.TempDir(), RecordTrace: path})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := readTraceFile(t, path)
-	keys, mix, names, err := traffic(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := trace.Generate(trace.GenOptions{Rate: spec.Load.Rate, Duration: time.Duration(spec.Duration), Pacer: "poisson",
-		Seed: spec.Seed, Keys: keys, Mix: mix, Endpoints: names})
+	want, err := TraceOf(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,6 +221,25 @@ func recordSchedule(path string, spec *scenarios.Spec, rp *replay, start time.Ti
 	return w.Count(), nil
 }
 
+// TraceOf generates the requests the engine schedules for spec — its pacer and load stages,
+// tenant distribution, endpoint mix and seed — as a trace: the same requests `ratelab run`
+// offers, for the HTTP driver to replay or for a file. It shares traffic and the spec's
+// profile with the run's own schedule, so the two cannot drift apart.
+func TraceOf(spec *scenarios.Spec) (*trace.Trace, error) {
+	keys, mix, names, err := traffic(spec)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := spec.Profile()
+	if err != nil {
+		return nil, err
+	}
+	return trace.Generate(trace.GenOptions{
+		Rate: spec.Load.Rate, Duration: time.Duration(spec.Duration), Pacer: spec.Load.Pacer, Profile: prof,
+		Seed: spec.Seed, Keys: keys, Mix: mix, Endpoints: names,
+	})
+}
+
 // traffic builds the key distribution and endpoint mix a spec describes.
 func traffic(spec *scenarios.Spec) (workload.KeyDist, *workload.Mix, []string, error) {
 	keys, err := keyDist(spec)
