@@ -22,10 +22,11 @@ const (
 	FaultRestart     FaultKind = "restart"      // stop and start the target node (same port, same node ID)
 	FaultClockSkew   FaultKind = "clock-skew"   // offset the target gateways' clocks by `offset` for `for`
 	FaultGatewayKill FaultKind = "gateway-kill" // the target gateways die and restart empty: their leases are lost
-	FaultPartition   FaultKind = "partition"    // cut a primary off the other nodes, or gateways off Redis, for `for`
+	FaultPartition   FaultKind = "partition"    // cut a primary off the other nodes, gateways off Redis, or a daemon off its peers, for `for`
+	FaultKill        FaultKind = "kill"         // SIGKILL the target gubernator daemon, restart it after `for`
 )
 
-var faultKinds = []FaultKind{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill, FaultPartition}
+var faultKinds = []FaultKind{FaultKillPrimary, FaultPause, FaultFailover, FaultLatency, FaultReshard, FaultScriptFlush, FaultRestart, FaultClockSkew, FaultGatewayKill, FaultPartition, FaultKill}
 
 // OnGateway reports whether every fault of kind k acts on the gateways, not on the cluster (a
 // partition may do either: see FaultSpec.OnGateways).
@@ -44,7 +45,7 @@ func (f FaultSpec) OnRegion() bool {
 }
 
 // OnCluster reports whether the fault acts on the Redis Cluster's nodes.
-func (f FaultSpec) OnCluster() bool { return !f.OnGateways() && !f.OnRegion() }
+func (f FaultSpec) OnCluster() bool { return !f.OnGateways() && !f.OnRegion() && !f.OnDaemon() }
 
 // DefaultAskWindow is how long a reshard holds each slot migrating after its keys moved (a
 // fault's ask_window when 0): long enough for a running load to meet ASK before the MOVED.
@@ -55,7 +56,9 @@ type FaultSpec struct {
 	// At is when the fault starts, from the start of the run. Required, inside the run.
 	At Duration `yaml:"at"`
 	// Kind is one of kill-primary, pause, failover, latency, reshard, script-flush, restart
-	// (faults of the cluster), clock-skew or gateway-kill (faults of the simulated gateways).
+	// (faults of the cluster), clock-skew or gateway-kill (faults of the simulated gateways),
+	// partition (of either), or kill (of a gubernator daemon). Kind gubernator's faults are
+	// kill, pause and partition of a daemon.
 	Kind FaultKind `yaml:"kind"`
 	// Target is hottest (the primary owning the hottest tenant's slot), node:N, slot:N (the
 	// primary owning slot N), primary-of:TENANT, all, or killed (the node an earlier kill-primary
@@ -68,9 +71,13 @@ type FaultSpec struct {
 	// primary-of:TENANT (that primary is cut off the other nodes: cluster bus and replication;
 	// clients still reach it), gateway:N or gateways:K (those gateways lose Redis), or
 	// region:NAME (with regions: that region is cut off the others).
+	// A fault of limiter.kind gubernator takes daemon:N (the N-th daemon as started) and no
+	// other target; daemon:N is an error on the Redis kinds.
 	Target string `yaml:"target,omitempty"`
 	// For is how long a pause, latency, clock-skew or partition fault lasts (latency and
-	// clock-skew: 0 = to the end of the run; a partition heals after it and needs one).
+	// clock-skew: 0 = to the end of the run; a partition heals after it and needs one). A
+	// daemon's kill, pause or partition needs one: the daemon is restarted, resumed or healed
+	// after it.
 	For Duration `yaml:"for,omitempty"`
 	// Mode of a failover: default, force or takeover (CLUSTER FAILOVER's option).
 	Mode string `yaml:"mode,omitempty"`
@@ -109,6 +116,10 @@ func (s *Spec) validateFaults(bad badFunc) {
 			bad(p+".offset", time.Duration(f.Offset), "only a clock-skew fault has an offset")
 		}
 		switch {
+		case f.OnDaemon() || (s.Limiter.Kind == KindGubernator && !f.OnGateways() && !f.OnRegion()):
+			s.validateDaemonFault(p, f, bad)
+		case f.Kind == FaultKill:
+			bad(p+".kind", f.Kind, "kill acts on a gubernator daemon (limiter.kind gubernator, target daemon:N): on a Redis Cluster use kill-primary")
 		case f.Kind == FaultPartition:
 			s.validatePartition(p, f, nodes, bad)
 		case f.Kind.OnGateway():

@@ -331,3 +331,33 @@ func TestWildKindsValidate(t *testing.T) {
 		t.Fatalf("kind redis-rate without a clock: %v, clock %q, want redis by default", err, s.Limiter.Clock)
 	}
 }
+
+// TestDaemonFaultsValidate checks the faults of a gubernator daemon, by field, value and fix:
+// daemon:N on a Redis kind, a Redis target on gubernator, N out of range, a kind or field a
+// daemon has not.
+func TestDaemonFaultsValidate(t *testing.T) {
+	t.Parallel()
+	const guber = "limiter: {kind: gubernator, gubernator: {daemons: 3}}\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{guber + `faults: [{at: 1s, kind: kill, target: "daemon:1", for: 1s}]` + "\n", ""},
+		{guber + `faults: [{at: 0s, kind: pause, target: "daemon:0", for: 1s}, {at: 1s, kind: partition, target: "daemon:2", for: 1s}]` + "\n", ""},
+		{`faults: [{at: 1s, kind: pause, target: "daemon:1", for: 1s}]` + "\n", `faults[0].target: "daemon:1": daemon:N names a gubernator daemon; limiter.kind "token-bucket" has a Redis Cluster`},
+		{guber + `faults: [{at: 1s, kind: pause, target: hottest, for: 1s}]` + "\n", `faults[0].target: "hottest": limiter.kind gubernator has no Redis Cluster: name a daemon as daemon:N (0 <= N < 3`},
+		{guber + `faults: [{at: 1s, kind: kill, target: "daemon:3", for: 1s}]` + "\n", `faults[0].target: "daemon:3": daemon:N needs 0 <= N < 3 (limiter.gubernator.daemons)`},
+		{guber + `faults: [{at: 1s, kind: latency, target: "daemon:0", delay: 5ms, for: 1s}]` + "\n", "faults[0].kind: latency: a gubernator daemon's faults are kill"},
+		{guber + `faults: [{at: 1s, kind: kill, target: "daemon:0"}]` + "\n", "faults[0].for: 0s: a kill of a daemon ends after its length"},
+		{guber + `faults: [{at: 1s, kind: pause, target: "daemon:0", for: 5s}]` + "\n", "faults[0].for: 5s: the pause would outlast the run (ends at 2s)"},
+		{`faults: [{at: 1s, kind: kill, target: hottest}]` + "\n", "faults[0].kind: kill: kill acts on a gubernator daemon (limiter.kind gubernator, target daemon:N): on a Redis Cluster use kill-primary"},
+	} {
+		s, err := Parse("t", []byte(validYAML+tc.yaml))
+		if err == nil {
+			err = s.Validate()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.yaml, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

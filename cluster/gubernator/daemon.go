@@ -265,23 +265,42 @@ func (p *proc) exited() bool {
 }
 
 // WaitHealthy returns once every running daemon answers /v1/HealthCheck as healthy with all its
-// peers, or with the first daemon's log tail when ReadyTimeout passes or a daemon exits.
+// peers, or with the first daemon's log tail when ReadyTimeout passes or a daemon exits. A daemon
+// that met an error with a peer reports itself unhealthy for gubernator's 5 minutes after it
+// (peer_client.go keeps its last errors with that TTL): after a fault, use WaitServing.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	return c.wait(ctx, "healthy", func(h healthReply, err error) bool { return err == nil && h.healthy(len(c.daemons)) }, c.all()...)
+}
+
+func answered(_ healthReply, err error) bool { return err == nil }
+
+// all is every daemon's index.
+func (c *Cluster) all() []int {
+	out := make([]int, len(c.daemons))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// wait polls the health check of daemons until ok holds for each, bounded by ReadyTimeout.
+func (c *Cluster) wait(ctx context.Context, what string, ok func(healthReply, error) bool, daemons ...int) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
-	for i, d := range c.daemons {
+	for _, i := range daemons {
+		d := c.daemons[i]
 		for {
 			if d.proc == nil || d.proc.exited() {
 				return fmt.Errorf("gubernator: daemon %d exited: %s", i, tail(d.log))
 			}
 			h, err := health(ctx, hc, d.http)
-			if err == nil && h.healthy(len(c.daemons)) {
+			if ok(h, err) {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("gubernator: daemon %d not healthy (%v, %+v): %w; log: %s", i, err, h, ctx.Err(), tail(d.log))
+				return fmt.Errorf("gubernator: daemon %d not %s (%v, %+v): %w; log: %s", i, what, err, h, ctx.Err(), tail(d.log))
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

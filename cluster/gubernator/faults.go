@@ -53,8 +53,9 @@ func (c *Cluster) running(i int) (*daemon, error) {
 }
 
 // Restart stops daemon i if it runs and starts it again on the same ports with the same peers:
-// its cache starts empty (gubernator keeps its counts in memory), and it waits until the
-// cluster is healthy again.
+// its cache starts empty (gubernator keeps its counts in memory). It returns once the daemon
+// serves (answers its health check); its peers may report themselves unhealthy for minutes after
+// the errors they met while it was down (see WaitHealthy).
 func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if i < 0 || i >= len(c.daemons) {
 		return fmt.Errorf("gubernator: daemon %d: the cluster has daemons 0..%d", i, len(c.daemons)-1)
@@ -65,7 +66,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := c.start(i); err != nil {
 		return err
 	}
-	return c.WaitHealthy(ctx)
+	return c.wait(ctx, "answering", answered, i)
 }
 
 // Partition cuts daemon i off every peer, both ways: the forwarders it dials its peers through

@@ -14,7 +14,7 @@ import (
 
 // wireFaults builds the fault runner of a spec with faults, wired to the session through
 // faultRun and faultGateways, with the cluster's timeouts that bound an isolated primary's
-// window.
+// window, or kind gubernator's daemons.
 func (s *Session) wireFaults() {
 	if s.Spec.HasFault(scenarios.FaultClockSkew) {
 		s.skew = make([]atomic.Int64, len(s.gateways))
@@ -27,7 +27,10 @@ func (s *Session) wireFaults() {
 	if c.MinReplicasToWrite > 0 {
 		cfg.MinReplicasLag = time.Duration(c.MinReplicasMaxLag)
 	}
-	var cl cluster.Cluster // nil without Redis: gateway faults only
+	if s.guber != nil {
+		cfg.Daemons = s.guber // kind gubernator: faults of daemon:N
+	}
+	var cl cluster.Cluster // nil without Redis: gateway and daemon faults only
 	if s.store != nil {
 		cl = s.store.cl
 	}

@@ -1,6 +1,7 @@
 // Package faults injects a scenario's faults — kills, pauses, failovers, latency, reshards,
-// script flushes, restarts and partitions of Redis nodes, and clock skews, deaths and partitions
-// of gateways — on schedule during a run, records each as an event with the overspend bound it
+// script flushes, restarts and partitions of Redis nodes, kills, pauses and partitions of a
+// gubernator run's daemons (daemons.go), and clock skews, deaths and partitions of gateways —
+// on schedule during a run, records each as an event with the overspend bound it
 // implies, and measures from a run's per-second rows when each fault was detected and when the
 // run recovered. A fault that takes a primary away (kill, failover, partition) is also recorded
 // as a Loss: the slots whose debits it may return and the tokens the cluster's design lets it
@@ -12,7 +13,8 @@
 // — is recorded as failed with the reason (results.Fault.Failed, Error), never passed off as
 // injected: the run did not test what its scenario asked.
 //
-// It reaches the run only through two interfaces it declares, Run and Gateways (which slots are
-// busiest, how the checker names a cause, which gateway to skew, where to book an injection);
-// it never decides a request and never writes a run directory.
+// It reaches the run only through the interfaces it declares, Run, Gateways and Daemons (which
+// slots are busiest, how the checker names a cause, which gateway to skew, which daemon to
+// signal, where to book an injection); it never decides a request and never writes a run
+// directory.
 package faults

@@ -15,7 +15,7 @@ type Run interface {
 	// KeyOf returns a key of tenant, for target primary-of:TENANT.
 	KeyOf(tenant string) string
 	// CauseFor maps a cause name (failover, pause, latency, noscript, reshard, restart,
-	// clock-skew, partition) to the checker's Cause.
+	// clock-skew, partition, and kill for a gubernator daemon's) to the checker's Cause.
 	CauseFor(name string) check.Cause
 	// OnInject hears of each fault as it starts, in seconds since the start of the run.
 	OnInject(atS float64)
@@ -61,7 +61,7 @@ type Gateways interface {
 	PartitionRegion(ctx context.Context, region string, cut bool) error
 }
 
-// Config is the plain settings of a Runner.
+// Config is the settings of a Runner.
 type Config struct {
 	// NodeTimeout is the cluster's cluster-node-timeout and MinReplicasLag its
 	// min-replicas-max-lag (0: no min-replicas-to-write): together they bound how long a
@@ -69,6 +69,9 @@ type Config struct {
 	NodeTimeout, MinReplicasLag time.Duration
 	// Logf receives a line per fault injected or failed; nil discards them.
 	Logf func(format string, args ...any)
+	// Daemons is kind gubernator's cluster, which faults of target daemon:N act on; nil for a
+	// run without one (such a fault is then recorded as failed).
+	Daemons Daemons
 }
 
 // noRun is the Run of a Runner given none: keys are "{tenant}", every cause is 0, no traffic is

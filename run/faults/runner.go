@@ -165,6 +165,9 @@ func (r *Runner) inject(ctx context.Context, f scenarios.FaultSpec) {
 	at := time.Since(r.base).Seconds()
 	r.run.OnInject(at)
 	switch {
+	case f.OnDaemon():
+		r.injectDaemon(ctx, f, at)
+		return
 	case f.OnRegion():
 		r.injectRegion(ctx, f, at)
 		return
@@ -209,7 +212,7 @@ func (r *Runner) holdUntilHealthy(ctx context.Context, cause string) func() {
 			defer release()
 			hctx, cancel := context.WithTimeout(ctx, healthyWait)
 			defer cancel()
-			if err := r.cl.WaitHealthy(hctx); err != nil {
+			if err := r.waitHealthy(hctx); err != nil {
 				if ctx.Err() == nil { // not the run's end cutting the wait short
 					r.cfg.Logf("cluster not healthy %s after the %s: %v", healthyWait, cause, err)
 				}
@@ -218,6 +221,19 @@ func (r *Runner) holdUntilHealthy(ctx context.Context, cause string) func() {
 			sleepCtx(ctx, causeGrace)
 		}()
 	}
+}
+
+// waitHealthy waits until the run's Redis Cluster is healthy, or else its gubernator daemons
+// all serve.
+func (r *Runner) waitHealthy(ctx context.Context) error {
+	if r.cl == nil && r.cfg.Daemons != nil {
+		err := r.cfg.Daemons.WaitServing(ctx)
+		if err == nil {
+			r.cfg.Logf("every daemon decides again at %.1fs", time.Since(r.base).Seconds())
+		}
+		return err
+	}
+	return r.cl.WaitHealthy(ctx)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -3,11 +3,11 @@
 // and with one fault, and tabulates and plots them side by side (`ratelab in-the-wild`). Each
 // run is an ordinary engine run judged by its kind's own envelope.
 //
-// The Redis kinds' fault is the scenario engine's kill-primary of the hottest tenant's primary.
-// A gubernator run's fault is a kill of one daemon, restarted after Outage: the fault runner
-// knows Redis Clusters only, so this package injects it itself from the per-second rows (it is
-// then neither a cause in the overspend split nor in the summary's faults; the table counts the
-// errors it caused).
+// Every fault is a scenario fault the engine's fault runner injects: for the Redis kinds a
+// kill-primary of the hottest tenant's primary; for a gubernator run a kill of daemon:0
+// restarted after Outage (or, with Options.DaemonFault, its pause or its partition off its
+// peers for Outage). Each is then an event of the run's summary with its detection and recovery,
+// and the overspend of its window is booked on its cause.
 package wild
 
 import (
@@ -15,10 +15,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
-	"ratelab/cluster/gubernator"
 	"ratelab/limiter"
 	"ratelab/results"
 	"ratelab/run/engine"
@@ -51,10 +49,13 @@ type Options struct {
 	// NoFaults runs each variant without a fault only.
 	NoFaults bool
 	// FaultAt is when the fault starts (default a third of the duration); Outage how long a
-	// killed gubernator daemon stays down (default 2s).
+	// gubernator daemon's fault lasts (default 2s).
 	FaultAt, Outage time.Duration
-	Version         string
-	Logf            func(string, ...any)
+	// DaemonFault is a gubernator run's fault of daemon:0: kill (the default), pause or
+	// partition.
+	DaemonFault scenarios.FaultKind
+	Version     string
+	Logf        func(string, ...any)
 }
 
 // Row is one run of the comparison.
@@ -88,6 +89,9 @@ func Run(ctx context.Context, spec *scenarios.Spec, opts Options) ([]Row, error)
 	if opts.Outage <= 0 {
 		opts.Outage = 2 * time.Second
 	}
+	if opts.DaemonFault == "" {
+		opts.DaemonFault = scenarios.FaultKill
+	}
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
@@ -109,14 +113,16 @@ func Run(ctx context.Context, spec *scenarios.Spec, opts Options) ([]Row, error)
 	return rows, Plot(rows, filepath.Join(opts.Out, "burst.png"))
 }
 
-// SpecFor is spec as variant v, with its fault when faulted (the Redis kinds' kill-primary at
-// at; a gubernator run's fault is injected by Run), defaulted and validated.
-func SpecFor(spec *scenarios.Spec, v Variant, faulted bool, at time.Duration) (*scenarios.Spec, error) {
+// SpecFor is spec as variant v, with its fault when faulted, defaulted and validated: the
+// Redis kinds' kill-primary of the hottest tenant's primary at opts.FaultAt, or a gubernator
+// run's opts.DaemonFault of daemon:0 at opts.FaultAt for opts.Outage (Run's defaults).
+func SpecFor(spec *scenarios.Spec, v Variant, faulted bool, opts Options) (*scenarios.Spec, error) {
 	s := *spec
 	s.Faults = nil
 	s.Limiter.Kind = v.Kind
 	s.Limiter.Clock = ""
 	s.Limiter.Gubernator = nil
+	at := scenarios.Duration(opts.FaultAt)
 	if v.Kind == scenarios.KindGubernator {
 		g := scenarios.GubernatorCfg{}
 		if spec.Limiter.Gubernator != nil {
@@ -124,8 +130,11 @@ func SpecFor(spec *scenarios.Spec, v Variant, faulted bool, at time.Duration) (*
 		}
 		g.Behavior = string(v.Behavior)
 		s.Limiter.Gubernator = &g
+		if faulted {
+			s.Faults = []scenarios.FaultSpec{{At: at, Kind: opts.DaemonFault, Target: "daemon:0", For: scenarios.Duration(opts.Outage)}}
+		}
 	} else if faulted {
-		s.Faults = []scenarios.FaultSpec{{At: scenarios.Duration(at), Kind: scenarios.FaultKillPrimary, Target: "hottest"}}
+		s.Faults = []scenarios.FaultSpec{{At: at, Kind: scenarios.FaultKillPrimary, Target: "hottest"}}
 	}
 	s.ApplyDefaults()
 	if err := s.Validate(); err != nil {
@@ -134,19 +143,19 @@ func SpecFor(spec *scenarios.Spec, v Variant, faulted bool, at time.Duration) (*
 	return &s, nil
 }
 
-// runOne runs one variant, its fault injected where Run does it itself.
+// runOne runs one variant, with its fault when faulted.
 func runOne(ctx context.Context, spec *scenarios.Spec, v Variant, faulted bool, opts Options) Row {
 	r := Row{Variant: v}
 	name := v.Name
 	if faulted {
-		r.Fault = "kill-primary"
+		r.Fault = string(scenarios.FaultKillPrimary)
 		if v.Kind == scenarios.KindGubernator {
-			r.Fault = fmt.Sprintf("kill daemon 0 for %v", opts.Outage)
+			r.Fault = fmt.Sprintf("%s daemon 0 for %v", opts.DaemonFault, opts.Outage)
 		}
 		name += "-fault"
 	}
 	r.Dir = filepath.Join(opts.Out, "runs", name)
-	s, err := SpecFor(spec, v, faulted, opts.FaultAt)
+	s, err := SpecFor(spec, v, faulted, opts)
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -156,8 +165,7 @@ func runOne(ctx context.Context, spec *scenarios.Spec, v Variant, faulted bool, 
 		r.Daemons, r.SyncWait = g.Daemons, time.Duration(g.SyncWait)
 	}
 	opts.Logf("in the wild: %s%s -> %s", v.Name, map[bool]string{true: " with " + r.Fault}[faulted], r.Dir)
-	res, err := runWithDaemonFault(ctx, s, faulted && v.Kind == scenarios.KindGubernator,
-		engine.Options{Out: r.Dir, Version: opts.Version, Logf: opts.Logf}, opts)
+	res, err := engine.Run(ctx, s, engine.Options{Out: r.Dir, Version: opts.Version, Logf: opts.Logf})
 	if res != nil {
 		r.Summary = res.Summary
 	}
@@ -165,48 +173,4 @@ func runOne(ctx context.Context, spec *scenarios.Spec, v Variant, faulted bool, 
 		r.Err = err.Error()
 	}
 	return r
-}
-
-// runWithDaemonFault is engine.Run, with daemon 0 of the run's gubernator cluster killed once the
-// row of second FaultAt-1 is written (about FaultAt into the load) and restarted Outage later.
-func runWithDaemonFault(ctx context.Context, spec *scenarios.Spec, fault bool, eo engine.Options, opts Options) (*engine.Result, error) {
-	if !fault {
-		return engine.Run(ctx, spec, eo)
-	}
-	var c atomic.Pointer[gubernator.Cluster] // set once Open started it, before the first row
-	var done atomic.Bool
-	first := int(opts.FaultAt/time.Second) - 1
-	eo.OnInterval = func(iv results.Interval) {
-		if int(iv.TS) != first || done.Swap(true) {
-			return
-		}
-		go killAndRestart(ctx, c.Load(), opts)
-	}
-	s, err := engine.Open(ctx, spec, eo)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	c.Store(s.Gubernator())
-	m, driveErr := s.Drive(ctx)
-	res, err := s.Finish(ctx, m)
-	if driveErr != nil {
-		return res, driveErr
-	}
-	return res, err
-}
-
-// killAndRestart kills daemon 0 and restarts it Outage later.
-func killAndRestart(ctx context.Context, c *gubernator.Cluster, opts Options) {
-	if err := c.Kill(0); err != nil {
-		opts.Logf("in the wild: kill daemon 0: %v", err)
-		return
-	}
-	opts.Logf("in the wild: daemon 0 killed")
-	time.Sleep(opts.Outage)
-	if err := c.Restart(context.WithoutCancel(ctx), 0); err != nil {
-		opts.Logf("in the wild: restart daemon 0: %v", err)
-		return
-	}
-	opts.Logf("in the wild: daemon 0 restarted")
 }
