@@ -29,13 +29,15 @@ const (
 //   - E debits every allowed request, overspent ones included, and every unknown outcome that
 //     may have passed (ObserveUnknown), and may go below zero: its deepest deficit is the key's
 //     burst excess (see Totals.BurstExcess).
-//     A stream that conforms to (rate, burst + x) never takes E below -x.
+//     A stream that conforms to (rate, burst + x) never takes E below -x. E is also the bucket
+//     of the allowed stream as it happened: a denial is false only if E had the tokens too (see
+//     Observe).
 //
 // Memory: 72 bytes per key, in one record so that an observation touches one or two adjacent
 // cache lines — the key's clock, the tokens of N, D and E, E's deepest deficit (8 bytes each),
 // N's and D's provisional false denies (12 each), 5 bytes of fail-policy debt (an allowed
 // fail-open or local decision the store never counted: the store's later overspend on that key
-// is attributed to it) and a 2-byte policy class — plus about 100 KB fixed (256 padded lock stripes, the policy table and its index). The policy func
+// is attributed to it), a flag (ePassed) and a 2-byte policy class — plus about 100 KB fixed (256 padded lock stripes, the policy table and its index). The policy func
 // is called once per key, at its first observation; distinct policies are deduplicated into a
 // table of up to 65534 classes (a key beyond that calls the func whenever its clock advances).
 // A policy is therefore fixed per key for the checker's lifetime.
@@ -73,7 +75,20 @@ type bucketKey struct {
 	pendN, pendD pendingDenies
 	debt         float32 // tokens N paid for decisions the store never saw
 	debtBy       Cause   // the cause of that debt (fail-open, local)
-	class        uint16  // see overspendMaxClasses
+	// ePassed: E debited an unknown outcome that may have passed since it was last full, which
+	// N never debits: until E is full again it is not N's allowed stream (allowedStream).
+	ePassed bool
+	class   uint16 // see overspendMaxClasses
+}
+
+// allowedStream is what the N resolution's allowed stream as it happened (every allowed request
+// debited, overspent ones too) holds, given N's tokens n: E's, unless E also debited an unknown
+// outcome N does not (ePassed); then n, which is no less.
+func (k *bucketKey) allowedStream(n float64) float64 {
+	if k.ePassed {
+		return n
+	}
+	return min(n, k.e)
 }
 
 // NewBucket returns a checker for keys dense indices 0..keys-1 (the engine maps
@@ -120,6 +135,14 @@ func (c *Bucket) Keys() int { return len(c.keys) }
 //	allowed, tokens <  cost  -> overspend  (counted with its cost; not debited)
 //	denied,  tokens >= cost  -> false deny (not debited; provisional, see below)
 //	denied,  tokens <  cost  -> denied
+//
+// where a denial is false only if E, which debited every allowed request, overspent ones too,
+// also holds the tokens. An overspent request is not debited from N and D, so they stay up to
+// its cost ahead of the limiter, which did spend it: a limiter that let a request through a
+// little early and denies a later one for want of that token is counted once, as the overspend,
+// and not again for every refusal until its bucket is full (on a key kept empty by its traffic,
+// one overspend by a millionth of a token read as dozens of false denies). Without overspend E
+// holds what N holds, and the verdicts are those of N and D alone.
 //
 // The verdict is Overspend when N overspends (attributed to src), FalseDeny when D calls the
 // denial false, Conforming or Denied otherwise.
@@ -199,12 +222,12 @@ func (c *Bucket) judge(key int, nowMs, cost int64, allowed bool, cause Cause, s 
 		o = c.allowD(sh, k, need, cost, s) | c.allowN(sh, k, need, cost, cause, s)
 	} else {
 		sh.denied++
-		if s&sideN != 0 && k.n >= need+float64(k.pendN.cost) {
+		if s&sideN != 0 && k.allowedStream(k.n) >= need+float64(k.pendN.cost) {
 			o |= falseN
 			sh.possFalseDenies++
 			k.pendN.add(k.lastMs, cost)
 		}
-		if s&sideD != 0 && k.d >= need+float64(k.pendD.cost) {
+		if s&sideD != 0 && min(k.d, k.e) >= need+float64(k.pendD.cost) {
 			o |= falseD
 			sh.falseDenies++
 			k.pendD.add(k.lastMs, cost)
@@ -307,6 +330,7 @@ func (c *Bucket) unknown(key int, nowMs, cost int64, s sides, passed bool) bool 
 	need := float64(cost)
 	if passed {
 		c.debitE(sh, k, key, need)
+		k.ePassed = k.ePassed || need > 0
 	}
 	debited := s&sideD != 0 && k.d >= need
 	if debited {
@@ -343,6 +367,9 @@ func (c *Bucket) refill(k *bucketKey, key int, nowMs int64) {
 		k.lastMs = nowMs
 		if k.n >= b {
 			k.debt = 0
+		}
+		if k.e >= b {
+			k.ePassed = false
 		}
 	}
 	k.pendN.expire(k.lastMs, c.window)

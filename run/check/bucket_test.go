@@ -71,9 +71,13 @@ func TestOverspendEnvelope(t *testing.T) {
 		{
 			name:   "cost above one",
 			policy: limiter.BucketPolicy{Rate: 1, Burst: 5},
+			// At 4000 N holds 3 tokens, but the allowed stream as it happened (the overspent 3
+			// debited) holds none: the limiter refuses for want of the tokens it overspent,
+			// counted once, as the overspend. By 7000 both hold 3: that refusal is false.
 			obs: []osObs{{1000, 3, true, c, Conforming}, {1000, 3, true, c, Overspend}, {1000, 2, true, c, Conforming},
-				{1000, 0, true, c, Conforming}, {3000, 3, false, c, Denied}, {4000, 3, false, c, FalseDeny}},
-			want: Totals{Allowed: 4, Denied: 2, OverspendRequests: 1, OverspendTokens: 3, FalseDenies: 1,
+				{1000, 0, true, c, Conforming}, {3000, 3, false, c, Denied}, {4000, 3, false, c, Denied},
+				{7000, 3, false, c, FalseDeny}},
+			want: Totals{Allowed: 4, Denied: 3, OverspendRequests: 1, OverspendTokens: 3, FalseDenies: 1,
 				ByCause: map[string]int64{"central": 1}},
 		},
 		{

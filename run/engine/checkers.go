@@ -9,15 +9,41 @@ import (
 	"ratelab/scenarios"
 )
 
-// NewChecker returns a fresh overspend checker for the run's limiter over the session's keys.
-func (s *Session) NewChecker() check.Checker { return s.CheckerFor(s.Tenants, s.Endpoints) }
+// NewChecker returns a fresh overspend checker for the run's limiter over the session's keys,
+// on the in-process judge's clock (JudgeTick).
+func (s *Session) NewChecker() check.Checker {
+	return s.checkerAt(s.Tenants, s.Endpoints, s.JudgeTick())
+}
+
+// JudgeTick is the unit of the in-process judge's clock: what one "millisecond" of the checker
+// NewChecker returns is. Kind redis-rate decides at Redis's TIME, to the microsecond, and says
+// when (Decision.At): its decisions are judged to the microsecond, since a whole-millisecond
+// judge makes up to rate x 1 ms tokens of difference between the bucket the script saw and the
+// one it is judged by. Every other kind computes in whole milliseconds (the gateway's clock,
+// the schedule's, or the ms the token-bucket script takes from Redis), and its envelope refills
+// in those milliseconds with the script's own arithmetic, bit for bit.
+func (s *Session) JudgeTick() time.Duration {
+	if s.Spec.Limiter.Kind == scenarios.KindRedisRate && s.Spec.Limiter.Clock == scenarios.ClockRedis {
+		return time.Microsecond
+	}
+	return time.Millisecond
+}
 
 // CheckerFor returns a fresh overspend checker for the run's limiter over the keys of tenants x
 // endpoints (key k is tenant k/len(endpoints), endpoint k%len(endpoints)): both tiers for
 // two-tier, "at most limit in any window" for the window kinds, and otherwise an exact token
 // bucket per key with the key's own policy (its tariff, or the scenario's policy). A driver
 // that names its keys its own way (the HTTP driver's trace) judges them by their names.
+//
+// Its clock is in Unix ms: a driver that judges by its own clock (the HTTP driver) judges in ms.
 func (s *Session) CheckerFor(tenants, endpoints []string) check.Checker {
+	return s.checkerAt(tenants, endpoints, time.Millisecond)
+}
+
+// checkerAt is CheckerFor on a clock of tick (a millisecond or a microsecond). Only the token
+// bucket takes a finer tick (its policies restated per tick, perTick); the window and two-tier
+// envelopes judge ms-native kinds and keep the millisecond.
+func (s *Session) checkerAt(tenants, endpoints []string, tick time.Duration) check.Checker {
 	spec := s.Spec
 	keys := len(tenants) * len(endpoints)
 	switch {
@@ -28,10 +54,22 @@ func (s *Session) CheckerFor(tenants, endpoints []string) check.Checker {
 		return check.NewWindow(keys, spec.Policy.Limit, time.Duration(spec.Policy.Window).Milliseconds())
 	case s.tariffs != nil:
 		lookup, n := s.tariffs.cache.BucketPolicyFunc(), len(endpoints)
-		return check.NewBucket(keys, func(key int) limiter.BucketPolicy { return lookup(tenants[key/n], endpoints[key%n]) })
+		return check.NewBucket(keys, func(key int) limiter.BucketPolicy {
+			return perTick(lookup(tenants[key/n], endpoints[key%n]), tick)
+		})
 	}
-	policy := s.policy
+	policy := perTick(s.policy, tick)
 	return check.NewBucket(keys, func(int) limiter.BucketPolicy { return policy })
+}
+
+// perTick restates p for a checker whose "milliseconds" are ticks: the same burst, refilled
+// p.Rate x tick tokens per tick. At a tick of 1 ms it is p itself, untouched, so the envelope
+// keeps the script's arithmetic bit for bit.
+func perTick(p limiter.BucketPolicy, tick time.Duration) limiter.BucketPolicy {
+	if tick != time.Millisecond {
+		p.Rate *= float64(tick) / float64(time.Millisecond)
+	}
+	return p
 }
 
 // ReorderWindow is how long a denial the checker disagrees with stays provisional in an

@@ -89,7 +89,7 @@ func newDriver(s *Session) *driver {
 		lag:         results.NewHistogram(),
 	}
 	d.judge = judge{checker: s.checker, faults: s.faults, central: s.store != nil,
-		redisClock: spec.Limiter.Clock == scenarios.ClockRedis}
+		redisClock: spec.Limiter.Clock == scenarios.ClockRedis, micro: s.JudgeTick() == time.Microsecond}
 	d.extra = s.opts.Consumers
 	if spec.Limiter.Clock == scenarios.ClockSchedule || spec.Trace != nil {
 		d.schedClock = spec.Limiter.Clock == scenarios.ClockSchedule

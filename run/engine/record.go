@@ -23,7 +23,9 @@ type Record struct {
 	Gateway int
 	// AtMs is the time the decision is judged at (Unix ms): the wall clock, or the schedule's
 	// clock with limiter.clock: schedule; never a skewed gateway clock. With limiter.clock: redis
-	// the judge sets it to the time the script used (Decision.At), where the limiter says.
+	// the judge sets it to the time the script used (Decision.At, its millisecond), where the
+	// limiter says; a kind judged to the microsecond (Session.JudgeTick) is judged at
+	// Decision.At itself, and AtMs places it in its second.
 	AtMs int64
 	// Cost is the request's tokens.
 	Cost int64
@@ -124,12 +126,24 @@ type judge struct {
 	// redisClock: the store decides at its own clock, and the decision says when (Decision.At);
 	// judging at the client's clock would read network jitter as overspend or false denies.
 	redisClock bool
+	// micro: the checker's clock is in Unix µs (Session.JudgeTick), not ms.
+	micro bool
 }
 
 func (j judge) Consume(r *Record) {
 	r.Verdict = check.Conforming
+	at := r.AtMs
+	if j.micro {
+		at *= 1000
+	}
 	if j.redisClock && !r.Decision.At.IsZero() {
 		r.AtMs = r.Decision.At.UnixMilli()
+		at = r.AtMs
+		if j.micro {
+			// Redis's TIME is whole µs; At recovered from the script's float clock lies within
+			// a few tens of ns of it.
+			at = r.Decision.At.Round(time.Microsecond).UnixMicro()
+		}
 	}
 	src := r.Decision.Source
 	cause := check.Cause(src)
@@ -138,10 +152,11 @@ func (j judge) Consume(r *Record) {
 			cause = c
 		}
 	}
-	r.Verdict = Observe(j.checker, r, r.AtMs, cause)
+	r.Verdict = Observe(j.checker, r, at, cause)
 }
 
-// Observe judges r on c at atMs (Unix ms), labelling any overspend with cause, as every driver's
+// Observe judges r on c at at, on c's clock (Unix ms; Unix µs for a checker of a kind judged to
+// the microsecond, Session.JudgeTick), labelling any overspend with cause, as every driver's
 // judge does, and returns the confirmed verdict. A request that got no decision is an unknown
 // outcome when the store may have debited it, and nothing otherwise; it may have passed only
 // through an opaque target (Record.Opaque). A decided one is judged as
@@ -149,16 +164,16 @@ func (j judge) Consume(r *Record) {
 // a timeout) is an unknown outcome besides: the envelope's D resolution debits it, which
 // explains the refusal there, N does not. An allowed answer is in the allowed stream whatever
 // the store did.
-func Observe(c check.Checker, r *Record, atMs int64, cause check.Cause) check.Verdict {
+func Observe(c check.Checker, r *Record, at int64, cause check.Cause) check.Verdict {
 	if r.Outcome == OutcomeError {
 		if r.MayHaveDebited {
-			c.ObserveUnknown(r.Key, atMs, r.Cost, r.Opaque)
+			c.ObserveUnknown(r.Key, at, r.Cost, r.Opaque)
 		}
 		return check.Conforming
 	}
-	v := c.ObserveAs(r.Key, atMs, r.Cost, r.Decision.Allowed, cause)
+	v := c.ObserveAs(r.Key, at, r.Cost, r.Decision.Allowed, cause)
 	if r.MayHaveDebited && !r.Decision.Allowed {
-		c.ObserveUnknown(r.Key, atMs, r.Cost, false)
+		c.ObserveUnknown(r.Key, at, r.Cost, false)
 	}
 	return v
 }

@@ -106,7 +106,9 @@ func Open(ctx context.Context, spec *scenarios.Spec, opts Options) (_ *Session, 
 	s.marks = newMarks(s.secs)
 	s.tally = newTally(s.Tenants, s.Endpoints)
 	s.checker = s.NewChecker()
-	s.checker.SetReorderWindow(s.ReorderWindow().Milliseconds(), s.marks.withdraw)
+	tick := s.JudgeTick()
+	perMs := int64(time.Millisecond / tick)
+	s.checker.SetReorderWindow(int64(s.ReorderWindow()/tick), func(at, n int64) { s.marks.withdraw(at/perMs, n) })
 	s.wireFaults()
 	return s, nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // newRedisRate builds go-redis/redis_rate's limiter on the run's cluster (kind redis-rate). Its
-// decisions are judged at the time its script read, rounded up to the millisecond (roundUpAt).
+// decisions are judged at the time its script read, to the microsecond (Session.JudgeTick).
 func (s *Session) newRedisRate() (limiter.Limiter, error) {
 	rr, err := limiter.NewRedisRate(s.store.client, s.policy, limiter.WithTimeout(time.Duration(s.Spec.Limiter.Timeout)))
 	if err != nil {
@@ -18,25 +18,7 @@ func (s *Session) newRedisRate() (limiter.Limiter, error) {
 	}
 	l := rr.Limit()
 	s.env.Mode = fmt.Sprintf("central redis-rate (go-redis/redis_rate v10: %d per %v, burst %d; redis clock)", l.Rate, l.Period, l.Burst)
-	return roundUpAt{rr}, nil
-}
-
-// roundUpAt moves a decision's At up to the next whole millisecond (an exact millisecond stays).
-// The judge reads At in whole ms (Record.AtMs), while redis_rate decides at Redis's TIME to the
-// microsecond; at the millisecond at or after the script's time the envelope holds at least the
-// tokens the script saw, so the rounding invents no overspend. A denial it calls false because
-// the envelope refilled a little more is provisional and is withdrawn when the next allowed
-// request takes that token (the reorder window). docs/limiters.md has both roundings measured.
-type roundUpAt struct{ limiter.Limiter }
-
-func (r roundUpAt) Allow(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
-	d, err := r.Limiter.Allow(ctx, req)
-	if !d.At.IsZero() {
-		if t := d.At.Truncate(time.Millisecond); !t.Equal(d.At) {
-			d.At = t.Add(time.Millisecond)
-		}
-	}
-	return d, err
+	return rr, nil
 }
 
 // newGubernator starts the run's gubernator cluster (stopped at Close) and builds the client
