@@ -1,5 +1,5 @@
 // Package results owns the record of a run: the summary (summary.json, schema
-// "ratelab.summary/v2", whose figures docs/metrics.md defines; "ratelab.summary/v1" files are
+// "ratelab.summary/v4", whose figures docs/metrics.md defines; v3, v2 and v1 files are
 // read too, and say so), the per-second intervals (timeseries.csv, written row by row as the
 // run goes), HDR latency histograms with their file forms (latency.hdr.json; latency.hlog, an
 // HdrHistogram interval log of the seconds; latency.hgrm, the whole run's percentile

@@ -4,14 +4,25 @@ import "time"
 
 // SchemaSummary is the schema of the summaries this package writes: the definitions of
 // docs/metrics.md.
-const SchemaSummary = "ratelab.summary/v3"
+const SchemaSummary = "ratelab.summary/v4"
+
+// SchemaSummaryV3 is the schema of summaries written before a false deny had to be false for the
+// allowed stream as it happened too: after an overspend on a key, v3 counted every later refusal
+// the envelope (which does not debit an overspent request) still had tokens for, so one
+// overspend could read as dozens of false denies. Every other figure means what v4's does.
+// ReadSummary reads it as it is and keeps its schema (see OldDefinitions); Merge and compare
+// refuse to set it against v4.
+const SchemaSummaryV3 = "ratelab.summary/v3"
+
+// V3Note is what a reader of a v3 summary says beside its numbers.
+const V3Note = "summary v3: false denies include refusals after an overspend that the overspend explains (old definition)"
 
 // SchemaSummaryV2 is the schema of summaries written before one classification of outcomes:
 // served latency over every answered request, errors included, with only the generator's drops
 // counted as failures over offered requests; unknown outcomes counting timeouts without a fail
 // policy only; a WAIT short of its replicas counted as an unreplicated error. ReadSummary reads
 // it into the same struct and keeps Schema = SchemaSummaryV2 (see OldDefinitions); Merge and
-// compare refuse to set it against v3.
+// compare refuse to set it against v4 (or v3).
 const SchemaSummaryV2 = "ratelab.summary/v2"
 
 // V2Note is what a reader of a v2 summary says beside its numbers.
@@ -421,13 +432,15 @@ func Ratio(num, den int64) float64 {
 func (s *Summary) V1() bool { return s.Schema == SchemaSummaryV1 }
 
 // OldDefinitions is the note a reader shows beside a summary read from an older schema's file
-// (V1Note, V2Note), "" for a summary of this schema.
+// (V1Note, V2Note, V3Note), "" for a summary of this schema.
 func (s *Summary) OldDefinitions() string {
 	switch s.Schema {
 	case SchemaSummaryV1:
 		return V1Note
 	case SchemaSummaryV2:
 		return V2Note
+	case SchemaSummaryV3:
+		return V3Note
 	}
 	return ""
 }
@@ -435,7 +448,9 @@ func (s *Summary) OldDefinitions() string {
 // normalize sets the schema (an older file's stays) and replaces nil lists and maps with empty
 // ones, so JSON readers see [] and {} rather than null.
 func (s *Summary) normalize() {
-	if s.Schema != SchemaSummaryV1 && s.Schema != SchemaSummaryV2 {
+	switch s.Schema {
+	case SchemaSummaryV1, SchemaSummaryV2, SchemaSummaryV3:
+	default:
 		s.Schema = SchemaSummary
 	}
 	if s.Nodes == nil {

@@ -19,7 +19,7 @@ const maxSummaryBytes = 16 << 20
 // same directory and renames it over path, so a reader sees the old file or the new one, never
 // half of one. Nil lists and maps are written as [] and {}; s itself is not modified.
 //
-// The file is a v3 summary (SchemaSummary), or v2 when s was read from a v2 file, unless s was
+// The file is a v4 summary (SchemaSummary), or v3 or v2 when s was read from such a file, unless s was
 // read from a v1 file (s.V1()): then it is
 // written back in the v1 layout with SchemaSummaryV1, v2-only fields left out, so a v1 run never
 // claims the v2 definitions (see summary_v1.go). A NaN or infinite number is an error naming its
@@ -57,8 +57,8 @@ func encodeJSON(buf *bytes.Buffer, v any, indent string) error {
 	return enc.Encode(v)
 }
 
-// ReadSummary reads a summary written by WriteSummary: a v3 or v2 file (SchemaSummary,
-// SchemaSummaryV2) as it is, with its schema, a v1
+// ReadSummary reads a summary written by WriteSummary: a v4, v3 or v2 file (SchemaSummary,
+// SchemaSummaryV3, SchemaSummaryV2) as it is, with its schema, a v1
 // file (SchemaSummaryV1) mapped into the v2 struct with Schema kept at SchemaSummaryV1 (see
 // summary_v1.go for what each v1 field becomes). Any other schema is rejected with ErrSchema;
 // unknown fields are ignored (newer writers may add some).
@@ -89,15 +89,15 @@ func ReadSummary(path string) (*Summary, error) {
 			return nil, fmt.Errorf("read summary %s: %v: %w", path, err, ErrCorrupt)
 		}
 		s = fromV1(v)
-	case *head.Schema == SchemaSummary, *head.Schema == SchemaSummaryV2:
-		// A v2 file has the same layout (its latency's "dropped" reads as Undecided); its
-		// Schema stays v2, so no reader takes its figures for v3's.
+	case *head.Schema == SchemaSummary, *head.Schema == SchemaSummaryV3, *head.Schema == SchemaSummaryV2:
+		// v3 and v2 files have the same layout (a v2 latency's "dropped" reads as Undecided);
+		// their Schema stays, so no reader takes their figures for v4's.
 		if err := json.Unmarshal(buf.Bytes(), s); err != nil {
 			return nil, fmt.Errorf("read summary %s: %v: %w", path, err, ErrCorrupt)
 		}
 	default:
-		return nil, fmt.Errorf("read summary %s: schema %q; this ratelab reads %q, %q and %q only: %w",
-			path, *head.Schema, SchemaSummary, SchemaSummaryV2, SchemaSummaryV1, ErrSchema)
+		return nil, fmt.Errorf("read summary %s: schema %q; this ratelab reads %q, %q, %q and %q only: %w",
+			path, *head.Schema, SchemaSummary, SchemaSummaryV3, SchemaSummaryV2, SchemaSummaryV1, ErrSchema)
 	}
 	s.normalize()
 	return s, nil

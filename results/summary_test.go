@@ -216,7 +216,7 @@ func TestReadSummaryRejects(t *testing.T) {
 		want     error
 		wantText string
 	}{
-		{"wrong schema", `{"schema":"ratelab.summary/v4","scenario":"x"}`, ErrSchema, `"ratelab.summary/v4"; this ratelab reads "ratelab.summary/v3", "ratelab.summary/v2" and "ratelab.summary/v1"`},
+		{"wrong schema", `{"schema":"ratelab.summary/v5","scenario":"x"}`, ErrSchema, `"ratelab.summary/v5"; this ratelab reads "ratelab.summary/v4", "ratelab.summary/v3", "ratelab.summary/v2" and "ratelab.summary/v1"`},
 		{"no schema", `{"scenario":"x"}`, ErrSchema, `no "schema" field`},
 		{"not json", `{"schema":`, ErrCorrupt, "not a JSON object"},
 		{"wrong type", `{"schema":"ratelab.summary/v2","seed":"abc"}`, ErrCorrupt, "seed"},
@@ -335,5 +335,30 @@ func TestReadSummaryV2(t *testing.T) {
 	}
 	if back, err := ReadSummary(path); err != nil || back.Schema != SchemaSummaryV2 {
 		t.Fatalf("v2 written back reads as %v, %v; want v2", back, err)
+	}
+}
+
+// TestReadSummaryV3: a v3 file (false denies by the old definition) reads with its schema kept
+// and the old definition's note, stays v3 written back, and compare-style readers can tell it
+// from v4.
+func TestReadSummaryV3(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "summary.json")
+	v3 := `{"schema":"ratelab.summary/v3","scenario":"x","overspend":{"false_denies":62}}`
+	if err := os.WriteFile(path, []byte(v3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Schema != SchemaSummaryV3 || s.Overspend.FalseDenies != 62 || s.OldDefinitions() != V3Note {
+		t.Fatalf("v3 read as schema %q, false denies %d, note %q; want v3, 62, V3Note", s.Schema, s.Overspend.FalseDenies, s.OldDefinitions())
+	}
+	if err := WriteSummary(path, s); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ReadSummary(path); err != nil || back.Schema != SchemaSummaryV3 {
+		t.Fatalf("v3 written back reads as %v, %v; want v3", back, err)
 	}
 }
