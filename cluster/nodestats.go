@@ -20,19 +20,23 @@ type NodeStats struct {
 	// TotalCPUSeconds the whole process's (background threads too).
 	CPUSeconds      float64
 	TotalCPUSeconds float64
+	// Reads is how many reads the node made from its clients' connections (INFO stats
+	// total_reads_processed): over a run, script calls per read is how many decisions one
+	// read carried, the pipeline depth as the node saw it.
+	Reads int64
 	// P50Us and P99Us are Redis's own latency percentiles of EVALSHA (INFO latencystats,
 	// Redis 7+); 0 when absent.
 	P50Us, P99Us float64
 }
 
-// ReadNodeStats reads INFO commandstats, cpu and latencystats from the node at each address and
+// ReadNodeStats reads INFO commandstats, cpu, latencystats and stats from the node at each address and
 // sums them (the percentiles are taken from the node with the most calls).
 func ReadNodeStats(ctx context.Context, addrs []string) (NodeStats, error) {
 	var out NodeStats
 	most := int64(-1)
 	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
-		text, err := c.Info(ctx, "commandstats", "cpu", "latencystats").Result()
+		text, err := c.Info(ctx, "commandstats", "cpu", "latencystats", "stats").Result()
 		_ = c.Close()
 		if err != nil {
 			return out, fmt.Errorf("INFO on %s: %w", a, err)
@@ -42,6 +46,7 @@ func ReadNodeStats(ctx context.Context, addrs []string) (NodeStats, error) {
 		out.Usec += s.Usec
 		out.CPUSeconds += s.CPUSeconds
 		out.TotalCPUSeconds += s.TotalCPUSeconds
+		out.Reads += s.Reads
 		if s.Calls > most {
 			most, out.P50Us, out.P99Us = s.Calls, s.P50Us, s.P99Us
 		}
@@ -61,6 +66,8 @@ func nodeStatsOf(info string) NodeStats {
 			usec, _ := strconv.ParseInt(f["usec"], 10, 64)
 			s.Calls += calls
 			s.Usec += usec
+		case k == "total_reads_processed":
+			s.Reads, _ = strconv.ParseInt(v, 10, 64)
 		case strings.HasPrefix(k, "used_cpu_"):
 			cpu[k], _ = strconv.ParseFloat(v, 64)
 		case k == "latency_percentiles_usec_evalsha":

@@ -9,9 +9,9 @@ import (
 // BucketPolicy is a token-bucket policy: Rate tokens per second refill a bucket of Burst tokens.
 //
 // Units, shared by lua/token_bucket.lua, the in-memory twin and the overspend envelope:
-// time is integer Unix milliseconds; tokens are float64 and are stored in Redis with "%.17g",
-// which round-trips a double exactly, so the Lua script and Go do the same IEEE arithmetic in the
-// same order and agree decision by decision.
+// time is integer Unix milliseconds; tokens are float64 and are stored in Redis as the double
+// itself (struct.pack('<dd', tokens, updated_at), one string with its TTL), so the Lua script and
+// Go do the same IEEE arithmetic in the same order and agree decision by decision.
 type BucketPolicy struct {
 	// Rate is the refill rate in tokens per second; > 0.
 	Rate float64

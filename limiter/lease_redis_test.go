@@ -619,12 +619,12 @@ func TestLeaseScriptContractText(t *testing.T) {
 		{"uses only KEYS[1]", len(regexp.MustCompile(`KEYS\[[^1]`).FindAllString(src, -1)) == 0},
 		{"builds no key names", !strings.Contains(src, "rl:") && !regexp.MustCompile(`KEYS\[1\]\s*\.\.|\.\.\s*KEYS`).MatchString(src)},
 		{"reads no server clock", !strings.Contains(src, "'TIME'") && !strings.Contains(src, `"TIME"`)},
-		{"stores tokens with %.17g", strings.Contains(src, "string.format('%.17g', tokens)")},
-		{"same hash fields as token_bucket.lua", strings.Contains(src, "'HMGET', KEYS[1], 'tokens', 'updated_at'") &&
-			strings.Contains(luaCode(lua.TokenBucket), "'HMGET', KEYS[1], 'tokens', 'updated_at'")},
-		{"writes and expires the key unconditionally, once", strings.Count(src, "'HSET'") == 1 && strings.Count(src, "'PEXPIRE'") == 1 &&
-			regexp.MustCompile(`(?m)^redis\.call\('HSET', KEYS\[1\]`).MatchString(src) &&
-			regexp.MustCompile(`(?m)^redis\.call\('PEXPIRE', KEYS\[1\], ttl\)$`).MatchString(src)},
+		{"same stored value as token_bucket.lua", strings.Contains(src, "struct.pack('<dd', tokens, now)") &&
+			strings.Contains(luaCode(lua.TokenBucket), "struct.pack('<dd', tokens, now)") &&
+			strings.Contains(src, "tokens, last = struct.unpack('<dd', state)") &&
+			strings.Contains(luaCode(lua.TokenBucket), "tokens, last = struct.unpack('<dd', state)")},
+		{"writes the key with its TTL unconditionally, once", strings.Count(src, "'SET'") == 1 && !strings.Contains(src, "'PEXPIRE'") &&
+			regexp.MustCompile(`(?m)^redis\.call\('SET', KEYS\[1\], struct\.pack\('<dd', tokens, now\), 'PX', ttl\)$`).MatchString(src)},
 		{"reads ARGV 1 to 6 only", len(regexp.MustCompile(`ARGV\[[^1-6]`).FindAllString(src, -1)) == 0},
 	} {
 		if !tt.have {

@@ -41,11 +41,12 @@ func TestScriptContractText(t *testing.T) {
 		// The server clock is read once, and only when the caller asks for it (ARGV[6] "redis").
 		{"reads the server clock only under ARGV[6]", strings.Count(src, "'TIME'") == 1 && !strings.Contains(src, `"TIME"`) &&
 			regexp.MustCompile(`if ARGV\[6\] ~= 'redis' then\s+return redis\.error_reply\([^\n]*\)\s+end\s+local t = redis\.call\('TIME'\)`).MatchString(src)},
-		{"stores tokens with %.17g", strings.Contains(src, "string.format('%.17g', tokens)")},
-		// Top-level (unindented) calls run on every decision, allowed or denied.
-		{"writes and expires the key unconditionally, once", strings.Count(src, "'HSET'") == 1 && strings.Count(src, "'PEXPIRE', KEYS[1]") == 1 &&
-			regexp.MustCompile(`(?m)^redis\.call\('HSET', KEYS\[1\]`).MatchString(src) &&
-			regexp.MustCompile(`(?m)^redis\.call\('PEXPIRE', KEYS\[1\], ttl\)$`).MatchString(src)},
+		{"stores the doubles themselves", strings.Contains(src, "struct.pack('<dd', tokens, now)") &&
+			strings.Contains(src, "tokens, last = struct.unpack('<dd', state)")},
+		// Top-level (unindented) calls run on every decision, allowed or denied: one SET with
+		// the TTL, which a replica receives as one command.
+		{"writes the key with its TTL unconditionally, once", strings.Count(src, "'SET'") == 1 && !strings.Contains(src, "'PEXPIRE', KEYS[1]") &&
+			regexp.MustCompile(`(?m)^redis\.call\('SET', KEYS\[1\], struct\.pack\('<dd', tokens, now\), 'PX', ttl\)$`).MatchString(src)},
 		{"reads ARGV 1 to 6 only", len(regexp.MustCompile(`ARGV\[[^1-6]`).FindAllString(src, -1)) == 0},
 	}
 	for _, tt := range tests {

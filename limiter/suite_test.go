@@ -2,8 +2,9 @@ package limiter_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
-	"strconv"
+	"math"
 	"testing"
 	"time"
 
@@ -72,22 +73,26 @@ func newRedisSubject(t *testing.T, p limiter.BucketPolicy, opts ...limiter.Optio
 	}
 }
 
-// redisState reads a bucket hash as the script stores it: tokens (%.17g) and updated_at (ms).
+// redisState reads a bucket as the scripts store it: struct.pack('<dd', tokens, updated_at),
+// two little-endian doubles, updated_at a whole number of ms.
 func redisState(t *testing.T, c redis.Cmdable, key string) (limiter.BucketState, bool) {
 	t.Helper()
-	v, err := c.HMGet(context.Background(), key, "tokens", "updated_at").Result()
-	if err != nil {
-		t.Fatalf("HMGET %s: %v", key, err)
-	}
-	if v[0] == nil && v[1] == nil {
+	v, err := c.Get(context.Background(), key).Bytes()
+	if errors.Is(err, redis.Nil) {
 		return limiter.BucketState{}, false
 	}
-	tokens, err1 := strconv.ParseFloat(v[0].(string), 64)
-	last, err2 := strconv.ParseInt(v[1].(string), 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("HMGET %s = %q: want a float and an integer", key, v)
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
 	}
-	return limiter.BucketState{Tokens: tokens, LastMs: last}, true
+	if len(v) != 16 {
+		t.Fatalf("GET %s = %q: want 16 bytes, two little-endian doubles", key, v)
+	}
+	tokens := math.Float64frombits(binary.LittleEndian.Uint64(v[:8]))
+	last := math.Float64frombits(binary.LittleEndian.Uint64(v[8:]))
+	if last != math.Trunc(last) {
+		t.Fatalf("GET %s: updated_at %v, want whole milliseconds", key, last)
+	}
+	return limiter.BucketState{Tokens: tokens, LastMs: int64(last)}, true
 }
 
 func TestSuiteTwin(t *testing.T) {

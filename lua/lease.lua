@@ -1,6 +1,6 @@
 -- lease.lua: take a lease of up to `want` tokens from one token bucket, atomically on one key.
 --
--- The bucket is the one of token_bucket.lua: same key, same hash fields, same arithmetic, so a
+-- The bucket is the one of token_bucket.lua: same key, same stored value, same arithmetic, so a
 -- key may be decided by both scripts. A gateway spends the granted tokens in memory
 -- (limiter.LeaseLimiter) and comes back when its lease is empty.
 --
@@ -11,10 +11,10 @@
 --   ARGV[3]  capacity     the burst, integer tokens, >= 1
 --   ARGV[4]  want         the lease size asked for, integer tokens, >= min
 --   ARGV[5]  min          the fewest tokens worth taking, integer >= 1: a smaller grant is none
---   ARGV[6]  ttl_ms       PEXPIRE for the key: the time to refill from empty, >= 1000
--- Stored hash fields (as token_bucket.lua):
---   tokens      float tokens left, written with %.17g so the double round-trips exactly
---   updated_at  integer ms of the last call; never moves backwards
+--   ARGV[6]  ttl_ms       the key's TTL (SET PX): the time to refill from empty, >= 1000
+-- Stored (as token_bucket.lua): a 16-byte string, struct.pack('<dd', tokens, updated_at):
+--   tokens      float tokens left, the double itself, so it round-trips exactly
+--   updated_at  integer ms of the last call (exact in a double); never moves backwards
 -- Returns {granted, remaining, retry_after_ms, reset_after_ms}, all integers:
 --   granted         g = min(want, floor(tokens)) if g >= min (then g is debited), else 0
 --   remaining       floor(tokens after the call)
@@ -26,7 +26,7 @@
 --   now     = max(now_ms, updated_at)                    (a skewed clock never refills)
 --   tokens  = min(capacity, tokens + (now - updated_at) * rate_per_ms)
 -- Only whole tokens are leased (floor), so the fraction stays in the bucket and keeps refilling.
--- Every call, granted or not, writes the refilled state and PEXPIREs the key.
+-- Every call, granted or not, writes the refilled state with the key's TTL.
 
 local now = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
@@ -41,9 +41,11 @@ if not (rate > 0) or capacity < 1 or min < 1 or want < min or ttl < 1 then
   return redis.error_reply('ERR lease: need rate_per_ms > 0, capacity >= 1, min >= 1, want >= min, ttl_ms >= 1')
 end
 
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated_at')
-local tokens = tonumber(state[1])
-local last = tonumber(state[2])
+local tokens, last
+local state = redis.call('GET', KEYS[1])
+if state then
+  tokens, last = struct.unpack('<dd', state)
+end
 if tokens == nil or last == nil or last == 0 then
   tokens = capacity
 else
@@ -66,7 +68,6 @@ else
   end
 end
 
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', now))
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[1], struct.pack('<dd', tokens, now), 'PX', ttl)
 
 return {granted, math.floor(tokens), retry_after, math.ceil((capacity - tokens) / rate)}

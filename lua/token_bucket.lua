@@ -13,15 +13,17 @@
 --                         round-trip decimal so it parses to the very double Go holds
 --   ARGV[3]  capacity     the burst, integer tokens, >= 1
 --   ARGV[4]  cost         tokens this request takes, integer >= 0 (may exceed capacity)
---   ARGV[5]  ttl_ms       PEXPIRE for the key: the time to refill from empty, >= 1000
+--   ARGV[5]  ttl_ms       the key's TTL (SET PX): the time to refill from empty, >= 1000
 --   ARGV[6]  clock        OPTIONAL. Absent: now is ARGV[1] (the gateway's clock; the 5-ARGV
 --                         contract). "redis": now is the server's TIME in integer ms,
 --                         sec * 1000 + floor(usec / 1000), and ARGV[1] is ignored (it must still
 --                         be a number). Any other value is an error. Redis 7 replicates a
 --                         script's effects, not the script, so reading TIME is safe.
--- Stored hash fields:
---   tokens      float tokens left, written with %.17g so the double round-trips exactly
---   updated_at  integer ms of the last decision; never moves backwards
+-- Stored: one 16-byte string, struct.pack('<dd', tokens, updated_at), written with its TTL in one
+-- SET PX, which a replica receives as one SET (a hash and PEXPIRE reached it as MULTI, HSET,
+-- PEXPIREAT, EXEC, and cost the primary two writes and a float format):
+--   tokens      float tokens left, the double itself, so it round-trips exactly
+--   updated_at  integer ms of the last decision (exact in a double); never moves backwards
 -- Returns {allowed, remaining, retry_after_ms, reset_after_ms}, all integers, and with ARGV[6]
 -- "redis" a fifth, now_ms:
 --   allowed         1 if tokens >= cost (then cost is debited), else 0
@@ -40,9 +42,9 @@
 --                                                         now_ms is TIME with ARGV[6] "redis")
 --   tokens  = min(capacity, tokens + (now - updated_at) * rate_per_ms)
 --
--- A DENIED request also writes the refilled state (tokens, updated_at = now) and PEXPIREs the
--- key: every call refills exactly once at its own time, like the overspend envelope does, and
--- every call leaves the key with a TTL.
+-- A DENIED request also writes the refilled state (tokens, updated_at = now) with the key's TTL:
+-- every call refills exactly once at its own time, like the overspend envelope does, and every
+-- call leaves the key with a TTL.
 
 local AUDIT_TTL_MS = 3600000
 
@@ -69,9 +71,11 @@ if ARGV[6] ~= nil then
 end
 local clock_ms = now
 
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated_at')
-local tokens = tonumber(state[1])
-local last = tonumber(state[2])
+local tokens, last
+local state = redis.call('GET', KEYS[1])
+if state then
+  tokens, last = struct.unpack('<dd', state)
+end
 if tokens == nil or last == nil or last == 0 then
   tokens = capacity
 else
@@ -92,8 +96,7 @@ else
   retry_after = math.ceil((cost - tokens) / rate)
 end
 
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', now))
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[1], struct.pack('<dd', tokens, now), 'PX', ttl)
 if KEYS[2] ~= nil and allowed == 1 and cost > 0 then
   redis.call('INCRBY', KEYS[2], string.format('%d', cost))
   redis.call('PEXPIRE', KEYS[2], AUDIT_TTL_MS)

@@ -1,6 +1,6 @@
 -- two_tier.lua: one two-tier decision, atomic on a tenant's quota counter and one of its buckets.
 --
--- Tier 1 is the short burst: the token bucket of token_bucket.lua (same hash fields, same
+-- Tier 1 is the short burst: the token bucket of token_bucket.lua (same stored value, same
 -- arithmetic) on the tenant's endpoint. Tier 2 is the long quota: a fixed window per tenant
 -- (as fixed_window.lua) counting cost units in the window the caller named. A request passes only
 -- if BOTH tiers have room; a request denied by either tier debits neither.
@@ -13,12 +13,13 @@
 --                             round-trip decimal, so it parses to the very double Go holds)
 --   ARGV[3]  capacity         the bucket's burst, integer tokens, >= 1
 --   ARGV[4]  cost             units this request takes from both tiers, integer >= 0
---   ARGV[5]  bucket_ttl_ms    PEXPIRE for KEYS[2]: the time to refill from empty, >= 1000
+--   ARGV[5]  bucket_ttl_ms    the TTL of KEYS[2] (SET PX): the time to refill from empty, >= 1000
 --   ARGV[6]  quota_limit      Q, integer cost units per quota window, >= 1
 --   ARGV[7]  quota_ttl_ms     PEXPIRE for KEYS[1]: the window plus a slack for skewed clocks
 --   ARGV[8]  quota_window_ms  the quota window W, integer ms >= 1
 --   ARGV[9]  quota_index      floor(now_ms / W), the window KEYS[1] counts (the caller computed it)
--- Stored: KEYS[2] the hash {tokens (%.17g), updated_at (ms, never moves backwards)};
+-- Stored: KEYS[2] struct.pack('<dd', tokens, updated_at) as token_bucket.lua (updated_at in ms,
+--         never moves backwards);
 --         KEYS[1] the integer count of cost units allowed in the window.
 --
 -- Arithmetic (IEEE doubles, in the order of limiter.decideTwoTier, the in-memory twin):
@@ -37,7 +38,7 @@
 --                   its remaining is strictly smaller, else the bucket's ceil((capacity - tokens) / rate)
 --   tier_denied     0 allowed; 1 the bucket lacked tokens (whatever the quota); 2 only the quota
 --
--- A DENIED request still writes the bucket's refilled state and PEXPIREs KEYS[2] (the rule of
+-- A DENIED request still writes the bucket's refilled state with its TTL to KEYS[2] (the rule of
 -- token_bucket.lua: every call refills once at its own time), and writes nothing to the quota.
 -- Every number is below 2^53, so the Lua doubles hold the integers exactly.
 
@@ -61,9 +62,11 @@ if now < idx * w or now >= (idx + 1) * w then
 end
 
 -- Tier 1: the bucket, refilled to its own (clamped) now.
-local state = redis.call('HMGET', KEYS[2], 'tokens', 'updated_at')
-local tokens = tonumber(state[1])
-local last = tonumber(state[2])
+local tokens, last
+local state = redis.call('GET', KEYS[2])
+if state then
+  tokens, last = struct.unpack('<dd', state)
+end
 local bnow = now
 if tokens == nil or last == nil or last == 0 then
   tokens = capacity
@@ -109,8 +112,7 @@ else
   end
 end
 
-redis.call('HSET', KEYS[2], 'tokens', string.format('%.17g', tokens), 'updated_at', string.format('%d', bnow))
-redis.call('PEXPIRE', KEYS[2], bttl)
+redis.call('SET', KEYS[2], struct.pack('<dd', tokens, bnow), 'PX', bttl)
 
 local remaining = math.floor(tokens)
 local reset_after = math.ceil((capacity - tokens) / rate)

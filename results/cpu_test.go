@@ -23,6 +23,50 @@ func TestCPULine(t *testing.T) {
 	if got := c.Line(); strings.Contains(got, "machine") || strings.Contains(got, "other") {
 		t.Errorf("Line() = %q with the machine unknown: want no machine or other figure", got)
 	}
+	c.Nodes[0].CallsPerRead, c.Nodes[2].CallsPerRead = 12.34, 8
+	c.PerDecision = &CPUPerDecision{Generator: 10.44, Primaries: 14.3, Replicas: 3.9, Total: 28.64}
+	want = "generator 0.90 cores, primaries' main threads 0.31 / 0.50, replicas 0.12 (over 20.0 s of load); " +
+		"µs per decision: generator 10.4, primaries 14.3, replicas 3.9, total 28.6; script calls per read 12.3 / 8.0"
+	if got := c.Line(); got != want {
+		t.Errorf("Line() = %q\nwant    %q", got, want)
+	}
+}
+
+// The CPU per decision splits the cores into the generator, the primaries' main threads and
+// the replicas' processes, each over the load per decision, and their sum; nothing without
+// decisions or a CPU section.
+func TestSetCPUPerDecision(t *testing.T) {
+	t.Parallel()
+	c := &CPU{WallS: 10, Cores: 2, Generator: 0.6, Nodes: []NodeCPU{
+		{Role: "primary", MainThread: 0.25, Process: 0.3},
+		{Role: "replica", MainThread: 0.05, Process: 0.1},
+		{Role: "primary", MainThread: 0.25, Process: 0.3},
+	}}
+	s := &Summary{CPU: c}
+	s.Load.Completed = 500000 // 50,000/s over 10 s: 1 core is 20 µs per decision
+	s.SetCPUPerDecision()
+	have, want := c.PerDecision, CPUPerDecision{Generator: 12, Primaries: 10, Replicas: 2, Total: 24}
+	if have == nil {
+		t.Fatal("PerDecision is nil with a CPU section and decisions")
+	}
+	for _, f := range []struct {
+		name       string
+		have, want float64
+	}{{"generator", have.Generator, want.Generator}, {"primaries", have.Primaries, want.Primaries},
+		{"replicas", have.Replicas, want.Replicas}, {"total", have.Total, want.Total}} {
+		if math.Abs(f.have-f.want) > 1e-9 {
+			t.Errorf("%s: %g µs per decision, want %g", f.name, f.have, f.want)
+		}
+	}
+	if g := s.GeneratorUsPerDecision(); math.Abs(g-have.Generator) > 1e-9 {
+		t.Errorf("GeneratorUsPerDecision() = %g, PerDecision.Generator %g: one figure, two values", g, have.Generator)
+	}
+	none := &Summary{CPU: &CPU{WallS: 10, Generator: 0.5}}
+	none.SetCPUPerDecision()
+	if none.CPU.PerDecision != nil {
+		t.Errorf("PerDecision = %+v without decisions, want nil (no JSON field)", none.CPU.PerDecision)
+	}
+	(&Summary{}).SetCPUPerDecision() // no CPU section: must not panic
 }
 
 // The generator's CPU per decision is its CPU seconds over the load per decision, and not a

@@ -26,6 +26,7 @@ type cpuReading struct {
 type nodeReading struct {
 	addr, role       string
 	main, allThreads float64
+	calls, reads     int64 // script calls and reads from clients (cluster.NodeStats)
 }
 
 // readCPU takes a reading. Nodes are read only where they run on this machine (local and
@@ -48,13 +49,14 @@ func (s *Session) readCPU(ctx context.Context) cpuReading {
 		if err != nil {
 			continue
 		}
-		r.nodes = append(r.nodes, nodeReading{addr: n.Addr, role: n.Role, main: st.CPUSeconds, allThreads: st.TotalCPUSeconds})
+		r.nodes = append(r.nodes, nodeReading{addr: n.Addr, role: n.Role, main: st.CPUSeconds, allThreads: st.TotalCPUSeconds,
+			calls: st.Calls, reads: st.Reads})
 	}
 	return r
 }
 
 // cpuBetween is the summary's CPU section from two readings around a load that started at base:
-// CPU seconds over the load's wall seconds, in cores. The first reading is taken before a
+// CPU seconds over the load's wall seconds, in cores, and each node's script calls per read. The first reading is taken before a
 // --start-at wait, when the processes idle, so the wall counts from base. A node missing from
 // either reading (killed, restarted) is left out.
 func cpuBetween(a, b cpuReading, base time.Time) *results.CPU {
@@ -71,8 +73,12 @@ func cpuBetween(a, b cpuReading, base time.Time) *results.CPU {
 			if na.addr != nb.addr || nb.allThreads < na.allThreads {
 				continue
 			}
-			c.Nodes = append(c.Nodes, results.NodeCPU{Addr: nb.addr, Role: na.role,
-				MainThread: (nb.main - na.main) / wall, Process: (nb.allThreads - na.allThreads) / wall})
+			n := results.NodeCPU{Addr: nb.addr, Role: na.role,
+				MainThread: (nb.main - na.main) / wall, Process: (nb.allThreads - na.allThreads) / wall}
+			if reads := nb.reads - na.reads; reads > 0 && nb.calls > na.calls {
+				n.CallsPerRead = float64(nb.calls-na.calls) / float64(reads)
+			}
+			c.Nodes = append(c.Nodes, n)
 		}
 	}
 	if a.machine >= 0 && b.machine >= 0 {

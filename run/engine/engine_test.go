@@ -483,5 +483,18 @@ func checkCPU(t *testing.T, sum *results.Summary, nodes int) {
 		if n.Role != cluster.RolePrimary || n.MainThread <= 0 || n.MainThread > n.Process*1.01+1e-4 {
 			t.Errorf("node %+v: want a primary whose main thread worked, within its process", n)
 		}
+		// One script call per read, less the reads of INFO, PING and slot-map requests; a
+		// pipeline's worth at most.
+		if n.CallsPerRead < 0.5 || n.CallsPerRead > 64 {
+			t.Errorf("node %+v: want about one script call per read of a plain transport", n)
+		}
+	}
+	p := c.PerDecision
+	if p == nil {
+		t.Fatal("cpu section has no us_per_decision")
+	}
+	if p.Generator <= 0 || p.Primaries <= 0 || p.Replicas != 0 || math.Abs(p.Total-(p.Generator+p.Primaries)) > 1e-9 ||
+		math.Abs(p.Generator-sum.GeneratorUsPerDecision()) > 1e-9 || p.Total > 1e5 {
+		t.Errorf("us per decision %+v: want generator and primaries > 0, no replicas, their sum as the total, under 0.1 s", p)
 	}
 }

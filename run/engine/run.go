@@ -92,6 +92,7 @@ func (s *Session) Drive(ctx context.Context) (*Measured, error) {
 		c.lateAnswers += d.lateAnswers[i].Load()
 	}
 	d.summarize(sum, total, m.Ran, c)
+	sum.SetCPUPerDecision()
 	if !s.opts.StartAt.IsZero() {
 		// Every part of one barrier then has the same started_at, to the nanosecond.
 		sum.StartedAt = base
