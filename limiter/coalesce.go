@@ -18,8 +18,11 @@ const (
 	// decision. 0: no wait. A batch is then whatever queued while the node's other pipelines
 	// were on the wire, so an idle limiter adds no latency and a busy one batches by itself.
 	DefaultBatchWindow = 0
-	// DefaultFlushers is the number of pipelines one node may have in flight at once.
-	DefaultFlushers = 4
+	// DefaultFlushers is the number of pipelines one node may have in flight at once. Two, not
+	// four: with fewer pipelines in flight each carries more decisions, so a primary reads more
+	// script calls per system call and the client writes fewer; on hot-tenant that bought more
+	// decisions per core and a lower p99 (results/studies/hot-tenant-central.md).
+	DefaultFlushers = 2
 	// DefaultBatchLinger is how long a flusher waits for its batch to fill while another of
 	// the node's pipelines is in flight (WithBatchLinger). Without it a flusher whose pipeline
 	// just came back sends whatever queued meanwhile, before the callers it just answered can

@@ -190,7 +190,7 @@ func NewLeaseLimiter(c redis.Scripter, p BucketPolicy, size int64, opts ...Lease
 		}
 		// No linger by default: a lease fetch holds every request on its key that the lease
 		// cannot pay, so waiting to fill its pipeline would hold them all.
-		cc := coalesceConfig{batchSize: DefaultBatchSize, window: DefaultBatchWindow, flushers: DefaultFlushers}
+		cc := coalesceConfig{batchSize: DefaultBatchSize, window: DefaultBatchWindow, flushers: DefaultLeaseFlushers}
 		for _, o := range cfg.batch {
 			o(&cc)
 		}

@@ -20,6 +20,11 @@ type leaseConfig struct {
 // would time out and fail every request parked long on them.
 const DefaultLeaseMaxFetches = 2 * DefaultBatchSize
 
+// DefaultLeaseFlushers is how many pipelines of lease fetches one node may have in flight. A
+// fetch holds every request of its key that the lease cannot pay, so fetches are not held back
+// for deeper pipelines as the coalescing bucket's decisions are (DefaultFlushers).
+const DefaultLeaseFlushers = 4
+
 // WithLeaseMaxFetches bounds the background fetches (refresh-ahead, and the fetches of requests
 // parked by AllowAsync) that are sent at once to n (default DefaultLeaseMaxFetches); the others
 // wait for one of them to answer, and their timeout starts when they are sent. Without a bound
@@ -67,7 +72,7 @@ func WithLeaseTimeout(d time.Duration) LeaseOption { return func(c *leaseConfig)
 
 // WithLeaseBatching sets whether fetches travel in pipelines, one queue per primary, as
 // CoalescingBucket sends its decisions (opts: WithBatchSize, WithBatchWindow, WithFlushers;
-// defaults DefaultBatchSize, no window, DefaultFlushers). It is on by default when the client can
+// defaults DefaultBatchSize, no window, DefaultLeaseFlushers). It is on by default when the client can
 // pipeline (a *redis.ClusterClient or *redis.Client): a busy gateway over many keys makes many
 // fetches at once, and a pipeline pays one round trip and one system call for all of them
 // instead of one each. Each fetch keeps its own deadline; results, NOSCRIPT->EVAL and errors
