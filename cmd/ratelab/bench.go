@@ -35,7 +35,9 @@ func newBenchCmd() *cobra.Command {
   1. the generator alone (no-op limiter, 2,000,000 offered): decisions/s, schedule lag p99;
   2. the in-memory token bucket: decisions/s, allocations per decision;
   3. central decisions on one primary, closed loop, conns x depth callers each: go-redis plain
-     calls, go-redis AutoPipeline, ratelab's coalescing pipelines: decisions/s, p50, p99;
+     calls, go-redis AutoPipeline, ratelab's coalescing pipelines: decisions/s, p50, p99; then
+     the open loop, hot-tenant at 100,000 offered over 3 primaries: achieved, p50, p99, CPU per
+     decision (generator, primaries, replicas) and script calls per read;
   4. redis-benchmark EVALSHA of the same script on the same primary, -c conns -P depth, and the
      ratio of the best central mode to it;
   5. hot-tenant-lease at 100,000 offered: achieved ratio, p99;

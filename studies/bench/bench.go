@@ -172,6 +172,7 @@ type Repetition struct {
 	Generator Generator `json:"generator"`
 	Memory    Memory    `json:"memory"`
 	Central   []Central `json:"central"`
+	OpenLoop  OpenLoop  `json:"open_loop"`
 	Ceiling   Ceiling   `json:"ceiling"`
 	Ratio     Ratio     `json:"ratio"`
 	Lease     Lease     `json:"lease"`
@@ -233,6 +234,19 @@ type Central struct {
 	// its CPU time over the wall time (1 = the server is the limit) and per script call.
 	RedisBusy      float64 `json:"redis_main_thread_busy"`
 	RedisUsPerCall float64 `json:"redis_cpu_us_per_call"`
+}
+
+// OpenLoop is section 3's open-loop row (measureOpenLoop): hot-tenant at 100,000 offered on the
+// bench's 3x1 cluster.
+type OpenLoop struct {
+	OfferedRPS  float64    `json:"offered_rps"`
+	AchievedRPS float64    `json:"achieved_rps"`
+	P50Ms       results.Ms `json:"p50_ms"`
+	P99Ms       results.Ms `json:"p99_ms"`
+	// CPU is the run's cpu.us_per_decision; nil where the run could not read its CPU.
+	CPU *results.CPUPerDecision `json:"cpu_us_per_decision,omitempty"`
+	// CallsPerRead is the primaries' mean script calls per read (cpu.nodes[].script_calls_per_read).
+	CallsPerRead float64 `json:"script_calls_per_read"`
 }
 
 // Ceiling is section 4.
@@ -337,6 +351,10 @@ func measureRepetition(ctx context.Context, opts Options, addrs []string, state,
 	opts.Logf("bench 2/6: in-memory token bucket")
 	run.Memory = measureMemory(opts)
 	if err := measureAgainstCeiling(ctx, opts, addrs, &run); err != nil {
+		return Repetition{}, err
+	}
+	opts.Logf("bench 3/6: open loop, hot-tenant at 100,000 offered decisions/s over 3 primaries")
+	if run.OpenLoop, err = measureOpenLoop(ctx, opts, state, filepath.Join(dir, "open-loop")); err != nil {
 		return Repetition{}, err
 	}
 	opts.Logf("bench 5/6: lease mode at 100,000 offered decisions/s")

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ratelab/results"
 )
 
 func TestParseBenchCSV(t *testing.T) {
@@ -74,5 +76,30 @@ func TestMarkdownWarnsOfAChangedMachine(t *testing.T) {
 		if got := strings.Contains(md, "the machine's speed changed"); got != tc.warn {
 			t.Errorf("Redis %.1f vs %.1f µs per call: warning %v, want %v", tc.central, tc.ceiling, got, tc.warn)
 		}
+	}
+}
+
+// TestMarkdownOpenLoopRow: section 3's open-loop row gives hot-tenant's rate, its latency from the
+// intended start ("not measurable" past the decided share, never +Inf), the CPU per decision by
+// part and the script calls per read, each as the median and range of the repetitions.
+func TestMarkdownOpenLoopRow(t *testing.T) {
+	t.Parallel()
+	rep := &Report{Repetitions: []Repetition{
+		{OpenLoop: OpenLoop{OfferedRPS: 100000, AchievedRPS: 55000, P50Ms: 12, P99Ms: results.Unmeasurable,
+			CPU: &results.CPUPerDecision{Generator: 12, Primaries: 14, Replicas: 4, Total: 30}, CallsPerRead: 15}},
+		{OpenLoop: OpenLoop{OfferedRPS: 100000, AchievedRPS: 61000, P50Ms: 10, P99Ms: results.Unmeasurable,
+			CPU: &results.CPUPerDecision{Generator: 11, Primaries: 13, Replicas: 3, Total: 27}, CallsPerRead: 17}},
+	}}
+	md := Markdown(rep)
+	for _, want := range []string{
+		"| 3 central | hot-tenant, 100,000 offered, open loop over 3 primaries x 1 replica, coalescing | 58,000 (55,000–61,000) | 11.000 (10.000–12.000) | not measurable |",
+		"generator 11.5 (11.0–12.0), primaries 13.5 (13.0–14.0), replicas 3.5 (3.0–4.0), total 28.5 (27.0–30.0); 16.0 (15.0–17.0) script calls per read",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("README lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "Inf") {
+		t.Errorf("README prints Inf:\n%s", md)
 	}
 }

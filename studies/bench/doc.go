@@ -6,7 +6,9 @@
 //  1. the generator alone (engine.Run of a no-op limiter): decisions/s and schedule lag p99;
 //  2. the in-memory token bucket: decisions/s and allocations per decision;
 //  3. central Redis decisions, closed loop at equal concurrency: plain go-redis calls, go-redis
-//     AutoPipeline, and limiter.CoalescingBucket; decisions/s, p50, p99;
+//     AutoPipeline, and limiter.CoalescingBucket; decisions/s, p50, p99; and beside them the
+//     open loop: the built-in hot-tenant (100,000 offered over three primaries) with its CPU per
+//     decision (generator, primaries, replicas) and the primaries' script calls per read;
 //  4. the ceiling: redis-benchmark running EVALSHA of the same script against the same primary
 //     with the same connections and pipeline depth, and the ratio of the best central mode to it;
 //  5. lease mode at 100,000 offered decisions/s (the built-in hot-tenant-lease on this cluster):

@@ -57,3 +57,32 @@ func measureLease(ctx context.Context, opts Options, state, dir string) (Lease, 
 	}
 	return l, nil
 }
+
+// measureOpenLoop is section 3's open-loop row: the built-in hot-tenant (100,000 offered over
+// Zipf hot tenants, the coalescing transport) against the bench's cluster, as `ratelab run`
+// drives it. Beside the closed-loop variants on one primary it shows what the open loop over
+// three primaries costs: latency from each request's intended start, the CPU per decision of
+// the generator, the primaries and the replicas, and the pipeline depth the primaries saw.
+func measureOpenLoop(ctx context.Context, opts Options, state, dir string) (OpenLoop, error) {
+	sum, err := runScenario(ctx, "hot-tenant", state, dir, opts)
+	if err != nil {
+		return OpenLoop{}, err
+	}
+	o := OpenLoop{OfferedRPS: sum.Load.OfferedRPS, AchievedRPS: sum.Load.AchievedRPS,
+		P50Ms: sum.LatencyMs.P50, P99Ms: sum.LatencyMs.P99}
+	if sum.CPU == nil {
+		return o, nil
+	}
+	o.CPU = sum.CPU.PerDecision
+	var n int
+	for _, node := range sum.CPU.Nodes {
+		if node.CallsPerRead > 0 {
+			o.CallsPerRead += node.CallsPerRead
+			n++
+		}
+	}
+	if n > 0 {
+		o.CallsPerRead /= float64(n)
+	}
+	return o, nil
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,7 +68,7 @@ func Markdown(rep *Report) string {
 	}
 	s.WriteString("Central and ceiling measure the same single primary (the owner of the hottest tenant's slot) with the same number of requests in flight: callers = connections x pipeline depth. ")
 	s.WriteString("The gateway section serves the limiter/gateway handler in-process on one loopback port, switching between a bare net/http handler, the gateway with the in-memory bucket and with the Redis coalescing bucket; wrk loads each closed loop with the same connections and duration, in halves bare, in-memory, Redis, Redis, in-memory, bare; its p99 is the worse half's. ")
-	s.WriteString("Central and gateway latency is closed-loop service time; generator and lease latency is measured from each request's intended start. Raw numbers of every repetition: `raw.json`.\n")
+	s.WriteString("Closed-loop central and gateway latency is service time; generator, open-loop central and lease latency is measured from each request's intended start. Raw numbers of every repetition: `raw.json`.\n")
 	return s.String()
 }
 
@@ -84,6 +85,15 @@ func (t table) fig(f func(Repetition) float64, format func(float64) string) stri
 		vs[i] = f(r)
 	}
 	return spreadOf(vs).format(len(t.reps), format)
+}
+
+// latencyMs is a format for fig of a latency over offered requests: 3 decimals, and "not
+// measurable" for the +Inf of a percentile above the decided share (results.Unmeasurable).
+func latencyMs(x float64) string {
+	if math.IsInf(x, 1) {
+		return "not measurable"
+	}
+	return fmt.Sprintf("%.3f", x)
 }
 
 // verb is a format for fig: one Printf verb.
@@ -111,10 +121,11 @@ func (t table) sections(s *strings.Builder) {
 		SectionMemory, num(memoryKeys), t.fig(func(r Repetition) float64 { return r.Memory.DecisionsPerSec }, num),
 		t.fig(func(r Repetition) float64 { return r.Memory.NsPerDecision }, f1), t.fig(func(r Repetition) float64 { return r.Memory.AllocsPerDecision }, verb("%.2f")), t.target(SectionMemory))
 	t.central(s)
+	t.openLoop(s)
 	t.ceiling(s)
 	fmt.Fprintf(s, "| %s | hot-tenant-lease, %s offered, 2 gateways x 100-token leases | %s | %s | %s | achieved %s%%, %s dropped, %s errors, %s central ops/s | %s |\n",
 		SectionLease, t.fig(func(r Repetition) float64 { return r.Lease.OfferedRPS }, num), t.fig(func(r Repetition) float64 { return r.Lease.AchievedRPS }, num),
-		t.fig(func(r Repetition) float64 { return float64(r.Lease.P50Ms) }, f3), t.fig(func(r Repetition) float64 { return float64(r.Lease.P99Ms) }, f3),
+		t.fig(func(r Repetition) float64 { return float64(r.Lease.P50Ms) }, latencyMs), t.fig(func(r Repetition) float64 { return float64(r.Lease.P99Ms) }, latencyMs),
 		t.fig(func(r Repetition) float64 { return 100 * r.Lease.Achieved }, verb("%.2f")), t.fig(func(r Repetition) float64 { return float64(r.Lease.Dropped) }, num),
 		t.fig(func(r Repetition) float64 { return float64(r.Lease.Errors) }, num), t.fig(func(r Repetition) float64 { return r.Lease.CentralOpsPS }, num), t.target(SectionLease))
 	t.gateway(s)
@@ -144,6 +155,26 @@ func (t table) central(s *strings.Builder) {
 			SectionCentral, c.Mode, c.Callers, c.GOMAXPROCS, t.fig(at(func(c Central) float64 { return c.DecisionsPerSec }), num),
 			t.fig(at(func(c Central) float64 { return c.P50Ms }), verb("%.3f")), t.fig(at(func(c Central) float64 { return c.P99Ms }), verb("%.3f")), other)
 	}
+}
+
+// openLoop writes section 3's open-loop row: hot-tenant as `ratelab run` drives it, with the CPU
+// per decision by part and the primaries' pipeline depth, so the gap to the closed loop shows.
+func (t table) openLoop(s *strings.Builder) {
+	cpu := func(f func(*results.CPUPerDecision) float64) func(Repetition) float64 {
+		return func(r Repetition) float64 {
+			if r.OpenLoop.CPU == nil {
+				return 0
+			}
+			return f(r.OpenLoop.CPU)
+		}
+	}
+	f1 := verb("%.1f")
+	fmt.Fprintf(s, "| %s | hot-tenant, %s offered, open loop over 3 primaries x 1 replica, coalescing | %s | %s | %s | µs CPU per decision: generator %s, primaries %s, replicas %s, total %s; %s script calls per read | |\n",
+		SectionCentral, t.fig(func(r Repetition) float64 { return r.OpenLoop.OfferedRPS }, num), t.fig(func(r Repetition) float64 { return r.OpenLoop.AchievedRPS }, num),
+		t.fig(func(r Repetition) float64 { return float64(r.OpenLoop.P50Ms) }, latencyMs), t.fig(func(r Repetition) float64 { return float64(r.OpenLoop.P99Ms) }, latencyMs),
+		t.fig(cpu(func(c *results.CPUPerDecision) float64 { return c.Generator }), f1), t.fig(cpu(func(c *results.CPUPerDecision) float64 { return c.Primaries }), f1),
+		t.fig(cpu(func(c *results.CPUPerDecision) float64 { return c.Replicas }), f1), t.fig(cpu(func(c *results.CPUPerDecision) float64 { return c.Total }), f1),
+		t.fig(func(r Repetition) float64 { return r.OpenLoop.CallsPerRead }, f1))
 }
 
 // ceiling writes the redis-benchmark row, with the ratio and its target.
