@@ -163,16 +163,16 @@ func (t *textRows) fault(f results.Fault) {
 		t.row("fault", "FAILED %s at %.1f s on %s: %s (not carried out: the run did not test it)", f.Kind, f.AtS, f.Target, orDash(f.Error))
 		return
 	}
-	if f.DetectedS <= 0 && f.RecoveredS <= 0 {
+	if !f.Seen() {
 		// Nothing the generator saw went wrong: there was nothing to recover from.
 		t.row("fault", "%s at %.1f s on %s: no errors seen", f.Kind, f.AtS, f.Target)
 		return
 	}
 	rec := "not recovered"
-	if f.RecoveredS > 0 {
-		rec = fmt.Sprintf("recovered %.1f s after", f.RecoveredS-f.AtS)
+	if after, ok := f.RecoveredAfterS(); ok {
+		rec = fmt.Sprintf("recovered %.1f s after", after)
 		if f.ForS > 0 {
-			rec = fmt.Sprintf("recovered %.1f s after it ended (lasted %.0f s)", max(f.RecoveredS-f.AtS-f.ForS, 0), f.ForS)
+			rec = fmt.Sprintf("recovered %.1f s after it ended (lasted %.0f s)", after, f.ForS)
 		}
 	}
 	t.row("fault", "%s at %.1f s on %s: detected at %.0f s, %s", f.Kind, f.AtS, f.Target, f.DetectedS, rec)

@@ -388,6 +388,19 @@ type Fault struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// Seen reports whether the generator saw the fault: some decision failed because of it.
+func (f Fault) Seen() bool { return f.DetectedS > 0 || f.RecoveredS > 0 }
+
+// RecoveredAfterS is how long after the fault ended — its injection, or for a lasting fault its
+// end (AtS + ForS) — decisions succeeded again, in seconds (0 when they did at once); ok is
+// false when they never did within the run, or when no decision failed (see Seen).
+func (f Fault) RecoveredAfterS() (s float64, ok bool) {
+	if f.RecoveredS <= 0 {
+		return 0, false
+	}
+	return max(f.RecoveredS-f.AtS-f.ForS, 0), true
+}
+
 // SLO is the verdict of the scenario's SLO checks.
 type SLO struct {
 	// Pass is true when every check passed (true when there are no checks).

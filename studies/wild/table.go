@@ -9,15 +9,18 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"ratelab/results"
 )
 
 // Table renders the rows as Markdown: achieved rate, p99 over offered requests, overspend and
-// false denies (confirmed..possible), burst excess of the worst key, central calls per decision
-// and errors; a gubernator GLOBAL row adds its design bound (see GlobalBound).
+// false denies (confirmed..possible), burst excess of the worst key, central calls per decision,
+// errors and how long after its fault the decisions succeeded again; a gubernator GLOBAL row adds
+// its design bound (see GlobalBound).
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| limiter | fault | achieved/s | p99 ms (offered) | overspend ratio (confirmed..possible) | false denies / decisions | false-deny ratio (of denied) | burst excess, worst key (tokens) | central calls / decision | errors |\n")
-	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| limiter | fault | achieved/s | p99 ms (offered) | overspend ratio (confirmed..possible) | false denies / decisions | false-deny ratio (of denied) | burst excess, worst key (tokens) | central calls / decision | errors | recovered after the fault |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range rows {
 		fault := r.Fault
 		if fault == "" {
@@ -25,17 +28,37 @@ func Table(rows []Row) string {
 		}
 		s := r.Summary
 		if s == nil {
-			fmt.Fprintf(&b, "| %s | %s | failed: %s |||||||\n", r.Variant.Name, fault, r.Err)
+			fmt.Fprintf(&b, "| %s | %s | failed: %s ||||||||\n", r.Variant.Name, fault, r.Err)
 			continue
 		}
 		o := s.Overspend
 		p99 := s.LatencyMs.P99.String()
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2g..%.2g | %.2g | %.2g..%.2g | %.1f%s | %s | %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2g..%.2g | %.2g | %.2g..%.2g | %.1f%s | %s | %d | %s |\n",
 			r.Variant.Name, fault, s.Load.AchievedRPS, p99, o.Ratio, o.PossibleRatio,
 			float64(o.FalseDenies)/math.Max(float64(s.Load.Completed), 1), o.FalseDenyRatio, o.PossibleFalseDenyRatio,
-			o.BurstExcess.WorstTokens, boundNote(r), callsPerDecision(r), s.Outcomes.Errors)
+			o.BurstExcess.WorstTokens, boundNote(r), callsPerDecision(r), s.Outcomes.Errors, recovery(s.Faults))
 	}
 	return b.String()
+}
+
+// recovery is the recovery cell of a run with one fault: seconds from its end until decisions
+// succeeded again, "never" when they did not within the run, "no errors" when none failed, and
+// "-" for a run without a fault (or a fault that could not be carried out: "failed").
+func recovery(faults []results.Fault) string {
+	if len(faults) == 0 {
+		return "-"
+	}
+	f := faults[0]
+	switch after, ok := f.RecoveredAfterS(); {
+	case f.Failed:
+		return "failed"
+	case !f.Seen():
+		return "no errors"
+	case !ok:
+		return "never"
+	default:
+		return fmt.Sprintf("%.1f s", after)
+	}
 }
 
 // callsPerDecision is the Redis decision commands per decision for the Redis kinds, and for
