@@ -55,13 +55,5 @@ func (s *Spec) validateDaemonFault(p string, f FaultSpec, bad badFunc) {
 	} else if s.Duration > 0 && f.At+f.For > s.Duration {
 		bad(p+".for", time.Duration(f.For), fmt.Sprintf("the %s would outlast the run (ends at %s): end it inside the run so its recovery is measured", f.Kind, time.Duration(s.Duration)))
 	}
-	for _, e := range []struct {
-		name string
-		set  bool
-	}{{"mode", f.Mode != ""}, {"delay", f.Delay != 0}, {"jitter", f.Jitter != 0}, {"slots", f.Slots != 0},
-		{"from", f.From != ""}, {"to", f.To != ""}, {"ask_window", f.AskWindow != 0}} {
-		if e.set {
-			bad(p+"."+e.name, "set", fmt.Sprintf("a %s of a daemon takes at, target and for only: drop %s", f.Kind, e.name))
-		}
-	}
+	onlyAtTargetFor(p, f, fmt.Sprintf("a %s of a daemon", f.Kind), bad)
 }

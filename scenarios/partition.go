@@ -11,6 +11,20 @@ func isGatewayTarget(t string) bool {
 	return strings.HasPrefix(t, "gateway:") || strings.HasPrefix(t, "gateways:")
 }
 
+// onlyAtTargetFor reports every field of f besides at, target and for (and kind) as an error
+// that names it: what takes them (a partition, a daemon's fault) takes nothing else.
+func onlyAtTargetFor(p string, f FaultSpec, what string, bad badFunc) {
+	for _, e := range []struct {
+		name string
+		set  bool
+	}{{"mode", f.Mode != ""}, {"delay", f.Delay != 0}, {"jitter", f.Jitter != 0}, {"slots", f.Slots != 0},
+		{"from", f.From != ""}, {"to", f.To != ""}, {"ask_window", f.AskWindow != 0}} {
+		if e.set {
+			bad(p+"."+e.name, "set", what+" takes at, target and for only: drop "+e.name)
+		}
+	}
+}
+
 // validatePartition checks a partition fault: a length inside the run, the fields it does not
 // take, and a target of one of its three sides — a primary of the cluster (local provider), some
 // gateways (kind lease), or a region (with regions).
@@ -20,15 +34,7 @@ func (s *Spec) validatePartition(p string, f FaultSpec, nodes int, bad badFunc) 
 	} else if s.Duration > 0 && f.At+f.For > s.Duration {
 		bad(p+".for", time.Duration(f.For), fmt.Sprintf("the partition would outlast the run (ends at %s): heal it inside the run so the cluster's state can be read", time.Duration(s.Duration)))
 	}
-	for _, e := range []struct {
-		name string
-		set  bool
-	}{{"mode", f.Mode != ""}, {"delay", f.Delay != 0}, {"jitter", f.Jitter != 0}, {"slots", f.Slots != 0},
-		{"from", f.From != ""}, {"to", f.To != ""}, {"ask_window", f.AskWindow != 0}} {
-		if e.set {
-			bad(p+"."+e.name, "set", "a partition takes at, target and for only: drop "+e.name)
-		}
-	}
+	onlyAtTargetFor(p, f, "a partition", bad)
 	switch {
 	case f.OnRegion():
 		s.validateRegionTarget(p, f.Target, bad)

@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"ratelab/cluster/clustertest"
 	"ratelab/cluster/gubernator"
 	"ratelab/limiter"
 )
@@ -87,7 +87,7 @@ func TestKillPauseRestart(t *testing.T) {
 	if err := c.Kill(1); err != nil {
 		t.Fatal(err)
 	}
-	if alive(pid) || c.Pids()[1] != 0 {
+	if clustertest.Alive(pid) || c.Pids()[1] != 0 {
 		t.Fatalf("daemon 1 (pid %d) survived Kill", pid)
 	}
 	if err := c.Pause(1); err == nil {
@@ -153,24 +153,11 @@ func TestDaemonsDieWithRatelab(t *testing.T) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range pids {
-		for alive(p) {
+		for clustertest.Alive(p) {
 			if time.Now().After(deadline) {
 				t.Fatalf("daemon pid %d outlived its killed parent", p)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// alive reports whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

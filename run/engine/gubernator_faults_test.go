@@ -4,13 +4,11 @@ package engine
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"ratelab/cluster/clustertest"
 	"ratelab/cluster/gubernator"
 	"ratelab/results"
 	"ratelab/scenarios"
@@ -63,7 +61,7 @@ func guberRun(t *testing.T, ctx context.Context, spec *scenarios.Spec) (*results
 		t.Fatal(err)
 	}
 	for _, p := range pids {
-		if p == 0 || processAlive(p) {
+		if p == 0 || clustertest.Alive(p) {
 			t.Errorf("daemon pid %d (of %v) outlived the run", p, pids)
 		}
 	}
@@ -141,17 +139,4 @@ func TestGubernatorInterruptedDuringPause(t *testing.T) {
 	if !sum.Interrupted || len(sum.Faults) != 1 || sum.Faults[0].Failed {
 		t.Errorf("interrupted %v, faults %+v: want an interrupted run with its pause recorded", sum.Interrupted, sum.Faults)
 	}
-}
-
-// processAlive reports whether pid runs and is not a zombie.
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
