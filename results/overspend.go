@@ -119,6 +119,11 @@ const (
 	// BoundClockSkew is what a gateway clock set ahead lets the store refill early; no bound is
 	// derived for it (it is listed in Unmeasured).
 	BoundClockSkew = "clock_skew"
+	// BoundDaemonState is what a gubernator daemon killed and restarted gives back: it keeps
+	// its buckets in memory, so every key it owned starts again with a full burst; no bound is
+	// derived for it (it is listed in Unmeasured: which keys a daemon owns is gubernator's hash
+	// ring, which the run does not read).
+	BoundDaemonState = "daemon_state"
 	// BoundV1 is a v1 summary's bound_tokens: v1's bound on the whole run's overspend, not a
 	// per-key bound on the burst excess.
 	BoundV1 = "v1"

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,11 @@ func TestGubernatorDaemonFaults(t *testing.T) {
 				t.Errorf("no errors in second 2, while daemon 1 was down: the fault did not happen")
 			case f.DetectedS < 2 || f.DetectedS >= 3 || f.RecoveredS < f.DetectedS || f.RecoveredS > float64(len(rows)) || f.RecoveredS == 0:
 				t.Errorf("fault %+v: want detection in second 2 and a recovery within the run", f)
+			}
+			if tc.kind == "kill" && !slices.ContainsFunc(sum.Overspend.Bound.Unmeasured, func(u results.Unmeasured) bool {
+				return u.Source == results.BoundDaemonState
+			}) {
+				t.Errorf("bound %+v: want the restarted daemon's state listed as not measured", sum.Overspend.Bound)
 			}
 			if tc.overspend && sum.Overspend.ByCause[tc.kind] == 0 {
 				t.Errorf("overspend by cause %v: want some booked on %s", sum.Overspend.ByCause, tc.kind)

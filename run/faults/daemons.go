@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,9 @@ type Daemons interface {
 	// (gubernator's health check reports a daemon unhealthy for minutes after a peer error).
 	WaitServing(ctx context.Context) error
 }
+
+// errDaemonState is why a daemon kill's part of the overspend bound is not measured.
+var errDaemonState = errors.New("a restarted daemon's keys start with a full burst each (its buckets live in memory); which keys it owned is gubernator's hash ring, not read by the run")
 
 // injectDaemon executes a fault of a daemon (target daemon:N) and records its event; a run
 // without daemons records it as failed.
@@ -74,6 +78,7 @@ func (r *Runner) executeDaemon(ctx context.Context, f scenarios.FaultSpec, i int
 		if err := d.Kill(i); err != nil {
 			return err
 		}
+		r.addBound(results.BoundDaemonState, f, d.HTTPAddrs()[i], 0, errDaemonState)
 		sleepCtx(ctx, time.Duration(f.For))
 		if ctx.Err() != nil {
 			r.cfg.Logf("daemon %d not restarted: the run ended first", i)
