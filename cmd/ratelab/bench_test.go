@@ -63,7 +63,7 @@ func TestBenchQuick(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{bench.SectionGenerator: 1, bench.SectionMemory: 1, bench.SectionCentral: 3, bench.SectionCeiling: 1, bench.SectionLease: 1, bench.SectionGateway: 3}
+	want := map[string]int{bench.SectionGenerator: 1, bench.SectionMemory: 1, bench.SectionCentral: 4, bench.SectionCeiling: 1, bench.SectionLease: 1, bench.SectionGateway: 3}
 	for s, n := range want {
 		if rows[s] != n {
 			t.Errorf("README.md has %d rows of section %q, want %d:\n%s", rows[s], s, n, md)
@@ -91,6 +91,11 @@ func TestBenchQuick(t *testing.T) {
 		"lease p99":             float64(rep.Lease.P99Ms),
 		"ceiling Redis busy":    rep.Ceiling.RedisBusy,
 		"ceiling Redis µs/call": rep.Ceiling.RedisUsPerCall,
+		"open loop achieved/s":  rep.OpenLoop.AchievedRPS,
+		"open loop calls/read":  rep.OpenLoop.CallsPerRead,
+	}
+	if c := rep.OpenLoop.CPU; c == nil || !(c.Generator > 0 && c.Primaries > 0 && c.Replicas > 0 && c.Total > 0) {
+		t.Errorf("raw.json open_loop CPU per decision %+v, want every part > 0", c)
 	}
 	for _, v := range rep.Gateway.Variants {
 		positive[v.Name+" requests/s"] = v.RequestsPerSec

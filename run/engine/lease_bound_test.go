@@ -111,7 +111,7 @@ func TestLeaseBoundReachedAtOnce(t *testing.T) {
 	eps := []string{"a", "b"}
 	chk := check.NewBucket(len(eps), func(int) limiter.BucketPolicy { return p })
 	t0 := time.Now().Truncate(time.Second).Add(-time.Hour).UnixMilli()
-	for _, st := range []struct{ at, cost int64 }{{0, 1}, {1000, 2}, {2000, 5}, {2000, 5}} {
+	for i, st := range []struct{ at, cost int64 }{{0, 1}, {1000, 2}, {2000, 5}, {2000, 5}} {
 		for k, ep := range eps {
 			for gi, g := range gws {
 				r := limiter.Request{Tenant: t.Name(), Endpoint: ep, Cost: st.cost, Now: time.UnixMilli(t0 + st.at)}
@@ -122,9 +122,10 @@ func TestLeaseBoundReachedAtOnce(t *testing.T) {
 				chk.Observe(k, t0+st.at, st.cost, true, d.Source)
 			}
 		}
-		if st.at == 1000 {
+		if i == 1 || i == 2 {
 			// The top-ups run in the background: the next step needs them landed (a request
-			// that found one in flight on a key the last grant drained is denied at once).
+			// that found one in flight on a key the last grant drained is denied at once). The
+			// first spend at t0+2000 drains every lease and starts the top-ups the second spends.
 			awaitOutstanding(t, gws, 5*int64(len(eps)))
 		}
 	}
