@@ -128,22 +128,44 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			err = errors.Join(err, c.Close())
 		}
 	}()
+	for attempt := 1; ; attempt++ {
+		err = c.launch(ctx)
+		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		// A port freePorts found free was taken before the daemon bound it (another process
+		// of the machine, a parallel test): lay the cluster out again on new ports.
+		if serr := c.stopAll(); serr != nil {
+			return c, errors.Join(err, serr)
+		}
+		for _, d := range c.daemons {
+			_ = os.Remove(d.log)
+		}
+	}
+}
+
+// startAttempts is how many layouts Start tries when a daemon finds its port taken.
+const startAttempts = 3
+
+// launch lays the cluster out on free ports, starts every daemon and waits until they are
+// healthy.
+func (c *Cluster) launch(ctx context.Context) error {
 	if err := c.layout(); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range c.daemons {
 		if err := c.start(i); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, c.WaitHealthy(ctx)
+	return c.WaitHealthy(ctx)
 }
 
 // layout picks every daemon's ports, builds the forwarders between them and each daemon's
 // environment.
 func (c *Cluster) layout() error {
 	n := c.opts.Daemons
-	ports, err := freePorts(2 * n)
+	ports, err := pickPorts(2 * n)
 	if err != nil {
 		return err
 	}
@@ -181,8 +203,11 @@ func (c *Cluster) layout() error {
 	return nil
 }
 
+// pickPorts is freePorts; a test replaces it to hand Start a port already taken.
+var pickPorts = freePorts
+
 // freePorts returns n distinct free loopback ports. A port can be taken between this check and
-// the daemon's bind; Start then fails with the daemon's log, and a new Start picks new ports.
+// the daemon's bind; Start then lays the cluster out again on new ports (startAttempts).
 func freePorts(n int) ([]int, error) {
 	out := make([]int, 0, n)
 	var lns []net.Listener
@@ -325,8 +350,22 @@ func tail(path string) string {
 // removes its own temp dir. Idempotent.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
+	c.closed = true // no Restart starts a daemon from here on
+	c.mu.Unlock()
+	err := c.stopAll()
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
+	if c.ownDir {
+		err = errors.Join(err, os.RemoveAll(c.dir))
+		c.ownDir = false
+	}
+	return err
+}
+
+// stopAll stops every daemon and closes every forwarder between them.
+func (c *Cluster) stopAll() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []error
 	for i, d := range c.daemons {
 		if err := stop(d.proc); err != nil {
@@ -342,10 +381,6 @@ func (c *Cluster) Close() error {
 		}
 	}
 	c.routes = nil
-	if c.ownDir {
-		errs = append(errs, os.RemoveAll(c.dir))
-		c.ownDir = false
-	}
 	return errors.Join(errs...)
 }
 
