@@ -164,8 +164,8 @@ func (s timedScripter) timed(ctx context.Context, keys []string, run func(redis.
 	return cmd
 }
 
-// redisRateEpoch is the epoch of redis_rate's script clock: it counts seconds from
-// 2017-01-01T00:00:00Z (its jan_1_2017).
+// redisRateEpoch is the epoch of redis_rate's script clock, in Unix seconds: the script counts
+// seconds from the start of the year it names jan_1_2017.
 const redisRateEpoch = 1483228800
 
 // scriptNow recovers the now redis_rate's script used from its reply and the key's value read

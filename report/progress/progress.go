@@ -34,10 +34,6 @@ type Status struct {
 	Fault string
 }
 
-// Achieved is the requests the row's second decided within the run's window: its achieved rate
-// in requests/s (results.Interval.Achieved).
-func Achieved(iv results.Interval) int64 { return iv.Achieved() }
-
 // Line is the one-line rendering of s, the same on a terminal and in a log.
 func Line(s Status) string {
 	var b strings.Builder
@@ -45,7 +41,7 @@ func Line(s Status) string {
 	if s.Rows == 0 {
 		b.WriteString("  starting")
 	} else {
-		fmt.Fprintf(&b, "  offered %.0f/s achieved %.0f/s  p99 %s", float64(s.Last.Offered), float64(Achieved(s.Last)), ms(s.Last.P99Ms))
+		fmt.Fprintf(&b, "  offered %.0f/s achieved %.0f/s  p99 %s", float64(s.Last.Offered), float64(s.Last.Achieved()), ms(s.Last.P99Ms))
 		// The second's p99 is over its answered requests: its drops are said beside it.
 		if s.Last.Dropped > 0 {
 			fmt.Fprintf(&b, " (answered; %.1f%% dropped)", 100*s.Last.DroppedShare())

@@ -132,8 +132,8 @@ func boundaryStep() stepPlan {
 		},
 		facts: func(r []StepRun) []Fact {
 			return []Fact{
-				{"fixed window overspend", overspend(r[0].Summary)},
-				{"token bucket overspend", overspend(r[1].Summary)},
+				{"fixed window overspend", fmtOverspend(r[0].Summary)},
+				{"token bucket overspend", fmtOverspend(r[1].Summary)},
 			}
 		},
 	}
@@ -188,9 +188,9 @@ func pauseStep() stepPlan {
 			o, c := r[0].Summary, r[1].Summary
 			return []Fact{
 				{"the fault", pauseFact(o)},
-				{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, overspend(o))},
+				{"fail open: failed open / overspend", fmt.Sprintf("%d / %s", o.Outcomes.FailedOpen, fmtOverspend(o))},
 				{"fail open: false denies", fmt.Sprintf("%d (%.2g)", o.Overspend.FalseDenies, o.Overspend.FalseDenyRatio)},
-				{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, overspend(c))},
+				{"fail closed: failed closed / overspend", fmt.Sprintf("%d / %s", c.Outcomes.FailedClosed, fmtOverspend(c))},
 				{"fail closed: false denies", fmt.Sprintf("%d (%.2g)", c.Overspend.FalseDenies, c.Overspend.FalseDenyRatio)},
 				{"p99 latency: fail open / fail closed", fmt.Sprintf("%s / %s ms", o.LatencyMs.P99, c.LatencyMs.P99)},
 			}
@@ -239,8 +239,9 @@ func pauseFact(s *results.Summary) string {
 	return out
 }
 
-// overspend formats a run's overspend as tokens and ratio.
-func overspend(s *results.Summary) string {
+// fmtOverspend formats a run's overspend (results.Overspend, as the run judged it) as tokens and
+// ratio.
+func fmtOverspend(s *results.Summary) string {
 	return fmt.Sprintf("%d tokens (ratio %.3g)", s.Overspend.Tokens, s.Overspend.Ratio)
 }
 

@@ -105,7 +105,8 @@ func sloFailures(rep *compare.Report, mode Mode) []string {
 	return out
 }
 
-// measuredOn is the dates a set's runs started, "2026-11-02" or "2026-11-02 to 2026-11-03".
+// measuredOn is the dates a set's runs started: one date (time.DateOnly), or the first and the
+// last joined by " to ".
 func measuredOn(s *compare.Set) string {
 	var first, last time.Time
 	for _, r := range s.Runs {
